@@ -1,0 +1,217 @@
+"""The kernel table (detectors.md §1): one row per kernel name (or name + geometry, or launching operator /
+range) per device, with count, total, mean, median, min, max, sample standard deviation and % of kernel time.
+
+On an nsys export the figures equal ``nsys stats -r cuda_gpu_kern_sum`` when grouped the way that report
+groups (by full demangled name, devices merged: ``merge_devices=True``); on a Kineto trace a name's total is
+the sum of its events' ``dur``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+
+from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.model import Kind, Trace
+
+I64 = npt.NDArray[np.int64]
+
+
+class GroupBy(str, Enum):
+    """How kernel launches are grouped into rows."""
+
+    NAME = "name"
+    GEOMETRY = "geometry"  # name + grid + block
+    LAUNCHER = "launcher"  # the operator or annotation range around the launch call
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One row of the kernel table. Times in ns; ``pct`` of all kernel time in the table's scope (0–100).
+
+    ``device`` is ``-1`` when devices are merged. ``grid``/``block``/``registers``/``shared_bytes`` are those
+    of the row's most frequent launch configuration; ``occupancy_pct`` the mean of Kineto's estimate (NaN
+    when unknown); ``launch_ns`` the summed duration of the launching API calls.
+    """
+
+    name: str
+    rank: int
+    device: int
+    count: int
+    total_ns: int
+    mean_ns: float
+    median_ns: float
+    min_ns: int
+    max_ns: int
+    std_ns: float
+    pct: float
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers: int | None = None
+    shared_bytes: int | None = None
+    occupancy_pct: float = float("nan")
+    launch_ns: int = 0
+    group: str = ""
+    raw_name: str = ""
+    events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
+
+
+def short_name(name: str, width: int | None = None) -> str:
+    """A readable short form of a demangled kernel name: no return type, namespaces' anonymous parts,
+    template arguments or parameters.
+
+    ``void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>(...)`` →
+    ``at::native::multi_tensor_apply_kernel``. Names that are not C++ signatures come back unchanged.
+    """
+    s = name.strip().replace("(anonymous namespace)::", "").replace("{anonymous}::", "")
+    out: list[str] = []
+    depth = 0
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            if ch == "(" and out:
+                break
+            out.append(ch)
+    core = "".join(out).strip()
+    if " " in core:
+        core = core.rsplit(" ", 1)[-1]
+    core = core or name.strip()
+    if width is not None and len(core) > width:
+        core = core[: max(1, width - 1)] + "…"
+    return core
+
+
+def _launcher_names(trace: Trace, kernels: I64) -> list[str]:
+    """The innermost operator or range around each kernel's launch call ("" when unknown)."""
+    api = trace.launch_of[kernels]
+    has = api >= 0
+    lanes = np.where(has, trace.lane[np.maximum(api, 0)], -1)
+    times = np.where(has, trace.start_ns[np.maximum(api, 0)], 0)
+    enc = innermost_enclosing(trace, lanes, times, (Kind.CPU_OP, Kind.RANGE))
+    return [trace.names[int(trace.name[e])] if e >= 0 else "(no launching operator)" for e in enc.tolist()]
+
+
+def kernel_table(
+    trace: Trace,
+    *,
+    group_by: GroupBy | str = GroupBy.NAME,
+    device: int | None = None,
+    rank: int | None = None,
+    merge_devices: bool = False,
+) -> list[KernelRow]:
+    """Rows sorted by total time (largest first). ``device``/``rank`` filter; ``merge_devices`` groups the
+    same name across devices and ranks (how ``nsys stats`` groups). ``pct`` is relative to the total kernel
+    time of the rows returned."""
+    group_by = GroupBy(group_by)
+    k = trace.of_kind(Kind.KERNEL)
+    if device is not None:
+        k = k[trace.event_device[k] == device]
+    if rank is not None:
+        k = k[trace.event_rank[k] == rank]
+    if not len(k):
+        return []
+    dur = trace.dur_ns[k]
+    dev = np.full(len(k), -1, dtype=np.int64) if merge_devices else trace.event_device[k].astype(np.int64)
+    rk = np.full(len(k), -1, dtype=np.int64) if merge_devices else trace.event_rank[k].astype(np.int64)
+    krow = np.searchsorted(trace.kernels.event, k)
+    has_side = (krow < len(trace.kernels)) & (trace.kernels.event[np.minimum(krow, len(trace.kernels) - 1)] == k) if len(
+        trace.kernels
+    ) else np.zeros(len(k), dtype=bool)
+    # group key: label id per kernel
+    if group_by == GroupBy.LAUNCHER:
+        labels = _launcher_names(trace, k)
+        lab_ids: dict[str, int] = {}
+        label = np.array([lab_ids.setdefault(s, len(lab_ids)) for s in labels], dtype=np.int64)
+        label_text = list(lab_ids)
+    elif group_by == GroupBy.GEOMETRY:
+        geo = np.zeros((len(k), 6), dtype=np.int64)
+        if has_side.any():
+            rows = krow[has_side]
+            geo[has_side, :3] = trace.kernels.grid[rows]
+            geo[has_side, 3:] = trace.kernels.block[rows]
+        stacked = np.column_stack([trace.name[k].astype(np.int64), geo])
+        _, label = np.unique(stacked, axis=0, return_inverse=True)
+        label = np.asarray(label).reshape(-1).astype(np.int64)
+        label_text = []
+        first = {}
+        for i, lab in enumerate(label.tolist()):
+            first.setdefault(lab, i)
+        for lab in range(len(first)):
+            i = first[lab]
+            g = tuple(int(x) for x in geo[i])
+            label_text.append(f"{trace.names[int(trace.name[k[i]])]} grid{g[:3]} block{g[3:]}")
+    else:
+        label = trace.name[k].astype(np.int64)
+        label_text = []
+    keys = np.column_stack([rk, dev, label])
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))))
+    grand_total = int(dur.sum())
+    api = trace.launch_of[k]
+    launch_dur = np.where(api >= 0, trace.dur_ns[np.maximum(api, 0)], 0)
+    rows_out: list[KernelRow] = []
+    for g in range(len(uniq)):
+        members = order[bounds[g] : bounds[g + 1]]
+        d = dur[members]
+        cnt = int(d.size)
+        tot = int(d.sum())
+        ev = k[members]
+        r_i, d_i, lab = (int(x) for x in uniq[g])
+        if group_by == GroupBy.NAME:
+            name = trace.names[lab]
+        else:
+            name = label_text[lab]
+        grid = block = None
+        regs = shared = None
+        occ = float("nan")
+        raw = ""
+        side = has_side[members]
+        if side.any():
+            rows = krow[members][side]
+            combo = np.column_stack([trace.kernels.grid[rows], trace.kernels.block[rows]])
+            vals, counts = np.unique(combo, axis=0, return_counts=True)
+            top = vals[int(np.argmax(counts))]
+            grid = (int(top[0]), int(top[1]), int(top[2]))
+            block = (int(top[3]), int(top[4]), int(top[5]))
+            regs = int(np.bincount(np.maximum(trace.kernels.registers[rows], 0)).argmax())
+            sh = trace.kernels.shared_static[rows].astype(np.int64) + trace.kernels.shared_dynamic[rows]
+            shared = int(np.bincount(np.maximum(sh, 0)).argmax()) if sh.max() < 1 << 24 else int(np.median(sh))
+            occv = trace.kernels.occupancy[rows]
+            if np.isfinite(occv).any():
+                occ = float(np.nanmean(occv))
+            rn = trace.kernels.raw_name[rows[0]]
+            raw = trace.names[int(rn)] if rn >= 0 else ""
+        rows_out.append(
+            KernelRow(
+                name=name,
+                rank=r_i,
+                device=d_i,
+                count=cnt,
+                total_ns=tot,
+                mean_ns=tot / cnt,
+                median_ns=float(np.median(d)),
+                min_ns=int(d.min()),
+                max_ns=int(d.max()),
+                std_ns=float(np.std(d, ddof=1)) if cnt > 1 else 0.0,
+                pct=100.0 * tot / grand_total if grand_total else 0.0,
+                grid=grid,
+                block=block,
+                registers=regs,
+                shared_bytes=shared,
+                occupancy_pct=occ,
+                launch_ns=int(launch_dur[members].sum()),
+                group=group_by.value,
+                raw_name=raw or (trace.names[int(trace.name[ev[0]])] if group_by == GroupBy.NAME else ""),
+                events=ev,
+            )
+        )
+    rows_out.sort(key=lambda r: (-r.total_ns, r.name, r.rank, r.device))
+    return rows_out

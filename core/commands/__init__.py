@@ -1,0 +1,10 @@
+"""Sub-commands of the command line. Each module has ``register(subparsers)`` that adds its parser and sets
+``func(args) -> exit code``; heavy imports happen inside ``func`` so that ``--help`` stays fast."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from gputop_trace.commands import summary
+
+COMMANDS: tuple[ModuleType, ...] = (summary,)

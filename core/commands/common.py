@@ -1,0 +1,102 @@
+"""Arguments, loading and output helpers shared by the sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gputop_trace.units import parse_duration_ns
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gputop_trace.model import Trace
+
+
+def duration_arg(text: str) -> int:
+    """argparse type: a duration with units (``50us``, ``1ms``) → ns."""
+    try:
+        return parse_duration_ns(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The PATH argument(s): files or directories of per-rank traces."""
+    parser.add_argument(
+        "paths",
+        nargs="*" if optional else "+",
+        metavar="PATH",
+        help="trace file (.json, .json.gz, .sqlite, .nsys-rep) or directory of per-rank traces",
+    )
+
+
+def add_output(parser: argparse.ArgumentParser, *, csv: bool = True) -> None:
+    """``--json`` (and ``--csv``) output switches."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help="print JSON (see 'JSON output' in the README)")
+    if csv:
+        group.add_argument("--csv", action="store_true", help="print CSV")
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    """``--device`` / ``--rank`` filters."""
+    parser.add_argument("--device", type=int, metavar="N", help="only GPU N")
+    parser.add_argument("--rank", type=int, metavar="R", help="only rank R")
+
+
+def stdout_console() -> Console:
+    """A Rich console for results (no markup or highlighting of untrusted names)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def load(args: argparse.Namespace) -> Trace:
+    """Load the command's PATH(s), with a progress bar on stderr when it is a terminal."""
+    from gputop_trace.loader import load_paths
+
+    paths: list[str] = list(args.paths)
+    if not sys.stderr.isatty():
+        return load_paths(paths)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("loading"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[events]:,} events"),
+        TimeElapsedColumn(),
+        transient=True,
+        console=_stderr_console(),
+    ) as bar:
+        task = bar.add_task("load", total=None, events=0)
+
+        def progress(done: int, total: int, events: int) -> None:
+            bar.update(task, completed=done, total=total or None, events=events)
+
+        return load_paths(paths, progress=progress)
+
+
+def _stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    """Print a JSON document to stdout."""
+    from gputop_trace.report import dumps
+
+    sys.stdout.write(dumps(doc) + "\n")
+
+
+def print_warnings(console: Console, trace: Trace) -> None:
+    """The trace's warnings, one per line, in yellow."""
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+
+    for w in trace.meta.warnings:
+        console.print(Text("warning: ", style="yellow") + Text(clean(w)))

@@ -1,0 +1,87 @@
+"""Parsing and printing of times, sizes and rates. Internal times are integer nanoseconds."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_DURATION_UNITS_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "sec": 1_000_000_000,
+    "min": 60_000_000_000,
+}
+_DURATION_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Zµμ]*)\s*$")
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
+
+
+def parse_duration_ns(text: str, *, default_unit: str = "us") -> int:
+    """Parse ``"50us"``, ``"1.5ms"``, ``"2s"`` or a bare number (in ``default_unit``) into nanoseconds.
+
+    Raises ``ValueError`` with a message naming the accepted units.
+    """
+    m = _DURATION_RE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a duration; write a number with a unit, like 50us, 1.5ms or 2s")
+    value, unit = float(m.group(1)), (m.group(2) or default_unit)
+    factor = _DURATION_UNITS_NS.get(unit.lower() if unit not in ("µs", "μs") else unit)
+    if factor is None:
+        raise ValueError(f"unknown time unit {unit!r} in {text!r}; use ns, us, ms or s")
+    return round(value * factor)
+
+
+def parse_size_bytes(text: str) -> int:
+    """Parse ``"8GB"``, ``"512MiB"`` or a bare byte count into bytes."""
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$", text)
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"{text!r} is not a size; write a number with a unit, like 512MB or 8GiB")
+    return round(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def format_ns(ns: float, *, precision: int = 3) -> str:
+    """Format a duration in nanoseconds with a unit chosen for its size: ``"812 ns"``, ``"12.3 µs"``, ``"4.10 ms"``."""
+    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
+        return "-"
+    a = abs(ns)
+    if a < 1_000:
+        return f"{ns:.0f} ns"
+    for unit, factor in (("µs", 1e3), ("ms", 1e6), ("s", 1e9)):
+        if a < factor * 1000 or unit == "s":
+            value = ns / factor
+            digits = max(0, precision - len(str(int(abs(value)))))
+            return f"{value:.{digits}f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_bytes(n: float) -> str:
+    """Format a byte count with a binary unit: ``"16.0 KiB"``, ``"32.0 MiB"``."""
+    a = abs(n)
+    for unit, factor in (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3)):
+        if a < factor * 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n / factor:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """Format a bandwidth in bytes per second as GB/s (decimal, as vendors quote it)."""
+    return f"{bytes_per_s / 1e9:.2f} GB/s"

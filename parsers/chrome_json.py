@@ -1,0 +1,502 @@
+"""Streaming the ``traceEvents`` array of a Chrome trace out of a byte stream, chunk by chunk.
+
+The document is never decoded whole: the array is cut at element boundaries into chunks of a few megabytes,
+and each chunk is decoded with typed ``msgspec`` structs. A cut point is a ``}`` followed by ``,``; it is proven
+to be an element boundary by the chunk decoding as a JSON array (a cut inside a string or an inner object can
+never yield valid JSON). A file that ends early yields every complete element before the cut.
+
+Chunks whose events do not fit the typed structs (``NaN``, strings where numbers belong, control characters,
+invalid UTF-8) are decoded element by element with a lenient fallback, and what had to be skipped is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Union
+
+import msgspec
+
+from gputop_trace.errors import TraceError
+from gputop_trace.parsers.source import ByteStream
+
+CHUNK = 16 << 20  # decompressed bytes per decoded chunk
+HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
+MAX_SPLIT_TRIES = 24
+
+
+# --------------------------------------------------------------------------------------------------------
+# typed structs: only the fields the loader reads are decoded; everything else is skipped by msgspec
+# --------------------------------------------------------------------------------------------------------
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields the loader reads (Kineto, JAX and metadata events)."""
+
+    external_id: int = msgspec.field(default=-1, name="External id")
+    correlation: int = -1
+    device: int = -1
+    stream: int = -1
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers: int = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    blocks_per_sm: float = msgspec.field(default=-1.0, name="blocks per SM")
+    warps_per_sm: float = msgspec.field(default=-1.0, name="warps per SM")
+    occupancy: float = msgspec.field(default=-1.0, name="est. achieved occupancy %")
+    bytes: int = -1
+    name: str | None = None
+    sort_index: int | None = None
+    labels: str | None = None
+    correlation_id: str | None = None
+    memcpy_details: str | None = None
+    kernel_details: str | None = None
+
+
+class Event(msgspec.Struct, gc=False):
+    """One Chrome trace event. ``ts``/``dur`` are microseconds."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: Union[int, str] = 0  # noqa: UP007 - msgspec needs typing.Union on 3.10
+    tid: Union[int, str] = 0  # noqa: UP007
+    ts: float = 0.0
+    dur: float = 0.0
+    id: Union[int, str, None] = None  # noqa: UP007
+    id2: Any = None
+    s: str = ""
+    bp: str = ""
+    args: Args | None = None
+
+
+class ExactEvent(msgspec.Struct, gc=False):
+    """The same event with exact decimal timestamps, for files whose timestamps are too large for a float."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: Union[int, str] = 0  # noqa: UP007
+    tid: Union[int, str] = 0  # noqa: UP007
+    ts: Decimal = Decimal(0)
+    dur: Decimal = Decimal(0)
+    id: Union[int, str, None] = None  # noqa: UP007
+    id2: Any = None
+    s: str = ""
+    bp: str = ""
+    args: Args | None = None
+
+
+class CounterEvent(msgspec.Struct, gc=False):
+    """A ``C`` event with its series values."""
+
+    ph: str = ""
+    name: str = ""
+    pid: Union[int, str] = 0  # noqa: UP007
+    tid: Union[int, str] = 0  # noqa: UP007
+    ts: float = 0.0
+    id: Union[int, str, None] = None  # noqa: UP007
+    args: dict[str, Any] | None = None
+
+
+_DEC_EVENTS = msgspec.json.Decoder(list[Event])
+_DEC_EXACT = msgspec.json.Decoder(list[ExactEvent])
+_DEC_COUNTERS = msgspec.json.Decoder(list[Union[CounterEvent, Any]])  # noqa: UP007
+_DEC_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_DEC_ONE = msgspec.json.Decoder(Event)
+_DEC_ANY = msgspec.json.Decoder()
+
+#: |ts| below this many µs converts exactly to whole ns through a float64 (ulp/2 < 0.5 ns); above it the
+#: chunk is decoded again with decimal timestamps.
+EXACT_FLOAT_LIMIT_US = float(2**43)
+
+
+@dataclass
+class Chunk:
+    """Decoded events of one chunk, and the counter events among them (when any)."""
+
+    events: list[Any]
+    counters: list[CounterEvent] = field(default_factory=list)
+    exact: bool = False
+    skipped: int = 0
+    skipped_example: str = ""
+
+
+@dataclass
+class DocumentInfo:
+    """What the streamer learnt about the document besides the events."""
+
+    form: str = ""  # "object" | "array"
+    header: dict[str, Any] = field(default_factory=dict)
+    consumed: int = 0  # decompressed bytes of complete events and structure
+    total: int = 0  # decompressed bytes read
+    truncated: bool = False
+    chunks: int = 0
+
+
+_TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+_WS = b" \t\r\n"
+
+
+def _strip_bom(b: bytes) -> bytes:
+    return b[3:] if b.startswith(b"\xef\xbb\xbf") else b
+
+
+def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
+    """Yield decoded chunks of the ``traceEvents`` array; fill ``info`` with header, form and truncation.
+
+    ``info.consumed`` ends as the decompressed offset just after the last complete element (or the array's
+    closing bracket), so ``info.total - info.consumed`` is what a truncated file lost.
+    """
+    buf = src.read(CHUNK)
+    while len(buf) < 64 and not src.eof:
+        buf += src.read(CHUNK)
+    base = 0  # decompressed offset of buf[0]
+    start = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
+    start += len(buf) - start - len(buf[start:].lstrip(_WS))
+    if start >= len(buf):
+        raise _not_trace(src.path, "it is empty" if src.bytes_out == 0 else "it holds only white space")
+    first = buf[start : start + 1]
+    if first == b"[":
+        info.form = "array"
+        pos = start + 1
+    elif first == b"{":
+        info.form = "object"
+        pos, buf = _find_events_key(src, buf, start, info)
+    else:
+        raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
+    info.consumed = pos
+    while True:
+        pos = _skip_ws_comma(buf, pos)
+        # keep a chunk's worth of bytes after pos in the buffer
+        if len(buf) - pos < CHUNK and not src.eof:
+            base += pos
+            buf, pos = buf[pos:] + src.read(CHUNK), 0
+            continue
+        if pos >= len(buf):  # the stream ended inside the array
+            info.truncated = True
+            break
+        if buf[pos : pos + 1] == b"]":
+            info.consumed = base + pos + 1
+            _read_trailer(src, buf[pos + 1 :], info)
+            break
+        end, chunk = _decode_some(buf, pos)
+        if end < 0:
+            if src.eof:
+                info.truncated = True
+                break
+            # an element larger than the window: read more and try again
+            base += pos
+            buf, pos = buf[pos:] + src.read(CHUNK), 0
+            continue
+        info.chunks += 1
+        info.consumed = base + end
+        yield chunk
+        pos = end
+    info.total = src.bytes_out
+
+
+def _skip_ws_comma(buf: bytes, pos: int) -> int:
+    n = len(buf)
+    while pos < n and buf[pos] in b" \t\r\n,":
+        pos += 1
+    return pos
+
+
+def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo) -> tuple[int, bytes]:
+    """Locate ``"traceEvents": [`` at the top level of the object; decode the keys before it."""
+    search_from = start
+    while True:
+        for m in _TRACE_EVENTS_RE.finditer(buf, search_from):
+            head = buf[start : m.start()].rstrip(_WS)
+            if head.endswith(b","):
+                head = head[:-1]
+            try:
+                header = _DEC_ANY.decode(head + b"}") if head != b"{" else {}
+            except msgspec.DecodeError:
+                continue  # the key text was inside a string or a nested object
+            if isinstance(header, dict):
+                info.header.update(header)
+                return m.end(), buf
+        if src.eof or len(buf) > HEADER_LIMIT:
+            break
+        search_from = max(start, len(buf) - 64)
+        buf += src.read(CHUNK)
+    # no traceEvents key: decide between "not a trace" and "truncated before the events"
+    try:
+        doc = _DEC_ANY.decode(buf[start:])
+    except msgspec.DecodeError:
+        doc = None
+    if isinstance(doc, dict):
+        keys = ", ".join(list(doc)[:8]) or "none"
+        raise TraceError(
+            f"{src.path} is JSON but not a Chrome trace: it has no \"traceEvents\" array (its top-level keys are: "
+            f"{keys}). Open a trace written by torch.profiler, jax.profiler or another Chrome-trace exporter.",
+            path=src.path,
+        )
+    if src.truncated or src.eof:
+        raise TraceError(
+            f"{src.path} ends after {src.bytes_out} bytes, before any trace event: it was cut short or it is not "
+            "a Chrome trace. Re-copy the file or re-record the profile.",
+            path=src.path,
+        )
+    raise _not_trace(src.path, "no \"traceEvents\" array was found")
+
+
+def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
+    """Decode the keys after the events array (object form); tolerate anything after an array form."""
+    while not src.eof:
+        more = src.read(CHUNK)
+        if not more:
+            break
+        rest += more
+        if len(rest) > HEADER_LIMIT:
+            return
+    if info.form != "object":
+        return
+    tail = rest.strip(_WS)
+    if tail.startswith(b","):
+        try:
+            extra = _DEC_ANY.decode(b"{" + tail[1:])
+        except msgspec.DecodeError:
+            return
+        if isinstance(extra, dict):
+            for k, v in extra.items():
+                info.header.setdefault(k, v)
+
+
+def _split_candidates(buf: bytes, pos: int) -> Iterator[int]:
+    """Positions just after a ``}`` that is followed by ``,`` or ``]``, from the end backwards."""
+    end = len(buf)
+    n = len(buf)
+    tries = 0
+    while tries < MAX_SPLIT_TRIES:
+        p = buf.rfind(b"}", pos, end)
+        if p < 0:
+            return
+        q = p + 1
+        while q < n and buf[q] in _WS:
+            q += 1
+        if q < n and buf[q] in b",]":
+            tries += 1
+            yield p + 1
+        end = p
+
+
+def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
+    """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
+    for cut in _split_candidates(buf, pos):
+        text = b"[" + buf[pos:cut] + b"]"
+        try:
+            return cut, _decode_chunk(text)
+        except _NotAnArray:
+            continue
+    return -1, Chunk([])
+
+
+class _NotAnArray(Exception):
+    """The cut was not at an element boundary."""
+
+
+_ERR_POS = re.compile(r"byte (\d+)")
+
+
+def _decode_chunk(text: bytes) -> Chunk:
+    """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be."""
+    try:
+        events = _DEC_EVENTS.decode(text)
+    except msgspec.ValidationError:
+        return _lenient_chunk(text)
+    except msgspec.DecodeError as e:
+        # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that
+        # only a lenient parser accepts (NaN, raw control characters, invalid UTF-8)
+        if "UTF-8" in str(e):
+            return _python_chunk(text)
+        m = _ERR_POS.search(str(e))
+        if m is None or int(m.group(1)) >= len(text) - 2:
+            raise _NotAnArray from None
+        try:
+            _DEC_RAW_LIST.decode(text)
+        except msgspec.DecodeError:
+            return _python_chunk(text)
+        return _lenient_chunk(text)
+    chunk = Chunk(events)
+    _finish_chunk(chunk, text)
+    return chunk
+
+
+def _finish_chunk(chunk: Chunk, text: bytes) -> None:
+    events = chunk.events
+    big = any(e.ts > EXACT_FLOAT_LIMIT_US or e.ts < -EXACT_FLOAT_LIMIT_US for e in events)
+    if big:
+        try:
+            chunk.events = _DEC_EXACT.decode(text)
+            chunk.exact = True
+        except msgspec.MsgspecError:
+            pass
+    if any(e.ph == "C" for e in chunk.events):
+        try:
+            chunk.counters = [c for c in _DEC_COUNTERS.decode(text) if isinstance(c, CounterEvent) and c.ph == "C"]
+        except msgspec.MsgspecError:
+            chunk.counters = []
+
+
+def _lenient_chunk(text: bytes) -> Chunk:
+    """Element-by-element decoding: events with unusable fields are repaired when possible, else skipped."""
+    raws = _DEC_RAW_LIST.decode(text)
+    events: list[Any] = []
+    counters: list[CounterEvent] = []
+    skipped = 0
+    example = ""
+    for raw in raws:
+        try:
+            ev = _DEC_ONE.decode(raw)
+        except msgspec.MsgspecError:
+            try:
+                obj = _DEC_ANY.decode(raw)
+            except msgspec.MsgspecError:
+                obj = None
+            ev = _coerce(obj)
+            if ev is None:
+                skipped += 1
+                example = example or bytes(raw)[:120].decode("utf-8", "replace")
+                continue
+        events.append(ev)
+        if ev.ph == "C":
+            try:
+                counters.append(msgspec.json.decode(raw, type=CounterEvent))
+            except msgspec.MsgspecError:
+                pass
+    chunk = Chunk(events, counters, skipped=skipped, skipped_example=example)
+    return chunk
+
+
+def _python_chunk(text: bytes) -> Chunk:
+    """Last resort for bytes msgspec rejects (NaN, Infinity, raw control characters, invalid UTF-8)."""
+    try:
+        items = json.loads(text.decode("utf-8", "replace"), strict=False)
+    except (ValueError, RecursionError):
+        raise _NotAnArray from None
+    if not isinstance(items, list):
+        raise _NotAnArray
+    events: list[Any] = []
+    counters: list[CounterEvent] = []
+    skipped = 0
+    example = ""
+    for obj in items:
+        ev = _coerce(obj)
+        if ev is None:
+            skipped += 1
+            example = example or repr(obj)[:120]
+            continue
+        events.append(ev)
+        if ev.ph == "C" and isinstance(obj, dict):
+            args = obj.get("args")
+            counters.append(
+                CounterEvent(
+                    ph="C",
+                    name=ev.name,
+                    pid=ev.pid,
+                    tid=ev.tid,
+                    ts=ev.ts,
+                    args=args if isinstance(args, dict) else None,
+                )
+            )
+    return Chunk(events, counters, skipped=skipped, skipped_example=example)
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        f = float(v)
+    elif isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            return None
+    else:
+        return None
+    if f != f or f in (float("inf"), float("-inf")):
+        return None
+    return f
+
+
+def _coerce(obj: Any) -> Event | None:
+    """Make an :class:`Event` out of a decoded object with wrong or missing types, or give up (None)."""
+    if not isinstance(obj, dict):
+        return None
+    ph = obj.get("ph")
+    if not isinstance(ph, str):
+        return None
+    ts = _num(obj.get("ts", 0))
+    if ts is None:
+        if ph == "M":
+            ts = 0.0
+        else:
+            return None
+    dur = _num(obj.get("dur", 0))
+    if dur is None:
+        dur = 0.0
+    pid = obj.get("pid", 0)
+    tid = obj.get("tid", 0)
+    pid = pid if isinstance(pid, (int, str)) and not isinstance(pid, bool) else str(pid)
+    tid = tid if isinstance(tid, (int, str)) and not isinstance(tid, bool) else str(tid)
+    if isinstance(pid, int) and not -(2**63) <= pid < 2**63:
+        pid = str(pid)
+    if isinstance(tid, int) and not -(2**63) <= tid < 2**63:
+        tid = str(tid)
+    name = obj.get("name", "")
+    cat = obj.get("cat", "")
+    ident = obj.get("id")
+    args = _coerce_args(obj.get("args"))
+    return Event(
+        ph=ph,
+        name=name if isinstance(name, str) else json.dumps(name),
+        cat=cat if isinstance(cat, str) else str(cat),
+        pid=pid,
+        tid=tid,
+        ts=ts,
+        dur=dur,
+        id=ident if isinstance(ident, (int, str)) and not isinstance(ident, bool) else None,
+        s=obj.get("s", "") if isinstance(obj.get("s", ""), str) else "",
+        bp=obj.get("bp", "") if isinstance(obj.get("bp", ""), str) else "",
+        args=args,
+    )
+
+
+def _coerce_args(a: Any) -> Any:
+    if not isinstance(a, dict):
+        return None
+    out: dict[str, Any] = {}
+    for f in msgspec.structs.fields(Args):
+        key = f.encode_name
+        if key not in a:
+            continue
+        v = a[key]
+        try:
+            out[f.name] = msgspec.convert(v, f.type, strict=False)
+        except (msgspec.ValidationError, TypeError, OverflowError):
+            continue
+    try:
+        return Args(**out)
+    except TypeError:
+        return None
+
+
+def _describe_non_json(b: bytes) -> str:
+    if b.startswith(b"SQLite format 3"):
+        return "it is a SQLite database (open it as an Nsight Systems export: name it .sqlite)"
+    if any(c < 9 or 13 < c < 32 for c in b[:16]):
+        return "it is a binary file, not JSON"
+    snippet = b[:16].decode("utf-8", "replace")
+    return f"it does not start with JSON (it starts with {snippet!r})"
+
+
+def _not_trace(path: str, why: str) -> TraceError:
+    return TraceError(
+        f"{path} is not a Chrome trace: {why}. gputop-trace opens Chrome/Kineto/JAX traces (.json, .json.gz), "
+        "Nsight Systems exports (.sqlite) and directories of per-rank traces.",
+        path=path,
+    )

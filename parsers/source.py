@@ -1,0 +1,206 @@
+"""Reading a trace file as a stream of decompressed bytes, gzip sniffed by magic bytes.
+
+Gzip is inflated incrementally (ISA-L when the optional ``isal`` package is installed, else zlib), so a
+gigabyte trace never has to sit in memory twice. A file cut short, a bad checksum and concatenated gzip members
+are handled here and reported through :class:`ByteStream`'s attributes, not exceptions, so the JSON layer can
+still recover every complete event that was read.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import BinaryIO
+
+from gputop_trace.errors import TraceError
+
+GZIP_MAGIC = b"\x1f\x8b"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+READ_BLOCK = 4 << 20  # bytes of compressed input read per step
+
+
+def _inflater() -> ModuleType:
+    try:
+        import isal.isal_zlib as fast  # type: ignore[import-not-found,unused-ignore]
+
+        return fast  # type: ignore[no-any-return]
+    except ImportError:  # pragma: no cover - depends on the environment
+        return zlib
+
+
+def open_checked(path: str) -> BinaryIO:
+    """Open a file for reading, turning OS errors into a :class:`TraceError` that says what to do."""
+    try:
+        if os.path.isdir(path):
+            raise TraceError(f"{path} is a directory, not a trace file.", path=path)
+        return open(path, "rb")  # noqa: SIM115 - returned to the caller
+    except FileNotFoundError:
+        raise TraceError(
+            f"No such file: {path}. Check the path (it is resolved from {os.getcwd()}).", path=path
+        ) from None
+    except PermissionError:
+        raise TraceError(
+            f"Permission denied reading {path}. Ask its owner to make it readable (chmod o+r) or copy it "
+            "somewhere you can read.",
+            path=path,
+        ) from None
+    except IsADirectoryError:
+        raise TraceError(f"{path} is a directory, not a trace file.", path=path) from None
+    except OSError as e:
+        raise TraceError(f"Could not read {path}: {e.strerror or e}.", path=path) from None
+
+
+def read_head(path: str, n: int = 64) -> bytes:
+    """The first ``n`` bytes of a file (for sniffing)."""
+    with open_checked(path) as f:
+        return f.read(n)
+
+
+class ByteStream:
+    """Decompressed bytes of a file, read block by block.
+
+    After the stream is exhausted: ``truncated`` is True when a gzip stream ended before its end marker;
+    ``corrupt`` holds a description when inflating failed (bad checksum, bad data); ``bytes_out`` is the number
+    of decompressed bytes produced; ``members`` the number of gzip members seen.
+    """
+
+    def __init__(self, path: str, *, on_read: Callable[[int], None] | None = None) -> None:
+        self.path = path
+        self.file_size = os.path.getsize(path)
+        self._f = open_checked(path)
+        head = self._f.read(2)
+        self._f.seek(0)
+        self.gzip = head == GZIP_MAGIC
+        self._zlib = _inflater()
+        self._dec = self._zlib.decompressobj(47) if self.gzip else None  # 47 = gzip or zlib header, auto
+        self._pending = b""
+        self.truncated = False
+        self.corrupt: str | None = None
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.members = 1 if self.gzip else 0
+        self.eof = False
+        self._on_read = on_read
+
+    def close(self) -> None:
+        """Close the file."""
+        self._f.close()
+
+    def __enter__(self) -> ByteStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self, want: int) -> bytes:
+        """About ``want`` more decompressed bytes (fewer only at the end); ``b""`` once exhausted."""
+        if self.eof:
+            return b""
+        if not self.gzip:
+            data = self._f.read(want)
+            self.bytes_in += len(data)
+            self.bytes_out += len(data)
+            if self._on_read:
+                self._on_read(self.bytes_in)
+            if not data:
+                self.eof = True
+            return data
+        parts: list[bytes] = []
+        got = 0
+        while got < want and not self.eof:
+            out = self._inflate_step()
+            if out:
+                parts.append(out)
+                got += len(out)
+        data = b"".join(parts)
+        self.bytes_out += len(data)
+        return data
+
+    def _salvage(self, piece: int = 1 << 14) -> bytes:
+        """After an inflate error: inflate the file again with zlib in small pieces and return the good bytes
+        that came after what was already handed out (the failing block's output is otherwise lost)."""
+        skip = self.bytes_out
+        parts: list[bytes] = []
+        produced = 0
+        dec = zlib.decompressobj(47)
+        with open(self.path, "rb") as f:
+            while True:
+                block = f.read(piece)
+                if not block:
+                    break
+                try:
+                    out = dec.decompress(block)
+                except zlib.error:
+                    break
+                while dec.eof and dec.unused_data[:2] == GZIP_MAGIC:
+                    rest = dec.unused_data
+                    dec = zlib.decompressobj(47)
+                    try:
+                        out += dec.decompress(rest)
+                    except zlib.error:
+                        break
+                lo = max(0, skip - produced)
+                if lo < len(out):
+                    parts.append(out[lo:])
+                produced += len(out)
+        return b"".join(parts)
+
+    def _inflate_step(self) -> bytes:
+        assert self._dec is not None
+        if self._pending:
+            block, self._pending = self._pending, b""
+        else:
+            block = self._f.read(READ_BLOCK)
+            self.bytes_in += len(block)
+            if self._on_read:
+                self._on_read(self.bytes_in)
+        if not block:
+            if not self._dec.eof:
+                self.truncated = True
+            self.eof = True
+            return b""
+        if self._f.tell() >= self.file_size and len(block) > 8 and not self._pending:
+            # feed a member's 8-byte trailer (CRC, size) on its own, so that a bad checksum cannot take the
+            # last block's data down with it
+            block, self._pending = block[:-8], block[-8:]
+        try:
+            out: bytes = self._dec.decompress(block)
+        except (zlib.error, OSError) as e:  # isal raises its own error type, a subclass of OSError
+            self.corrupt = _describe_inflate_error(e)
+            self.eof = True
+            return self._salvage()
+        if self._dec.eof:
+            rest = self._dec.unused_data
+            if rest.lstrip(b"\x00"):
+                if rest[:2] == GZIP_MAGIC:
+                    self.members += 1
+                    self._dec = self._zlib.decompressobj(47)
+                    self._pending = rest
+                else:
+                    self.corrupt = f"{len(rest)} bytes of data that is not gzip follow the compressed stream"
+                    self.eof = True
+            else:
+                # the member ended; more members may follow in later blocks
+                nxt = self._f.read(2)
+                if nxt:
+                    self._f.seek(-len(nxt), os.SEEK_CUR)
+                    if nxt == GZIP_MAGIC:
+                        self.members += 1
+                        self._dec = self._zlib.decompressobj(47)
+                    elif nxt.strip(b"\x00"):
+                        self.corrupt = "data that is not gzip follows the compressed stream"
+                        self.eof = True
+                    else:
+                        self.eof = True
+                else:
+                    self.eof = True
+        return out
+
+
+def _describe_inflate_error(e: Exception) -> str:
+    text = str(e)
+    if "check" in text or "crc" in text.lower():
+        return "the gzip checksum does not match the data (the file is damaged)"
+    return f"the gzip data is damaged ({text})"
