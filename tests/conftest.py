@@ -1,0 +1,43 @@
+"""Shared fixtures: where the corpus is, and the rule that corpus tests skip on a user's machine without it
+but fail in CI (``GPUTOP_REQUIRE_CORPUS=1``, set by ``.ci/run``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("GPUTOP_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
+SAMPLES = ROOT / "sample_traces"
+
+
+def corpus_missing_reason() -> str | None:
+    """Why corpus tests cannot run here (None when they can)."""
+    if not (CORPUS / "README.md").is_file():
+        return f"the test corpus is not at {CORPUS} (set GPUTOP_CORPUS to its folder)"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _corpus_gate(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("corpus") is None:
+        return
+    reason = corpus_missing_reason()
+    if reason is None:
+        return
+    if os.environ.get("GPUTOP_REQUIRE_CORPUS") == "1":
+        pytest.fail(f"GPUTOP_REQUIRE_CORPUS=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """The corpus folder (tests using it must carry the ``corpus`` marker)."""
+    return CORPUS
+
+
+def corpus_file(rel: str) -> str:
+    """Absolute path of a corpus file (for parametrization at import time)."""
+    return str(CORPUS / rel)

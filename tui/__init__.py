@@ -1,0 +1,1 @@
+"""The Textual app (``gputop-trace view``). The only package that imports Textual."""
