@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
-
 from gputop_trace.model import Kind, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -35,9 +34,7 @@ def nesting_parents(starts: I64, ends: I64) -> I64:
     return parent
 
 
-def innermost_enclosing(
-    trace: Trace, lanes: npt.ArrayLike, times: npt.ArrayLike, kinds: Iterable[Kind]
-) -> I64:
+def innermost_enclosing(trace: Trace, lanes: npt.ArrayLike, times: npt.ArrayLike, kinds: Iterable[Kind]) -> I64:
     """For each query (lane, time ns), the innermost event of one of ``kinds`` on that lane with
     ``start <= time < end``; ``-1`` where none encloses it. Queries with lane ``-1`` get ``-1``."""
     q_lane = np.asarray(lanes, dtype=np.int64)

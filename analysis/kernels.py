@@ -13,7 +13,6 @@ from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
-
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.model import Kind, Trace
 
@@ -120,9 +119,11 @@ def kernel_table(
     dev = np.full(len(k), -1, dtype=np.int64) if merge_devices else trace.event_device[k].astype(np.int64)
     rk = np.full(len(k), -1, dtype=np.int64) if merge_devices else trace.event_rank[k].astype(np.int64)
     krow = np.searchsorted(trace.kernels.event, k)
-    has_side = (krow < len(trace.kernels)) & (trace.kernels.event[np.minimum(krow, len(trace.kernels) - 1)] == k) if len(
-        trace.kernels
-    ) else np.zeros(len(k), dtype=bool)
+    has_side = (
+        (krow < len(trace.kernels)) & (trace.kernels.event[np.minimum(krow, len(trace.kernels) - 1)] == k)
+        if len(trace.kernels)
+        else np.zeros(len(k), dtype=bool)
+    )
     # group key: label id per kernel
     if group_by == GroupBy.LAUNCHER:
         labels = _launcher_names(trace, k)
@@ -139,13 +140,13 @@ def kernel_table(
         _, label = np.unique(stacked, axis=0, return_inverse=True)
         label = np.asarray(label).reshape(-1).astype(np.int64)
         label_text = []
-        first = {}
+        first: dict[int, int] = {}
         for i, lab in enumerate(label.tolist()):
             first.setdefault(lab, i)
         for lab in range(len(first)):
             i = first[lab]
-            g = tuple(int(x) for x in geo[i])
-            label_text.append(f"{trace.names[int(trace.name[k[i]])]} grid{g[:3]} block{g[3:]}")
+            geom = [int(x) for x in geo[i]]
+            label_text.append(f"{trace.names[int(trace.name[k[i]])]} grid{tuple(geom[:3])} block{tuple(geom[3:])}")
     else:
         label = trace.name[k].astype(np.int64)
         label_text = []
@@ -158,17 +159,14 @@ def kernel_table(
     api = trace.launch_of[k]
     launch_dur = np.where(api >= 0, trace.dur_ns[np.maximum(api, 0)], 0)
     rows_out: list[KernelRow] = []
-    for g in range(len(uniq)):
-        members = order[bounds[g] : bounds[g + 1]]
+    for gi in range(len(uniq)):
+        members = order[bounds[gi] : bounds[gi + 1]]
         d = dur[members]
         cnt = int(d.size)
         tot = int(d.sum())
         ev = k[members]
-        r_i, d_i, lab = (int(x) for x in uniq[g])
-        if group_by == GroupBy.NAME:
-            name = trace.names[lab]
-        else:
-            name = label_text[lab]
+        r_i, d_i, lab = (int(x) for x in uniq[gi])
+        name = trace.names[lab] if group_by == GroupBy.NAME else label_text[lab]
         grid = block = None
         regs = shared = None
         occ = float("nan")

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Keyboard-driven terminal timeline browser and analyser for GPU profiles: PyTorch/Kineto and JAX "
             "Chrome traces, Nsight Systems SQLite exports, Nsight Compute reports."
         ),
-        epilog="Run 'gputop-trace COMMAND --help' for a command's options. With no PATH, 'view' opens the bundled sample.",
+        epilog="Run 'gputop-trace COMMAND --help' for a command's options. "
+        "With no PATH, 'view' opens the bundled sample.",
     )
     parser.add_argument("--version", action="version", version=f"gputop-trace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -45,10 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_error(message: str) -> None:
+    from gputop_trace.safe_text import clean
     from rich.console import Console
     from rich.text import Text
-
-    from gputop_trace.safe_text import clean
 
     console = Console(stderr=True, highlight=False, soft_wrap=False)
     console.print(Text("gputop-trace: error: ", style="bold red") + Text(clean(message)))

@@ -44,11 +44,13 @@ def load_file(path: str, *, progress: Progress | None = None, default_rank: int 
 
         return chrome.load(path, progress=progress, default_rank=default_rank)
     if kind in ("nsys", "nsys-rep"):
-        from gputop_trace.parsers import nsys
+        from gputop_trace.parsers import nsys  # type: ignore[attr-defined,unused-ignore]
 
         if kind == "nsys-rep":
-            return nsys.load_report(path, progress=progress, default_rank=default_rank)
-        return nsys.load(path, progress=progress, default_rank=default_rank)
+            rep: Trace = nsys.load_report(path, progress=progress, default_rank=default_rank)
+            return rep
+        sq: Trace = nsys.load(path, progress=progress, default_rank=default_rank)
+        return sq
     if kind == "ncu-rep":
         raise TraceError(
             f"{path} is an Nsight Compute report, not a timeline. Open it with: gputop-trace ncu {path}",

@@ -425,7 +425,7 @@ class Trace:
     def lane_order(self) -> I32:
         """Lane ids in display order."""
         keys = [(ln.sort_key, i) for i, ln in enumerate(self.lanes)]
-        return _frozen(np.array([i for _, i in sorted(keys, key=lambda k: _sortable(k[0]) + (k[1],))], dtype=np.int32))
+        return _frozen(np.array([i for _, i in sorted(keys, key=lambda k: (*_sortable(k[0]), k[1]))], dtype=np.int32))
 
     # ---- rows --------------------------------------------------------------------------------------------
     @cached_property
@@ -436,9 +436,7 @@ class Trace:
             brk = np.flatnonzero((np.diff(lane_s) != 0) | (np.diff(depth_s) != 0)) + 1
             starts = np.concatenate(([0], brk))
             ends = np.concatenate((brk, [len(order)]))
-            index = {
-                (int(lane_s[s]), int(depth_s[s])): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)
-            }
+            index = {(int(lane_s[s]), int(depth_s[s])): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)}
         else:
             index = {}
         return _frozen(order.astype(np.int64)), index
@@ -871,9 +869,11 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
         cols["ext"].append(t.ext)
         k = {f.name: getattr(t.kernels, f.name) for f in dataclasses.fields(KernelTable)}
         k["event"] = k["event"] + offset
-        k["raw_name"] = np.where(k["raw_name"] >= 0, remap[np.maximum(k["raw_name"], 0)], -1).astype(np.int32) if len(
-            remap
-        ) else k["raw_name"]
+        k["raw_name"] = (
+            np.where(k["raw_name"] >= 0, remap[np.maximum(k["raw_name"], 0)], -1).astype(np.int32)
+            if len(remap)
+            else k["raw_name"]
+        )
         kernels.append(k)
         c = {f.name: getattr(t.copies, f.name) for f in dataclasses.fields(CopyTable)}
         c["event"] = c["event"] + offset

@@ -19,7 +19,6 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import numpy as np
-
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import (
     CopyKind,
@@ -165,9 +164,7 @@ class _State:
 def _to_ns(values: list[Any], exact: bool) -> np.ndarray[Any, Any]:
     """µs values (float or Decimal) → int64 ns, rounded to the nearest ns (never to whole µs)."""
     if exact:
-        return np.array(
-            [int((Decimal(v) * 1000).to_integral_value(ROUND_HALF_EVEN)) for v in values], dtype=np.int64
-        )
+        return np.array([int((Decimal(v) * 1000).to_integral_value(ROUND_HALF_EVEN)) for v in values], dtype=np.int64)
     return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
 
 
@@ -175,7 +172,7 @@ def _one_ns(v: Any, exact: bool) -> int:
     """One µs value → int ns (see :func:`_to_ns`)."""
     if exact:
         return int((Decimal(v) * 1000).to_integral_value(ROUND_HALF_EVEN))
-    return int(round(float(v) * 1000.0))
+    return round(float(v) * 1000.0)
 
 
 def _process_chunk(st: _State, chunk: Chunk) -> None:
@@ -293,9 +290,7 @@ def _process_other(st: _State, evs: list[Any], exact: bool) -> None:
             instants.append(e)
         elif ph in ("s", "t", "f"):
             st.seq += 1
-            st.flows.append(
-                (ph, e.id, st.cat_id(e.cat), st.src_id(e.pid, e.tid), _one_ns(e.ts, exact), e.bp, st.seq)
-            )
+            st.flows.append((ph, e.id, st.cat_id(e.cat), st.src_id(e.pid, e.tid), _one_ns(e.ts, exact), e.bp, st.seq))
         elif ph in ("b", "e", "n"):
             st.seq += 1
             ident = e.id if e.id is not None else (e.id2 if isinstance(e.id2, (int, str)) else None)
@@ -558,7 +553,14 @@ class _Classifier:
                 rank=self.rank,
                 pid=_stable_int(pid),
                 process_name=self._proc_display(pid),
-                sort_key=(self.rank, 0, self.st.proc_sort.get(pid, _stable_int(pid)), str(pid), 1 << 40, str(cat)),
+                sort_key=(
+                    self.rank,
+                    0,
+                    self.st.proc_sort.get(pid, _stable_int(pid)),
+                    str(pid),
+                    1 << 40,
+                    str(cat),
+                ),
             ),
         )
 
@@ -650,8 +652,14 @@ class _Classifier:
 
 
 def _classify_all(
-    st: _State, fmt: str, rank: int, src: np.ndarray[Any, Any], cat: np.ndarray[Any, Any],
-    name: np.ndarray[Any, Any], device: np.ndarray[Any, Any], phc: np.ndarray[Any, Any],
+    st: _State,
+    fmt: str,
+    rank: int,
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    device: np.ndarray[Any, Any],
+    phc: np.ndarray[Any, Any],
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Kind and lane of every event, computed once per distinct (thread, category[, name], ph class)."""
     n = src.shape[0]
@@ -671,9 +679,7 @@ def _classify_all(
     lanes = np.empty(len(first), dtype=np.int32)
     for j, i in enumerate(first.tolist()):
         pid, tid = src_keys[int(src[i])]
-        kind, lane = cls.classify(
-            pid, tid, cat_names[int(cat[i])], names[int(name[i])], int(device[i]), int(phc[i])
-        )
+        kind, lane = cls.classify(pid, tid, cat_names[int(cat[i])], names[int(name[i])], int(device[i]), int(phc[i]))
         kinds[j] = kind
         lanes[j] = lane
     inverse = np.asarray(inverse).reshape(-1)
@@ -880,9 +886,10 @@ def load(
 ) -> Trace:
     """Load a Chrome trace (``.json`` or gzip, object or bare-array form) into a :class:`Trace`.
 
-    ``rank`` overrides the rank (default: ``distributedInfo.rank``, else ``default_rank``). ``include_python=False`` leaves
-    out ``python_function`` events (often most of a trace recorded ``with_stack=True``). Raises
-    :class:`TraceError` for input that is not a readable trace; recovers what it can from a truncated one.
+    ``rank`` overrides the rank (default: ``distributedInfo.rank``, else ``default_rank``).
+    ``include_python=False`` leaves out ``python_function`` events (often most of a trace recorded
+    ``with_stack=True``). Raises :class:`TraceError` for input that is not a readable trace; recovers what it
+    can from a truncated one.
     """
     st = _State()
     file_size = os.path.getsize(path) if os.path.exists(path) else 0
@@ -946,13 +953,12 @@ def _finish(
     if st.other_phases:
         phases = ", ".join(f"{k} ×{v}" for k, v in sorted(st.other_phases.items()))
         b.warn(f"Events of phases this viewer does not draw were ignored: {phases}.")
-    if st.n == 0 and not st.be and not st.asyncs:
-        if info.truncated:
-            raise TraceError(
-                f"{path} is cut short before its first complete event ({info.total:,} bytes read). "
-                "Re-copy the file or re-record the profile.",
-                path=path,
-            )
+    if st.n == 0 and not st.be and not st.asyncs and info.truncated:
+        raise TraceError(
+            f"{path} is cut short before its first complete event ({info.total:,} bytes read). "
+            "Re-copy the file or re-record the profile.",
+            path=path,
+        )
     # end of the trace, for B/async events that never ended
     ends = [int((c_s + c_d).max()) for c_s, c_d in zip(st.cols.start, st.cols.dur, strict=True) if len(c_s)]
     be_ts = [r[1] for r in st.be] + [r[4] for r in st.asyncs]
@@ -1005,7 +1011,7 @@ def _finish(
     if st.flows:
         lane_of_src: dict[int, list[int]] = defaultdict(list)
         src_keys = list(st.srcs)
-        for key, lid in b._lane_ids.items():  # noqa: SLF001 - same package
+        for key, lid in b._lane_ids.items():
             if isinstance(key, tuple) and key[0] in ("cpu", "other") and (key[1], key[2]) in st.srcs:
                 lane_of_src[st.srcs[(key[1], key[2])]].append(lid)
         del src_keys
@@ -1028,8 +1034,11 @@ def _producer(fmt: str, header: dict[str, Any]) -> str:
         parts = ["PyTorch profiler (Kineto)"]
         if "schemaVersion" in header:
             parts.append(f"schema {header['schemaVersion']}")
-        for key, label in (("cuda_runtime_version", "CUDA runtime"), ("cuda_driver_version", "driver"),
-                           ("cupti_version", "CUPTI")):
+        for key, label in (
+            ("cuda_runtime_version", "CUDA runtime"),
+            ("cuda_driver_version", "driver"),
+            ("cupti_version", "CUPTI"),
+        ):
             if key in header:
                 parts.append(f"{label} {header[key]}")
         return ", ".join(parts)

@@ -12,6 +12,7 @@ invalid UTF-8) are decoded element by element with a lenient fallback, and what 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,7 +20,6 @@ from decimal import Decimal
 from typing import Any, Union
 
 import msgspec
-
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import ByteStream
 
@@ -231,7 +231,7 @@ def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo
     if isinstance(doc, dict):
         keys = ", ".join(list(doc)[:8]) or "none"
         raise TraceError(
-            f"{src.path} is JSON but not a Chrome trace: it has no \"traceEvents\" array (its top-level keys are: "
+            f'{src.path} is JSON but not a Chrome trace: it has no "traceEvents" array (its top-level keys are: '
             f"{keys}). Open a trace written by torch.profiler, jax.profiler or another Chrome-trace exporter.",
             path=src.path,
         )
@@ -241,7 +241,7 @@ def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo
             "a Chrome trace. Re-copy the file or re-record the profile.",
             path=src.path,
         )
-    raise _not_trace(src.path, "no \"traceEvents\" array was found")
+    raise _not_trace(src.path, 'no "traceEvents" array was found')
 
 
 def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
@@ -295,7 +295,7 @@ def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
     return -1, Chunk([])
 
 
-class _NotAnArray(Exception):
+class _NotAnArray(Exception):  # noqa: N818 - a control-flow signal
     """The cut was not at an element boundary."""
 
 
@@ -418,7 +418,7 @@ def _num(v: Any) -> float | None:
             return None
     else:
         return None
-    if f != f or f in (float("inf"), float("-inf")):
+    if math.isnan(f) or math.isinf(f):
         return None
     return f
 

@@ -35,7 +35,7 @@ def open_checked(path: str) -> BinaryIO:
     try:
         if os.path.isdir(path):
             raise TraceError(f"{path} is a directory, not a trace file.", path=path)
-        return open(path, "rb")  # noqa: SIM115 - returned to the caller
+        return open(path, "rb")
     except FileNotFoundError:
         raise TraceError(
             f"No such file: {path}. Check the path (it is resolved from {os.getcwd()}).", path=path

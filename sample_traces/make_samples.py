@@ -147,9 +147,9 @@ def compiled_sample(out: str, steps: int = 3) -> str:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     dev = torch.device("cuda")
-    model = nn.Sequential(
-        *[nn.Sequential(nn.Linear(1024, 1024), nn.GELU(), nn.LayerNorm(1024)) for _ in range(4)]
-    ).to(dev)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(1024, 1024), nn.GELU(), nn.LayerNorm(1024)) for _ in range(4)]).to(
+        dev
+    )
     fn = torch.compile(model)
     x = torch.randn(256, 1024, device=dev)
     with torch.no_grad():

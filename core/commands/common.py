@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.units import parse_duration_ns
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from gputop_trace.model import Trace
+    from rich.console import Console
 
 
 def duration_arg(text: str) -> int:
@@ -94,9 +93,8 @@ def emit_json(doc: dict[str, Any]) -> None:
 
 def print_warnings(console: Console, trace: Trace) -> None:
     """The trace's warnings, one per line, in yellow."""
-    from rich.text import Text
-
     from gputop_trace.safe_text import clean
+    from rich.text import Text
 
     for w in trace.meta.warnings:
         console.print(Text("warning: ", style="yellow") + Text(clean(w)))

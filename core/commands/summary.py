@@ -57,10 +57,7 @@ def build(trace: Trace, paths: list[str]) -> dict[str, Any]:
         trace,
         paths,
         span_ns=trace.span_ns,
-        gpus=[
-            {"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count}
-            for g in trace.meta.gpus
-        ],
+        gpus=[{"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count} for g in trace.meta.gpus],
         devices=devices,
         events=counts,
         top_kernels=[kernel_row_json(r) for r in kernel_table(trace)[:TOP_KERNELS]],
@@ -85,20 +82,18 @@ def run(args: argparse.Namespace) -> int:
 
 def render(doc: dict[str, Any], trace: Trace) -> None:
     """Print the summary with Rich tables."""
-    from rich.table import Table
-    from rich.text import Text
-
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
+    from rich.table import Table
+    from rich.text import Text
 
     con = common.stdout_console()
     src = doc["source"]
     con.print(Text("gputop-trace summary  ", style="bold") + Text(clean(str(src["path"]))))
     con.print(Text(f"format: {src['format']} — ") + Text(clean(src["producer"])))
     gpus = ", ".join(
-        f"{g['device']}: {clean(g['name'])}" + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "")
-        for g in doc["gpus"]
+        f"{g['device']}: {clean(g['name'])}" + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "") for g in doc["gpus"]
     )
     con.print(Text(f"GPUs: {gpus or 'none recorded'}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
