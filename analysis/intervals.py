@@ -54,7 +54,8 @@ def overlap_with_union(starts: npt.ArrayLike, ends: npt.ArrayLike, us: I64, ue: 
     if us.size == 0 or s.size == 0:
         return np.zeros(s.shape, dtype=np.int64)
     cum = np.cumsum(ue - us)
-    return np.maximum(_covered_before(us, ue, cum, e) - _covered_before(us, ue, cum, s), 0)
+    out: I64 = np.maximum(_covered_before(us, ue, cum, e) - _covered_before(us, ue, cum, s), 0)
+    return out
 
 
 def subtract(as_: I64, ae: I64, bs: I64, be: I64) -> tuple[I64, I64]:

@@ -350,6 +350,7 @@ def _lenient_chunk(text: bytes) -> Chunk:
     skipped = 0
     example = ""
     for raw in raws:
+        ev: Event | None
         try:
             ev = _DEC_ONE.decode(raw)
         except msgspec.MsgspecError:
