@@ -17,13 +17,16 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any, Union
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import ByteStream
 
-CHUNK = 16 << 20  # decompressed bytes per decoded chunk
+CHUNK = 1 << 20  # decompressed bytes per decoded chunk: small enough that its decoded events stay in cache
 HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
 MAX_SPLIT_TRIES = 24
 
@@ -121,6 +124,8 @@ class Chunk:
     exact: bool = False
     skipped: int = 0
     skipped_example: str = ""
+    phs: list[str] | None = None  # every event's ``ph`` (when the typed decoder made the chunk)
+    ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs (when not ``exact``)
 
 
 @dataclass
@@ -143,6 +148,45 @@ def _strip_bom(b: bytes) -> bytes:
     return b[3:] if b.startswith(b"\xef\xbb\xbf") else b
 
 
+class _Window:
+    """A reusable buffer over the decompressed stream: the bytes ``buf[:end]`` start at stream offset ``base``.
+
+    Chunks are decoded straight out of it (no copy): the byte before a chunk and the byte after it are
+    overwritten with ``[`` and ``]`` for the time of the decoding, then restored. One byte of room is kept
+    before the current position for that.
+    """
+
+    def __init__(self, src: ByteStream, head: bytes, pos: int, base: int) -> None:
+        self.src = src
+        keep = head[pos - 1 :]
+        self.cap = max(2 * CHUNK + 64, 2 * len(keep))
+        self.buf = bytearray(self.cap)
+        self.view = memoryview(self.buf)
+        self.buf[: len(keep)] = keep
+        self.end = len(keep)
+        self.base = base + pos - 1
+
+    def refill(self, pos: int) -> int:
+        """Move ``buf[pos-1:end]`` to the front, read up to a chunk more; returns the new position of ``pos``."""
+        keep = self.end - (pos - 1)
+        if keep + CHUNK > self.cap:  # one element larger than the window: grow it
+            self.cap = keep + 2 * CHUNK
+            bigger = bytearray(self.cap)
+            bigger[:keep] = self.view[pos - 1 : self.end]
+            self.view.release()
+            self.buf, self.view = bigger, memoryview(bigger)
+        elif pos > 1:
+            self.buf[:keep] = self.view[pos - 1 : self.end]
+        self.base += pos - 1
+        self.end = keep
+        while self.end < keep + CHUNK and not self.src.eof:
+            self.end += self.src.readinto(self.view[self.end : keep + CHUNK])
+        return 1
+
+    def close(self) -> None:
+        self.view.release()
+
+
 def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     """Yield decoded chunks of the ``traceEvents`` array; fill ``info`` with header, form and truncation.
 
@@ -152,9 +196,9 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     buf = src.read(CHUNK)
     while len(buf) < 64 and not src.eof:
         buf += src.read(CHUNK)
-    base = 0  # decompressed offset of buf[0]
     start = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
-    start += len(buf) - start - len(buf[start:].lstrip(_WS))
+    while start < len(buf) and buf[start] in _WS:
+        start += 1
     if start >= len(buf):
         raise _not_trace(src.path, "it is empty" if src.bytes_out == 0 else "it holds only white space")
     first = buf[start : start + 1]
@@ -167,38 +211,41 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     else:
         raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
     info.consumed = pos
-    while True:
-        pos = _skip_ws_comma(buf, pos)
-        # keep a chunk's worth of bytes after pos in the buffer
-        if len(buf) - pos < CHUNK and not src.eof:
-            base += pos
-            buf, pos = buf[pos:] + src.read(CHUNK), 0
-            continue
-        if pos >= len(buf):  # the stream ended inside the array
-            info.truncated = True
-            break
-        if buf[pos : pos + 1] == b"]":
-            info.consumed = base + pos + 1
-            _read_trailer(src, buf[pos + 1 :], info)
-            break
-        end, chunk = _decode_some(buf, pos)
-        if end < 0:
-            if src.eof:
+    win = _Window(src, buf, pos, 0)
+    del buf
+    pos = 1
+    try:
+        while True:
+            pos = _skip_ws_comma(win.buf, pos, win.end)
+            # keep a chunk's worth of bytes after pos in the window
+            if win.end - pos < CHUNK and not src.eof:
+                pos = win.refill(pos)
+                continue
+            if pos >= win.end:  # the stream ended inside the array
                 info.truncated = True
                 break
-            # an element larger than the window: read more and try again
-            base += pos
-            buf, pos = buf[pos:] + src.read(CHUNK), 0
-            continue
-        info.chunks += 1
-        info.consumed = base + end
-        yield chunk
-        pos = end
+            if win.buf[pos] == 0x5D:  # "]"
+                info.consumed = win.base + pos + 1
+                _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
+                break
+            end, chunk = _decode_some(win, pos)
+            if end < 0:
+                if src.eof:
+                    info.truncated = True
+                    break
+                # an element larger than the window: read more and try again
+                pos = win.refill(pos)
+                continue
+            info.chunks += 1
+            info.consumed = win.base + end
+            yield chunk
+            pos = end
+    finally:
+        win.close()
     info.total = src.bytes_out
 
 
-def _skip_ws_comma(buf: bytes, pos: int) -> int:
-    n = len(buf)
+def _skip_ws_comma(buf: bytes | bytearray, pos: int, n: int) -> int:
     while pos < n and buf[pos] in b" \t\r\n,":
         pos += 1
     return pos
@@ -266,10 +313,9 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
                 info.header.setdefault(k, v)
 
 
-def _split_candidates(buf: bytes, pos: int) -> Iterator[int]:
-    """Positions just after a ``}`` that is followed by ``,`` or ``]``, from the end backwards."""
-    end = len(buf)
-    n = len(buf)
+def _split_candidates(buf: bytearray, pos: int, end: int) -> Iterator[int]:
+    """Positions just after a ``}`` that is followed by ``,`` or ``]``, from ``end`` backwards."""
+    n = end
     tries = 0
     while tries < MAX_SPLIT_TRIES:
         p = buf.rfind(b"}", pos, end)
@@ -284,14 +330,28 @@ def _split_candidates(buf: bytes, pos: int) -> Iterator[int]:
         end = p
 
 
-def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
+def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
     """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
-    for cut in _split_candidates(buf, pos):
-        text = b"[" + buf[pos:cut] + b"]"
+    buf = win.buf
+    before = buf[pos - 1]
+    for cut in _split_candidates(buf, pos, win.end):
+        after = buf[cut] if cut < win.end else None
+        buf[pos - 1] = 0x5B  # "["
+        if after is None:
+            text: bytes | memoryview = bytes(win.view[pos - 1 : cut]) + b"]"
+        else:
+            buf[cut] = 0x5D  # "]"
+            text = win.view[pos - 1 : cut + 1]
         try:
             return cut, _decode_chunk(text)
         except _NotAnArray:
             continue
+        finally:
+            buf[pos - 1] = before
+            if after is not None:
+                buf[cut] = after
+            if isinstance(text, memoryview):
+                text.release()
     return -1, Chunk([])
 
 
@@ -302,40 +362,60 @@ class _NotAnArray(Exception):  # noqa: N818 - a control-flow signal
 _ERR_POS = re.compile(r"byte (\d+)")
 
 
-def _decode_chunk(text: bytes) -> Chunk:
-    """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be."""
+def _decode_chunk(text: bytes | memoryview) -> Chunk:
+    """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be.
+
+    ``text`` may be a view of a buffer that is reused after this returns: nothing decoded refers to it.
+    """
     try:
         events = _DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
-        return _lenient_chunk(text)
-    except msgspec.DecodeError as e:
-        # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that
-        # only a lenient parser accepts (NaN, raw control characters, invalid UTF-8)
-        if "UTF-8" in str(e):
-            return _python_chunk(text)
-        m = _ERR_POS.search(str(e))
-        if m is None or int(m.group(1)) >= len(text) - 2:
-            raise _NotAnArray from None
+        # typed decoding stopped at a field of the wrong type; the JSON after it may still be malformed
+        text = bytes(text)
         try:
-            _DEC_RAW_LIST.decode(text)
-        except msgspec.DecodeError:
-            return _python_chunk(text)
-        return _lenient_chunk(text)
+            return _lenient_chunk(text)
+        except msgspec.DecodeError as e:
+            return _undecodable_chunk(text, e)
+    except msgspec.DecodeError as e:
+        return _undecodable_chunk(bytes(text), e)
     chunk = Chunk(events)
     _finish_chunk(chunk, text)
     return chunk
 
 
-def _finish_chunk(chunk: Chunk, text: bytes) -> None:
+def _undecodable_chunk(text: bytes, e: msgspec.DecodeError) -> Chunk:
+    """A chunk that is not strict JSON: a bad cut (raises :class:`_NotAnArray`) or lenient content."""
+    # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that
+    # only a lenient parser accepts (NaN, raw control characters, invalid UTF-8)
+    if "UTF-8" in str(e):
+        return _python_chunk(text)
+    m = _ERR_POS.search(str(e))
+    if m is None or int(m.group(1)) >= len(text) - 2:
+        raise _NotAnArray from None
+    try:
+        _DEC_RAW_LIST.decode(text)
+    except msgspec.DecodeError:
+        return _python_chunk(text)
+    return _lenient_chunk(text)
+
+
+_A_PH = attrgetter("ph")
+_A_TS = attrgetter("ts")
+
+
+def _finish_chunk(chunk: Chunk, text: bytes | memoryview) -> None:
     events = chunk.events
-    big = any(e.ts > EXACT_FLOAT_LIMIT_US or e.ts < -EXACT_FLOAT_LIMIT_US for e in events)
-    if big:
+    chunk.phs = list(map(_A_PH, events))
+    ts = np.fromiter(map(_A_TS, events), np.float64, len(events))
+    if len(ts) and float(np.abs(ts).max()) > EXACT_FLOAT_LIMIT_US:
         try:
             chunk.events = _DEC_EXACT.decode(text)
             chunk.exact = True
         except msgspec.MsgspecError:
             pass
-    if any(e.ph == "C" for e in chunk.events):
+    if not chunk.exact:
+        chunk.ts = ts
+    if "C" in chunk.phs:
         try:
             chunk.counters = [c for c in _DEC_COUNTERS.decode(text) if isinstance(c, CounterEvent) and c.ph == "C"]
         except msgspec.MsgspecError:
