@@ -1147,9 +1147,7 @@ def load(
     with ByteStream(path, on_read=on_read) as src:
         try:
             for chunk in stream_events(src, info):
-                if not include_python:
-                    chunk.events = [e for e in chunk.events if e.cat != "python_function"]
-                _process_chunk(st, chunk)
+                _process_chunk(st, chunk, include_python=include_python)
                 if progress is not None:
                     progress(src.bytes_in, file_size, st.n)
         except LoadCancelled:

@@ -105,7 +105,7 @@ class CounterEvent(msgspec.Struct, gc=False):
 
 _DEC_EVENTS = msgspec.json.Decoder(list[Event])
 _DEC_EXACT = msgspec.json.Decoder(list[ExactEvent])
-_DEC_COUNTERS = msgspec.json.Decoder(list[Union[CounterEvent, Any]])  # noqa: UP007
+_DEC_COUNTER = msgspec.json.Decoder(CounterEvent)
 _DEC_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _DEC_ONE = msgspec.json.Decoder(Event)
 _DEC_ANY = msgspec.json.Decoder()
@@ -416,10 +416,13 @@ def _finish_chunk(chunk: Chunk, text: bytes | memoryview) -> None:
     if not chunk.exact:
         chunk.ts = ts
     if "C" in chunk.phs:
-        try:
-            chunk.counters = [c for c in _DEC_COUNTERS.decode(text) if isinstance(c, CounterEvent) and c.ph == "C"]
-        except msgspec.MsgspecError:
-            chunk.counters = []
+        raws = _DEC_RAW_LIST.decode(bytes(text))
+        for raw, ph in zip(raws, chunk.phs, strict=True):
+            if ph == "C":
+                try:
+                    chunk.counters.append(_DEC_COUNTER.decode(raw))
+                except msgspec.MsgspecError:
+                    pass
 
 
 def _lenient_chunk(text: bytes) -> Chunk:
@@ -446,7 +449,7 @@ def _lenient_chunk(text: bytes) -> Chunk:
         events.append(ev)
         if ev.ph == "C":
             try:
-                counters.append(msgspec.json.decode(raw, type=CounterEvent))
+                counters.append(_DEC_COUNTER.decode(raw))
             except msgspec.MsgspecError:
                 pass
     chunk = Chunk(events, counters, skipped=skipped, skipped_example=example)
