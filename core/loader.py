@@ -34,11 +34,29 @@ def list_trace_files(directory: str) -> list[str]:
     return files
 
 
-def load_file(path: str, *, progress: Progress | None = None, default_rank: int = 0) -> Trace:
-    """Load one file of any supported format."""
+def load_file(path: str, *, progress: Progress | None = None, default_rank: int = 0, use_cache: bool = True) -> Trace:
+    """Load one file of any supported format, from the columnar cache when it was loaded before
+    (:mod:`gputop_trace.cache`; ``use_cache=False`` or ``GPUTOP_TRACE_NO_CACHE=1`` bypasses it)."""
     kind = sniff(path)
     if kind == "directory":
-        return load_paths([path], progress=progress)
+        return load_paths([path], progress=progress, use_cache=use_cache)
+    if kind in ("chrome", "nsys", "nsys-rep") and use_cache:
+        from gputop_trace import cache
+
+        if not cache.cache_disabled():
+            trace = cache.load_cached(
+                path,
+                {"format": kind, "default_rank": default_rank},
+                lambda: _parse_file(path, kind, progress, default_rank),
+            )
+            if progress is not None:
+                size = os.path.getsize(path)
+                progress(size, size, len(trace))
+            return trace
+    return _parse_file(path, kind, progress, default_rank)
+
+
+def _parse_file(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
     if kind == "chrome":
         from gputop_trace.parsers import chrome
 
@@ -59,11 +77,11 @@ def load_file(path: str, *, progress: Progress | None = None, default_rank: int 
     raise TraceError(f"{path}: unsupported input.", path=path)
 
 
-def load_paths(paths: Sequence[str], *, progress: Progress | None = None) -> Trace:
+def load_paths(paths: Sequence[str], *, progress: Progress | None = None, use_cache: bool = True) -> Trace:
     """Load one or more paths (files or directories) as one trace; several files become ranks.
 
     A file's rank comes from the file itself (Kineto ``distributedInfo``), else from a number in its name
-    (``rank3``), else from its position in the sorted list.
+    (``rank3``), else from its position in the sorted list. Each file is cached on its own (``use_cache``).
     """
     files: list[str] = []
     for p in paths:
@@ -72,7 +90,7 @@ def load_paths(paths: Sequence[str], *, progress: Progress | None = None) -> Tra
         else:
             files.append(p)
     if len(files) == 1:
-        return load_file(files[0], progress=progress)
+        return load_file(files[0], progress=progress, use_cache=use_cache)
     from gputop_trace.parsers.chrome import rank_from_filename
 
     traces: list[Trace] = []
@@ -80,7 +98,7 @@ def load_paths(paths: Sequence[str], *, progress: Progress | None = None) -> Tra
     for i, f in enumerate(files):
         guess = rank_from_filename(f)
         default = guess if guess is not None and guess not in used else i
-        t = load_file(f, progress=progress, default_rank=default)
+        t = load_file(f, progress=progress, default_rank=default, use_cache=use_cache)
         traces.append(t)
         used.update(t.meta.ranks)
     ranks = [r for t in traces for r in t.meta.ranks]
