@@ -323,11 +323,31 @@ def _store_series(w: _Writer, name: str, series: tuple[Any, ...]) -> dict[str, A
     return {"kind": "series", "columns": cols, "lengths": lengths, "scalars": scalars}
 
 
-def _write_entry(trace: Trace, key: SourceKey, root: Path) -> Path | None:
+def save_trace(trace: Trace, folder: Path) -> None:
+    """Store a trace in ``folder`` (replaced atomically) in the cache's layout, outside the cache
+    (benchmark models, exports). Reopen it with :func:`open_trace`."""
+    key = SourceKey(str(folder.resolve()), 0, 0, (), "saved")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if folder.exists():
+        _remove(folder)
+    _write_entry(trace, key, folder.parent, name=folder.name)
+
+
+def open_trace(folder: Path) -> Trace:
+    """A trace stored by :func:`save_trace`, memory-mapped and validated like a cache entry."""
+    key = SourceKey(str(folder.resolve()), 0, 0, (), "saved")
+    try:
+        return _read_entry(folder, key)
+    except InvalidEntry as e:
+        raise ValueError(f"{folder} does not hold a valid saved trace: {e}") from None
+
+
+def _write_entry(trace: Trace, key: SourceKey, root: Path, *, name: str = "") -> Path | None:
     """Write an entry atomically; returns its folder (the one another process wrote, if it won the race)."""
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{key.name}-", dir=root))
-    final = root / key.name
+    name = name or key.name
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{name}-", dir=root))
+    final = root / name
     try:
         w = _Writer(tmp)
         fields = {f.name: _store_field(w, f.name, getattr(trace, f.name)) for f in dataclasses.fields(Trace)}
