@@ -19,6 +19,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import numpy as np
+
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import (
     CopyKind,
@@ -959,6 +960,15 @@ def _finish(
             "Re-copy the file or re-record the profile.",
             path=path,
         )
+    if st.n == 0 and not st.be and not st.asyncs:
+        if st.skipped:
+            raise TraceError(
+                f"{path} is JSON, but none of its {st.skipped} trace entries is a usable event (first one: "
+                f"{st.skipped_example}). Open a trace written by torch.profiler, jax.profiler or another Chrome-trace "
+                "exporter.",
+                path=path,
+            )
+        b.warn("The trace holds no events (its traceEvents list is empty).")
     # end of the trace, for B/async events that never ended
     ends = [int((c_s + c_d).max()) for c_s, c_d in zip(st.cols.start, st.cols.dur, strict=True) if len(c_s)]
     be_ts = [r[1] for r in st.be] + [r[4] for r in st.asyncs]

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any, Union
 
 import msgspec
+
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import ByteStream
 
@@ -184,8 +185,15 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
         end, chunk = _decode_some(buf, pos)
         if end < 0:
             if src.eof:
-                info.truncated = True
-                break
+                end, chunk = _decode_last(buf, pos)
+                if end < 0:
+                    info.truncated = True
+                    break
+                info.chunks += 1
+                info.consumed = base + end
+                yield chunk
+                pos = end
+                continue
             # an element larger than the window: read more and try again
             base += pos
             buf, pos = buf[pos:] + src.read(CHUNK), 0
@@ -292,6 +300,19 @@ def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
             return cut, _decode_chunk(text)
         except _NotAnArray:
             continue
+    return -1, Chunk([])
+
+
+def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
+    """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``."""
+    close = buf.rfind(b"]", pos)
+    tries = 0
+    while close >= pos and tries < MAX_SPLIT_TRIES:
+        try:
+            return close, _decode_chunk(b"[" + buf[pos:close] + b"]")
+        except _NotAnArray:
+            close = buf.rfind(b"]", pos, close)
+            tries += 1
     return -1, Chunk([])
 
 
