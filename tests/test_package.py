@@ -17,12 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=300,
+        check=False,
     )
+    assert proc.returncode == 0, proc.stderr
     (whl,) = out.glob("gputop_trace-*.whl")
     return whl
 
