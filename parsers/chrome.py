@@ -136,6 +136,7 @@ class _State:
         # side info by provisional event index
         self.kern_rows: list[tuple[Any, ...]] = []
         self.copy_rows: list[tuple[int, int]] = []
+        self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
@@ -223,6 +224,8 @@ def _process_chunk(st: _State, chunk: Chunk) -> None:
             )
         elif a.bytes >= 0:
             st.copy_rows.append((base + i, a.bytes))
+        if a.collective is not None:
+            st.coll_rows.append((base + i, a.collective, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
         if a.kernel_details is not None:
             st.details.append((base + i, "kernel", a.kernel_details))
         elif a.memcpy_details is not None:
@@ -745,6 +748,19 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             blocks_per_sm=np.array(bps, dtype=np.float32),
             warps_per_sm=np.array(wps, dtype=np.float32),
         )
+    # collectives (Kineto writes the framework's view of the NCCL call on the kernel)
+    colls = [r for r in st.coll_rows if kind[r[0]] == Kind.KERNEL]
+    if colls:
+        intern = b.names.intern
+        b.add_collectives(
+            event=np.array([r[0] for r in colls], dtype=np.int64),
+            op=np.array([intern(r[1]) for r in colls], dtype=np.int32),
+            group=np.array([intern(r[2]) if r[2] is not None else -1 for r in colls], dtype=np.int32),
+            group_size=np.array([max(r[3], 0) for r in colls], dtype=np.int32),
+            bytes_in=np.array([_coll_bytes(r[4], r[6]) for r in colls], dtype=np.int64),
+            bytes_out=np.array([_coll_bytes(r[5], r[6]) for r in colls], dtype=np.int64),
+            dtype=np.array([intern(r[6]) if r[6] is not None else -1 for r in colls], dtype=np.int32),
+        )
     # copies and memsets from Kineto args; direction and memory kinds from the name
     byte_of = dict(st.copy_rows)
     copy_like = np.flatnonzero((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))
@@ -781,6 +797,19 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             dst_kind=np.array(copy_dst, dtype=np.uint8),
             is_async=np.array(copy_async, dtype=np.int8),
         )
+
+
+_DTYPE_BYTES = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
+    "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "byte": 1, "int8": 1,
+    "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+}  # fmt: skip
+
+
+def _coll_bytes(nelems: int, dtype: str | None) -> int:
+    """Message size in bytes from an element count and a dtype name (``-1`` when either is unknown)."""
+    size = _DTYPE_BYTES.get((dtype or "").lower())
+    return nelems * size if nelems >= 0 and size else -1
 
 
 def _triple(v: str | None) -> tuple[int, int, int]:

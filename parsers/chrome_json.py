@@ -47,6 +47,12 @@ class Args(msgspec.Struct, gc=False):
     warps_per_sm: float = msgspec.field(default=-1.0, name="warps per SM")
     occupancy: float = msgspec.field(default=-1.0, name="est. achieved occupancy %")
     bytes: int = -1
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: int = msgspec.field(default=0, name="Group size")
+    group: str | None = msgspec.field(default=None, name="Process Group Name")
+    dtype: str | None = None
     name: str | None = None
     sort_index: int | None = None
     labels: str | None = None
