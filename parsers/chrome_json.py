@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
 
@@ -32,29 +32,33 @@ MAX_SPLIT_TRIES = 24
 # --------------------------------------------------------------------------------------------------------
 # typed structs: only the fields the loader reads are decoded; everything else is skipped by msgspec
 # --------------------------------------------------------------------------------------------------------
+#: an integer that fits int64 (a larger one in the file fails typed decoding and takes the lenient path)
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
 class Args(msgspec.Struct, gc=False):
     """The ``args`` fields the loader reads (Kineto, JAX and metadata events)."""
 
-    external_id: int = msgspec.field(default=-1, name="External id")
-    correlation: int = -1
-    device: int = -1
-    stream: int = -1
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    registers: int = msgspec.field(default=-1, name="registers per thread")
-    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    external_id: Int64 = msgspec.field(default=-1, name="External id")
+    correlation: Int64 = -1
+    device: Int64 = -1
+    stream: Int64 = -1
+    grid: tuple[Int64, Int64, Int64] | None = None
+    block: tuple[Int64, Int64, Int64] | None = None
+    registers: Int64 = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: Int64 = msgspec.field(default=-1, name="shared memory")
     blocks_per_sm: float = msgspec.field(default=-1.0, name="blocks per SM")
     warps_per_sm: float = msgspec.field(default=-1.0, name="warps per SM")
     occupancy: float = msgspec.field(default=-1.0, name="est. achieved occupancy %")
-    bytes: int = -1
+    bytes: Int64 = -1
     collective: str | None = msgspec.field(default=None, name="Collective name")
-    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
-    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
-    group_size: int = msgspec.field(default=0, name="Group size")
+    in_nelems: Int64 = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: Int64 = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: Int64 = msgspec.field(default=0, name="Group size")
     group: str | None = msgspec.field(default=None, name="Process Group Name")
     dtype: str | None = None
     name: str | None = None
-    sort_index: int | None = None
+    sort_index: Int64 | None = None
     labels: str | None = None
     correlation_id: str | None = None
     memcpy_details: str | None = None
@@ -67,11 +71,11 @@ class Event(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
-    pid: Union[int, str] = 0  # noqa: UP007 - msgspec needs typing.Union on 3.10
-    tid: Union[int, str] = 0  # noqa: UP007
-    ts: float = 0.0
+    pid: Union[Int64, str] = 0  # noqa: UP007 - msgspec needs typing.Union on 3.10
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: float = math.nan  # NaN = missing (metadata events need none; other events without one are skipped)
     dur: float = 0.0
-    id: Union[int, str, None] = None  # noqa: UP007
+    id: Union[Int64, str, None] = None  # noqa: UP007
     id2: Any = None
     s: str = ""
     bp: str = ""
@@ -84,11 +88,11 @@ class ExactEvent(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
-    pid: Union[int, str] = 0  # noqa: UP007
-    tid: Union[int, str] = 0  # noqa: UP007
-    ts: Decimal = Decimal(0)
+    pid: Union[Int64, str] = 0  # noqa: UP007
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: Decimal = Decimal("NaN")
     dur: Decimal = Decimal(0)
-    id: Union[int, str, None] = None  # noqa: UP007
+    id: Union[Int64, str, None] = None  # noqa: UP007
     id2: Any = None
     s: str = ""
     bp: str = ""
@@ -100,10 +104,10 @@ class CounterEvent(msgspec.Struct, gc=False):
 
     ph: str = ""
     name: str = ""
-    pid: Union[int, str] = 0  # noqa: UP007
-    tid: Union[int, str] = 0  # noqa: UP007
+    pid: Union[Int64, str] = 0  # noqa: UP007
+    tid: Union[Int64, str] = 0  # noqa: UP007
     ts: float = 0.0
-    id: Union[int, str, None] = None  # noqa: UP007
+    id: Union[Int64, str, None] = None  # noqa: UP007
     args: dict[str, Any] | None = None
 
 
@@ -128,6 +132,9 @@ class Chunk:
     exact: bool = False
     skipped: int = 0
     skipped_example: str = ""
+    repaired: int = 0  # events kept after fields of the wrong type or range were dropped or converted
+    repaired_example: str = ""
+    notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
 
 
 @dataclass
@@ -374,8 +381,8 @@ def _lenient_chunk(text: bytes) -> Chunk:
     raws = _DEC_RAW_LIST.decode(text)
     events: list[Any] = []
     counters: list[CounterEvent] = []
-    skipped = 0
-    example = ""
+    skipped = repaired = 0
+    example = repaired_example = ""
     for raw in raws:
         ev: Event | None
         try:
@@ -390,20 +397,34 @@ def _lenient_chunk(text: bytes) -> Chunk:
                 skipped += 1
                 example = example or bytes(raw)[:120].decode("utf-8", "replace")
                 continue
+            repaired += 1
+            repaired_example = repaired_example or bytes(raw)[:120].decode("utf-8", "replace")
         events.append(ev)
         if ev.ph == "C":
             try:
                 counters.append(msgspec.json.decode(raw, type=CounterEvent))
             except msgspec.MsgspecError:
                 pass
-    chunk = Chunk(events, counters, skipped=skipped, skipped_example=example)
-    return chunk
+    return Chunk(
+        events,
+        counters,
+        skipped=skipped,
+        skipped_example=example,
+        repaired=repaired,
+        repaired_example=repaired_example,
+    )
 
 
 def _python_chunk(text: bytes) -> Chunk:
     """Last resort for bytes msgspec rejects (NaN, Infinity, raw control characters, invalid UTF-8)."""
     try:
-        items = json.loads(text.decode("utf-8", "replace"), strict=False)
+        decoded = text.decode("utf-8")
+        note = "non-standard JSON (NaN, Infinity or raw control characters in strings) was read leniently"
+    except UnicodeDecodeError:
+        decoded = text.decode("utf-8", "replace")
+        note = "bytes that are not valid UTF-8 were replaced with U+FFFD in names"
+    try:
+        items = json.loads(decoded, strict=False)
     except (ValueError, RecursionError):
         raise _NotAnArray from None
     if not isinstance(items, list):
@@ -431,7 +452,7 @@ def _python_chunk(text: bytes) -> Chunk:
                     args=args if isinstance(args, dict) else None,
                 )
             )
-    return Chunk(events, counters, skipped=skipped, skipped_example=example)
+    return Chunk(events, counters, skipped=skipped, skipped_example=example, notes=(note,))
 
 
 def _num(v: Any) -> float | None:
@@ -458,7 +479,7 @@ def _coerce(obj: Any) -> Event | None:
     ph = obj.get("ph")
     if not isinstance(ph, str):
         return None
-    ts = _num(obj.get("ts", 0))
+    ts = _num(obj.get("ts"))
     if ts is None:
         if ph == "M":
             ts = 0.0
