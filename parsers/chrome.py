@@ -984,6 +984,14 @@ def _finish(
         )
     if corrupt:
         b.warn(f"{corrupt}; events up to the damage were loaded.")
+    real_damage = [d for d in info.damaged if not (info.truncated and d is info.damaged[-1])]
+    if real_damage:
+        skipped_bytes = sum(n for _, n in real_damage)
+        b.warn(
+            f"The file is damaged: {skipped_bytes:,} bytes in {len(real_damage)} place(s) could not be read (first "
+            f"at byte {real_damage[0][0]:,} of the decompressed JSON); the events there were skipped, everything "
+            "else was loaded."
+        )
     if st.repaired:
         b.warn(
             f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "

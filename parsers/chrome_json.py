@@ -27,6 +27,8 @@ from gputop_trace.parsers.source import ByteStream
 CHUNK = 16 << 20  # decompressed bytes per decoded chunk
 HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
 MAX_SPLIT_TRIES = 24
+MAX_ELEMENT = 64 << 20  # a window that still holds no complete element is treated as damaged
+RESYNC_PROBES = 256  # element boundaries tried after damage before giving up on a window
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -147,6 +149,7 @@ class DocumentInfo:
     total: int = 0  # decompressed bytes read
     truncated: bool = False
     chunks: int = 0
+    damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
 
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -196,20 +199,28 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
             _read_trailer(src, buf[pos + 1 :], info)
             break
         end, chunk = _decode_some(buf, pos)
-        if end < 0:
-            if src.eof:
-                end, chunk = _decode_last(buf, pos)
-                if end < 0:
-                    info.truncated = True
-                    break
-                info.chunks += 1
-                info.consumed = base + end
-                yield chunk
-                pos = end
-                continue
+        if end < 0 and src.eof:
+            end, chunk = _decode_last(buf, pos)
+        if end < 0 and not src.eof and len(buf) - pos < MAX_ELEMENT:
             # an element larger than the window: read more and try again
             base += pos
             buf, pos = buf[pos:] + src.read(CHUNK), 0
+            continue
+        if end < 0:
+            # damaged bytes: keep what decodes before them, skip to where decoding works again
+            good, chunk_or_none, resync = _recover_damage(buf, pos)
+            if chunk_or_none is not None:
+                info.chunks += 1
+                info.consumed = base + good
+                yield chunk_or_none
+            if resync < 0:
+                if src.eof:
+                    info.truncated = True
+                    info.damaged.append((base + good, len(buf) - good))
+                    break
+                resync = len(buf)  # nothing readable in this window: skip it
+            info.damaged.append((base + good, resync - good))
+            pos = resync
             continue
         info.chunks += 1
         info.consumed = base + end
@@ -316,6 +327,47 @@ def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
     return -1, Chunk([])
 
 
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,")
+
+
+def _recover_damage(buf: bytes, pos: int) -> tuple[int, Chunk | None, int]:
+    """Around damaged bytes: (end of the longest decodable run of elements from ``pos``, its chunk or None, the
+    position where decoding works again or -1).
+
+    Decodability of a prefix is monotone (every shorter run of whole elements decodes too), so the longest one
+    is found by bisection over the element-boundary candidates.
+    """
+    cands = [m.start() + 1 for m in _BOUNDARY.finditer(buf, pos)]
+    lo, hi = -1, len(cands) - 1
+    best: Chunk | None = None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            chunk = _decode_chunk(b"[" + buf[pos : cands[mid]] + b"]")
+        except _NotAnArray:
+            hi = mid - 1
+        else:
+            lo, best = mid, chunk
+    good = cands[lo] if lo >= 0 else pos
+    if lo >= 0 and best is None:  # pragma: no cover - lo only moves on success
+        best = _decode_chunk(b"[" + buf[pos:good] + b"]")
+    for j in range(lo + 1, min(len(cands), lo + 1 + RESYNC_PROBES)):
+        start = _skip_ws_comma(buf, cands[j])
+        if buf[start : start + 1] != b"{":
+            continue
+        probe = cands[j + 1] if j + 1 < len(cands) else None
+        if probe is None:
+            if _decode_last(buf, start)[0] >= 0:
+                return good, best, start
+            continue
+        try:
+            _DEC_RAW_LIST.decode(b"[" + buf[start:probe] + b"]")
+        except msgspec.DecodeError:
+            continue
+        return good, best, start
+    return good, best, -1
+
+
 def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
     """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``."""
     close = buf.rfind(b"]", pos)
@@ -341,23 +393,32 @@ def _decode_chunk(text: bytes) -> Chunk:
     try:
         events = _DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
-        return _lenient_chunk(text)
-    except msgspec.DecodeError as e:
-        # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that
-        # only a lenient parser accepts (NaN, raw control characters, invalid UTF-8)
-        if "UTF-8" in str(e):
-            return _python_chunk(text)
-        m = _ERR_POS.search(str(e))
-        if m is None or int(m.group(1)) >= len(text) - 2:
-            raise _NotAnArray from None
+        # valid types failed somewhere; the JSON itself may still be malformed further on
         try:
-            _DEC_RAW_LIST.decode(text)
-        except msgspec.DecodeError:
-            return _python_chunk(text)
-        return _lenient_chunk(text)
+            return _lenient_chunk(text)
+        except msgspec.DecodeError as e:
+            return _malformed_chunk(text, e)
+    except msgspec.DecodeError as e:
+        return _malformed_chunk(text, e)
     chunk = Chunk(events)
     _finish_chunk(chunk, text)
     return chunk
+
+
+def _malformed_chunk(text: bytes, e: msgspec.DecodeError) -> Chunk:
+    """msgspec rejected the bytes: either a bad cut (not an array), or content only a lenient parser reads."""
+    if "UTF-8" in str(e):
+        return _python_chunk(text)
+    # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that only a
+    # lenient parser accepts (NaN, raw control characters) — or real damage, which the lenient parser rejects too
+    m = _ERR_POS.search(str(e))
+    if m is None or int(m.group(1)) >= len(text) - 2:
+        raise _NotAnArray from None
+    try:
+        _DEC_RAW_LIST.decode(text)
+    except msgspec.DecodeError:
+        return _python_chunk(text)
+    return _lenient_chunk(text)
 
 
 def _finish_chunk(chunk: Chunk, text: bytes) -> None:
