@@ -22,7 +22,7 @@ def align_rank_clocks(trace: Trace, threshold_ns: int = ALIGN_THRESHOLD_NS) -> T
     if len(trace.meta.ranks) < 2:
         return trace
     groups = match_collectives(trace)
-    offsets = clock_offsets(trace, groups)
+    offsets = clock_offsets(groups)
     shifts = {r: -off for r, off in offsets.items() if abs(off) >= threshold_ns}
     if not shifts:
         return trace

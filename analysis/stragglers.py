@@ -50,6 +50,7 @@ class MatchedGroup:
     wait_ns: I64
     last: I32
     unmatched: int = 0
+    offset_ns: dict[int, int] = field(default_factory=dict)  # each rank's clock offset vs the first rank
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -117,78 +118,98 @@ def _best_shift(ref_end: I64, ref_ops: list[str], end: I64, ops: list[str]) -> t
     return s, med
 
 
+@dataclass(frozen=True)
+class RankSequence:
+    """One rank's collectives of one group in order of issue: op names, start and end times (ns, on the rank's
+    own clock) and an id per collective (an event index, or any id the caller wants back)."""
+
+    ops: list[str]
+    start_ns: I64
+    end_ns: I64
+    ids: I64
+
+
+def match_sequences(group: str, seqs: dict[int, RankSequence]) -> MatchedGroup | None:
+    """Match one group's collectives across ranks (None for fewer than two ranks). Works on plain arrays so
+    that per-rank summaries gathered from many machines can be matched without their traces."""
+    ranks = sorted(seqs)
+    if len(ranks) < 2:
+        return None
+    ref = seqs[ranks[0]]
+    n = len(ref.ops)
+    event = np.full((n, len(ranks)), -1, dtype=np.int64)
+    arrival = np.zeros((n, len(ranks)), dtype=np.int64)
+    end = np.zeros((n, len(ranks)), dtype=np.int64)
+    present = np.zeros((n, len(ranks)), dtype=bool)
+    event[:, 0], arrival[:, 0], end[:, 0], present[:, 0] = ref.ids, ref.start_ns, ref.end_ns, True
+    offsets = {ranks[0]: 0}
+    unmatched = 0
+    for c, r in enumerate(ranks[1:], start=1):
+        sq = seqs[r]
+        s, offset = _best_shift(ref.end_ns, ref.ops, sq.end_ns, sq.ops)
+        offsets[r] = offset
+        i = np.arange(n)
+        j = i + s
+        ok = (j >= 0) & (j < len(sq.ops))
+        ok[ok] = np.array([ref.ops[a] == sq.ops[b] for a, b in zip(i[ok].tolist(), j[ok].tolist(), strict=True)])
+        unmatched += int(len(sq.ops) - ok.sum())
+        event[ok, c] = sq.ids[j[ok]]
+        arrival[ok, c] = sq.start_ns[j[ok]] - offset
+        end[ok, c] = sq.end_ns[j[ok]] - offset
+        present[ok, c] = True
+    full: npt.NDArray[np.bool_] = np.all(present, axis=1)
+    event, arrival, end = event[full], arrival[full], end[full]
+    ops_kept = tuple(op for op, f in zip(ref.ops, list(full), strict=True) if f)
+    last = np.argmax(arrival, axis=1).astype(np.int32) if len(event) else np.zeros(0, dtype=np.int32)
+    wait = (arrival.max(axis=1, initial=0)[:, None] - arrival) if len(event) else arrival
+    return MatchedGroup(
+        group=group,
+        ranks=tuple(ranks),
+        op=ops_kept,
+        event=event,
+        arrival_ns=arrival,
+        end_ns=end,
+        wait_ns=np.maximum(wait, 0),
+        last=last,
+        unmatched=unmatched + int((~full).sum()),
+        offset_ns=offsets,
+    )
+
+
 def match_collectives(trace: Trace, coll: Collectives | None = None) -> list[MatchedGroup]:
     """Match every process group's collectives across the ranks that issued them."""
     coll = coll if coll is not None else find_collectives(trace)
     out: list[MatchedGroup] = []
-    groups = sorted(set(coll.group))
     group_arr = np.array(coll.group, dtype=object)
-    for g in groups:
+    for g in sorted(set(coll.group)):
         in_g = group_arr == g
-        ranks = sorted({int(r) for r in coll.rank[in_g].tolist()})
-        if len(ranks) < 2:
-            continue
-        per: dict[int, I64] = {r: np.flatnonzero(in_g & (coll.rank == r)) for r in ranks}
-        ref = ranks[0]
-        ref_idx = per[ref]
-        ref_ops = [coll.op[i] for i in ref_idx.tolist()]
-        n = len(ref_idx)
-        event = np.full((n, len(ranks)), -1, dtype=np.int64)
-        arrival = np.zeros((n, len(ranks)), dtype=np.int64)
-        end = np.zeros((n, len(ranks)), dtype=np.int64)
-        present = np.zeros((n, len(ranks)), dtype=bool)
-        event[:, 0] = coll.event[ref_idx]
-        arrival[:, 0] = coll.start_ns[ref_idx]
-        end[:, 0] = coll.end_ns[ref_idx]
-        present[:, 0] = True
-        unmatched = 0
-        for c, r in enumerate(ranks[1:], start=1):
-            idx = per[r]
-            ops = [coll.op[i] for i in idx.tolist()]
-            s, offset = _best_shift(coll.end_ns[ref_idx], ref_ops, coll.end_ns[idx], ops)
-            i = np.arange(n)
-            j = i + s
-            ok = (j >= 0) & (j < len(idx))
-            ok[ok] = np.array([ref_ops[a] == ops[b] for a, b in zip(i[ok].tolist(), j[ok].tolist(), strict=True)])
-            unmatched += int(len(idx) - ok.sum())
-            event[ok, c] = coll.event[idx[j[ok]]]
-            arrival[ok, c] = coll.start_ns[idx[j[ok]]] - offset
-            end[ok, c] = coll.end_ns[idx[j[ok]]] - offset
-            present[ok, c] = True
-        full: npt.NDArray[np.bool_] = np.all(present, axis=1)
-        event, arrival, end = event[full], arrival[full], end[full]
-        ops_kept = tuple(op for op, f in zip(ref_ops, list(full), strict=True) if f)
-        last = np.argmax(arrival, axis=1).astype(np.int32) if len(event) else np.zeros(0, dtype=np.int32)
-        wait = (arrival.max(axis=1, initial=0)[:, None] - arrival) if len(event) else arrival
-        out.append(
-            MatchedGroup(
-                group=g,
-                ranks=tuple(ranks),
-                op=ops_kept,
-                event=event,
-                arrival_ns=arrival,
-                end_ns=end,
-                wait_ns=np.maximum(wait, 0),
-                last=last,
-                unmatched=unmatched + int((~full).sum()),
+        seqs: dict[int, RankSequence] = {}
+        for r in sorted({int(x) for x in coll.rank[in_g].tolist()}):
+            idx = np.flatnonzero(in_g & (coll.rank == r))
+            seqs[r] = RankSequence(
+                ops=[coll.op[i] for i in idx.tolist()],
+                start_ns=coll.start_ns[idx],
+                end_ns=coll.end_ns[idx],
+                ids=coll.event[idx],
             )
-        )
+        m = match_sequences(g, seqs)
+        if m is not None:
+            out.append(m)
     return out
 
 
-def clock_offsets(trace: Trace, groups: list[MatchedGroup] | None = None) -> dict[int, int]:
-    """Estimated clock offset of every rank relative to the lowest rank (ns): median difference of the end
-    times of matched collectives. Ranks without matched collectives are absent."""
-    groups = groups if groups is not None else match_collectives(trace)
-    diffs: dict[int, list[int]] = {}
+def clock_offsets(groups: list[MatchedGroup]) -> dict[int, int]:
+    """Estimated clock offset of every rank relative to the lowest rank (ns): the median difference of the end
+    times of its matched collectives, weighted by how many each group matched. Ranks without any are absent."""
+    acc: dict[int, list[tuple[int, int]]] = {}
     for g in groups:
-        if not len(g):
-            continue
-        for c, r in enumerate(g.ranks):
-            ev = g.event[:, c]
-            raw_end = trace.end_ns[ev]
-            diffs.setdefault(r, []).extend((raw_end - g.end_ns[:, 0]).tolist())
-    return {r: int(np.median(v)) for r, v in diffs.items() if v}
+        for r, off in g.offset_ns.items():
+            acc.setdefault(r, []).append((off, max(1, len(g))))
+    out: dict[int, int] = {}
+    for r, pairs in acc.items():
+        vals = np.repeat([p[0] for p in pairs], [p[1] for p in pairs])
+        out[r] = int(np.median(vals))
+    return out
 
 
 @dataclass
@@ -204,7 +225,7 @@ def find_stragglers(trace: Trace) -> StragglerReport:
     """Per-rank collective waiting, the straggler (if one rank is usually last), and what it was doing."""
     coll = find_collectives(trace)
     groups = match_collectives(trace, coll)
-    offsets = clock_offsets(trace, groups)
+    offsets = clock_offsets(groups)
     acc: dict[int, _Acc] = {}
     for g in groups:
         for c, r in enumerate(g.ranks):
