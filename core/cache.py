@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from gputop_trace import __version__, model
 from gputop_trace.model import Trace
 
@@ -433,8 +434,9 @@ def _read_field(folder: Path, spec: dict[str, Any], cols: dict[str, Any]) -> Any
     if kind == "column":
         return col(spec["column"])
     if kind == "table":
-        classes = {c.__name__: c for c in (model.KernelTable, model.CopyTable, model.FlowTable)}
-        cls = classes[spec["class"]]
+        cls = getattr(model, str(spec["class"]), None)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__name__.endswith("Table")):
+            raise InvalidEntry(f"unknown table {spec['class']!r}")
         return cls(**{f: col(rel) for f, rel in spec["columns"].items()})
     if kind == "strings":
         blob = col(spec["blob"])
@@ -500,8 +502,10 @@ def _check_consistent(t: Trace, n_events: int) -> None:
             raise InvalidEntry("event names out of range")
         if t.lane.min() < 0 or t.lane.max() >= len(t.lanes):
             raise InvalidEntry("event lanes out of range")
-    for table in (t.kernels, t.copies):
-        if len(table) and (table.event.min() < 0 or table.event.max() >= n):
+    for field in dataclasses.fields(t):
+        table = getattr(t, field.name)
+        event = getattr(table, "event", None)
+        if isinstance(event, np.ndarray) and len(event) and (event.min() < 0 or event.max() >= n):
             raise InvalidEntry(f"{type(table).__name__} rows point outside the events")
     f = t.flows
     if len(f) and (min(f.src.min(), f.dst.min()) < 0 or max(f.src.max(), f.dst.max()) >= n):

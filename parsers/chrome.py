@@ -22,6 +22,7 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
+
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import (
     CopyKind,
@@ -139,6 +140,7 @@ _A_REGS = attrgetter("registers")
 _A_GRID = attrgetter("grid")
 _A_BYTES = attrgetter("bytes")
 _A_KDETAILS = attrgetter("kernel_details")
+_A_COLLECTIVE = attrgetter("collective")
 _A_MDETAILS = attrgetter("memcpy_details")
 _A_KERNEL = attrgetter("grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy")
 _NO_ARGS = Args()
@@ -215,6 +217,7 @@ class _State:
         self.kern = _KernelRows()
         self.copy_ev: list[np.ndarray[Any, Any]] = []
         self.copy_bytes: list[np.ndarray[Any, Any]] = []
+        self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
@@ -224,6 +227,8 @@ class _State:
         self.other_phases: dict[str, int] = defaultdict(int)
         self.skipped = 0
         self.skipped_example = ""
+        self.repaired = 0
+        self.repaired_example = ""
         self.negative_dur = 0
         self.seq = 0
 
@@ -298,6 +303,10 @@ def _process_chunk(st: _State, chunk: Chunk, *, include_python: bool = True) -> 
     evs = chunk.events
     st.skipped += chunk.skipped
     st.skipped_example = st.skipped_example or chunk.skipped_example
+    st.repaired += chunk.repaired
+    st.repaired_example = st.repaired_example or chunk.repaired_example
+    for note in chunk.notes:
+        st.builder.warn(f"The file is not strict JSON: {note}.")
     if chunk.counters:
         _process_counters(st, chunk.counters, chunk.exact)
     n = len(evs)
@@ -306,15 +315,30 @@ def _process_chunk(st: _State, chunk: Chunk, *, include_python: bool = True) -> 
     exact = chunk.exact
     phs: list[str] = chunk.phs if chunk.phs is not None else list(map(_A_PH, evs))
     ts_f = chunk.ts
+    # an event without a timestamp (NaN) is skipped, except metadata, which needs none
+    no_ts = np.isnan(ts_f) if ts_f is not None else np.fromiter((e.ts != e.ts for e in evs), bool, n)
+    drop = None
+    if no_ts.any():
+        no_ts &= np.fromiter(map("M".__ne__, phs), bool, n)
+        if no_ts.any():
+            first = evs[int(np.flatnonzero(no_ts)[0])]
+            st.skipped += int(no_ts.sum())
+            st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
+            drop = no_ts
     if not include_python:
         cats = list(map(_A_CAT, evs))
         if "python_function" in cats:
-            keep = [c != "python_function" for c in cats]
-            evs = list(compress(evs, keep))
-            phs = list(compress(phs, keep))
-            if ts_f is not None:
-                ts_f = ts_f[np.array(keep, dtype=bool)]
-            n = len(evs)
+            python = np.fromiter(map("python_function".__eq__, cats), bool, n)
+            drop = python if drop is None else drop | python
+    if drop is not None:
+        keep = (~drop).tolist()
+        evs = list(compress(evs, keep))
+        phs = list(compress(phs, keep))
+        if ts_f is not None:
+            ts_f = ts_f[~drop]
+        n = len(evs)
+        if n == 0:
+            return
     seq0 = st.seq
     st.seq += n
     if phs.count("X") == n:  # the common case: a run of complete events only
@@ -453,6 +477,12 @@ def _add_kernel_and_copy_rows(st: _State, argl: list[Any], ev_x: np.ndarray[Any,
     if len(c):
         st.copy_ev.append(ev_x[c])
         st.copy_bytes.append(nbytes[c])
+    coll = list(map(_A_COLLECTIVE, argl))
+    if coll.count(None) != nx:
+        for i, name in enumerate(coll):
+            if name is not None:
+                a = argl[i]
+                st.coll_rows.append((int(ev_x[i]), name, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
     kd = list(map(_A_KDETAILS, argl))
     md = list(map(_A_MDETAILS, argl))
     if kd.count(None) != nx or md.count(None) != nx:
@@ -975,6 +1005,19 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             blocks_per_sm=nan,
             warps_per_sm=nan,
         )
+    # collectives (Kineto writes the framework's view of the NCCL call on the kernel)
+    colls = [r for r in st.coll_rows if kind[r[0]] == Kind.KERNEL]
+    if colls:
+        intern = b.names.intern
+        b.add_collectives(
+            event=np.array([r[0] for r in colls], dtype=np.int64),
+            op=np.array([intern(r[1]) for r in colls], dtype=np.int32),
+            group=np.array([intern(r[2]) if r[2] is not None else -1 for r in colls], dtype=np.int32),
+            group_size=np.array([max(r[3], 0) for r in colls], dtype=np.int32),
+            bytes_in=np.array([_coll_bytes(r[4], r[6]) for r in colls], dtype=np.int64),
+            bytes_out=np.array([_coll_bytes(r[5], r[6]) for r in colls], dtype=np.int64),
+            dtype=np.array([intern(r[6]) if r[6] is not None else -1 for r in colls], dtype=np.int32),
+        )
     # copies and memsets from Kineto args; direction and memory kinds from the name
     c_ev = np.concatenate(st.copy_ev) if st.copy_ev else np.zeros(0, dtype=np.int64)
     c_bytes = np.concatenate(st.copy_bytes) if st.copy_bytes else np.zeros(0, dtype=np.int64)
@@ -1027,6 +1070,19 @@ def _copy_from_label(label: str, memset: bool) -> tuple[int, int, int]:
         MemKind.UNKNOWN,
         MemKind.UNKNOWN,
     )
+
+
+_DTYPE_BYTES = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
+    "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "byte": 1, "int8": 1,
+    "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+}  # fmt: skip
+
+
+def _coll_bytes(nelems: int, dtype: str | None) -> int:
+    """Message size in bytes from an element count and a dtype name (``-1`` when either is unknown)."""
+    size = _DTYPE_BYTES.get((dtype or "").lower())
+    return nelems * size if nelems >= 0 and size else -1
 
 
 def _triple(v: str | None) -> tuple[int, int, int]:
@@ -1186,6 +1242,19 @@ def _finish(
         )
     if corrupt:
         b.warn(f"{corrupt}; events up to the damage were loaded.")
+    real_damage = [d for d in info.damaged if not (info.truncated and d is info.damaged[-1])]
+    if real_damage:
+        skipped_bytes = sum(n for _, n in real_damage)
+        b.warn(
+            f"The file is damaged: {skipped_bytes:,} bytes in {len(real_damage)} place(s) could not be read (first "
+            f"at byte {real_damage[0][0]:,} of the decompressed JSON); the events there were skipped, everything "
+            "else was loaded."
+        )
+    if st.repaired:
+        b.warn(
+            f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "
+            f"those fields were ignored and the events kept; first one: {st.repaired_example}"
+        )
     if st.skipped:
         b.warn(
             f"{st.skipped} events had unreadable fields (wrong types, NaN, bad numbers) and were skipped; "
@@ -1202,6 +1271,15 @@ def _finish(
             "Re-copy the file or re-record the profile.",
             path=path,
         )
+    if st.n == 0 and not st.be and not st.asyncs:
+        if st.skipped:
+            raise TraceError(
+                f"{path} is JSON, but none of its {st.skipped} trace entries is a usable event (first one: "
+                f"{st.skipped_example}). Open a trace written by torch.profiler, jax.profiler or another Chrome-trace "
+                "exporter.",
+                path=path,
+            )
+        b.warn("The trace holds no events (its traceEvents list is empty).")
     # end of the trace, for B/async events that never ended
     ends = [int((c_s + c_d).max()) for c_s, c_d in zip(st.cols.start, st.cols.dur, strict=True) if len(c_s)]
     be_ts = [r[1] for r in st.be] + [r[4] for r in st.asyncs]

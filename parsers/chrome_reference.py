@@ -13,10 +13,14 @@ Rules (the fast loader must give the same result):
   flows, which come from correlation ids) become arrows; ``M`` names processes and threads; ``C`` counters;
 - a thread ``(pid, tid)`` and a category get their id at the first X, instant, B/E or flow event naming them,
   an event name at the first X, instant or B/E event: ids follow the file order;
-- ``ts``/``dur`` (µs) become ns rounded half to even; negative durations become 0 (counted in a warning);
+- ``ts``/``dur`` (µs) become ns rounded half to even; negative durations become 0 (counted in a warning); an
+  event other than ``M`` without ``ts`` is skipped (counted in a warning);
 - args: ``correlation`` (else the text ``correlation_id``), ``External id``, ``device``; a slice with a ``grid``
   or ``registers per thread`` has a kernel row, else one with ``bytes`` a copy row; JAX ``kernel_details`` /
-  ``memcpy_details`` strings are kept for the side tables;
+  ``memcpy_details`` strings are kept for the side tables; Kineto's ``Collective name`` and message sizes make
+  a collective row;
+- args of the wrong type are converted when they are the text of an int (``"device": "0"``), else ignored; pids
+  and tids that are not ints within 64 bits or strings become strings; such events are kept and counted;
 - ``include_python=False`` drops every event whose category is ``python_function`` (counters are kept).
 """
 
@@ -25,10 +29,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import numpy as np
+
 from gputop_trace.model import Trace
 from gputop_trace.parsers import chrome
 from gputop_trace.parsers.chrome_json import DocumentInfo
@@ -52,6 +58,56 @@ def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
     return v
+
+
+_INT_ARGS = (
+    "External id", "correlation", "device", "stream", "registers per thread", "shared memory", "bytes",
+    "In msg nelems", "Out msg nelems", "Group size", "sort_index",
+)  # fmt: skip
+_FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %")
+_STR_ARGS = (
+    "Collective name", "Process Group Name", "dtype", "name", "labels", "correlation_id", "memcpy_details",
+    "kernel_details",
+)  # fmt: skip
+_INT_TEXT = re.compile(r"-?[0-9]+")
+
+
+def _in_int64(v: int) -> bool:
+    return -(2**63) <= v < 2**63
+
+
+def _repair_args(args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Args the loader reads, with values of the wrong type converted (``"0"`` → 0) or dropped, and whether any
+    had to be: such an event is kept and counted as repaired."""
+    out = dict(args)
+    repaired = False
+    for key in _INT_ARGS:
+        if key not in out or (out[key] is None and key == "sort_index"):
+            continue
+        v = out[key]
+        if isinstance(v, int) and not isinstance(v, bool) and _in_int64(v):
+            continue
+        repaired = True
+        if isinstance(v, str) and _INT_TEXT.fullmatch(v) and _in_int64(int(v)):
+            out[key] = int(v)
+        else:
+            del out[key]
+    for key in _FLOAT_ARGS:
+        if key in out and (isinstance(out[key], bool) or not isinstance(out[key], (int, Decimal))):
+            repaired = True
+            del out[key]
+    for key in _STR_ARGS:
+        if key in out and out[key] is not None and not isinstance(out[key], str):
+            repaired = True
+            del out[key]
+    for key in ("grid", "block"):
+        v = out.get(key)
+        if v is None:
+            continue
+        if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) and _in_int64(x) for x in v)):
+            repaired = True
+            del out[key]
+    return out, repaired
 
 
 def _int_arg(args: dict[str, Any], key: str, default: int = -1) -> int:
@@ -114,6 +170,24 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
         cat = e.get("cat", "")
         name = e.get("name", "")
         args = e.get("args") if isinstance(e.get("args"), dict) else None
+        repaired = False
+        for key in ("pid", "tid"):
+            v = e.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, int) and not _in_int64(v)):
+                repaired = True
+                if key == "pid":
+                    pid = str(v)
+                else:
+                    tid = str(v)
+        if args is not None:
+            args, fixed = _repair_args(args)
+            repaired = repaired or fixed
+        if repaired:
+            st.repaired += 1
+        if "ts" not in e and ph != "M":
+            st.skipped += 1
+            st.skipped_example = st.skipped_example or f"a {ph!r} event named {name!r} without ts"
+            continue
         if ph in ("X", *_INSTANT, "B", "E", *_FLOW):
             src = st.src_id(pid, tid)
             cat_id = st.cat_id(cat)
@@ -152,6 +226,18 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
             elif _int_arg(a, "bytes") >= 0:
                 copy_ev.append(event)
                 copy_bytes.append(_int_arg(a, "bytes"))
+            if _str_arg(a, "Collective name") is not None:
+                st.coll_rows.append(
+                    (
+                        event,
+                        a["Collective name"],
+                        _str_arg(a, "Process Group Name"),
+                        _int_arg(a, "Group size", 0),
+                        _int_arg(a, "In msg nelems"),
+                        _int_arg(a, "Out msg nelems"),
+                        _str_arg(a, "dtype"),
+                    )
+                )
             if _str_arg(a, "kernel_details") is not None:
                 st.details.append((event, "kernel", a["kernel_details"]))
             elif _str_arg(a, "memcpy_details") is not None:

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from gputop_trace import cache
 from gputop_trace.loader import load_paths
 from gputop_trace.model import CounterSeries, GpuInfo, Kind, LaneKind, Trace, TraceMeta
 from gputop_trace.parsers import chrome
-
 from tests.conftest import SAMPLES, corpus_file
 from tests.trace_compare import assert_traces_equal
 

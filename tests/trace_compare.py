@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
+
 from gputop_trace.model import Trace
 
 
