@@ -381,7 +381,7 @@ def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
             buf[cut] = 0x5D  # "]"
             text = win.view[pos - 1 : cut + 1]
         try:
-            return cut, _decode_chunk(text)
+            chunk = _decode_chunk(text)
         except _NotAnArray:
             continue
         finally:
@@ -390,6 +390,7 @@ def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
                 buf[cut] = after
             if isinstance(text, memoryview):
                 text.release()
+        return cut, chunk
     return -1, Chunk([])
 
 
