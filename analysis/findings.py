@@ -606,12 +606,13 @@ def _copy_groups(trace: Trace, rows: list[Any]) -> str:
     kernel_lanes = set(np.unique(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)]).tolist())
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for r in rows:
-        rng = _family(r.range_name) if r.range_name else None
-        groups.setdefault((r.direction, r.host_memory, rng, r.stream, r.lane, r.bytes), []).append(r)
+        fam = _family(r.range_name) if r.range_name else None
+        groups.setdefault((r.direction, r.host_memory, fam, r.stream, r.lane, r.bytes), []).append(r)
     parts = []
-    for (direction, host, rng, stream, lane, nbytes), members in sorted(
+    for (direction, host, fam, stream, lane, nbytes), members in sorted(
         groups.items(), key=lambda kv: -sum(r.exposed_ns for r in kv[1])
     )[:4]:
+        rng = _family_label({r.range_name for r in members}) if fam is not None else None
         compute = " (a compute stream)" if lane in kernel_lanes else ""
         parts.append(
             f"{len(members)} × {format_bytes(nbytes)} {direction}{f' ({host})' if host else ''}"

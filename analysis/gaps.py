@@ -536,23 +536,18 @@ def gap_detail(
     if cause == "gpu_dependency":
         op = nm(next_op)
         lead = g0 - int(trace.start_ns[launch] + trace.dur_ns[launch]) if launch >= 0 else 0
-        what = _dependency_kind(trace, next_op, launch)
-        return f"{op} was queued {format_ns(lead)} before the GPU went idle and waited for {what}"
+        return f"{op} was queued {format_ns(lead)} earlier and waited for {_dependency_kind(trace, next_op, launch)}"
     if cause == "sync_stall":
         if after_sync >= 0 and after_sync == cause_event:
-            return (
-                f"the host had just waited in {nm(after_sync)}{inside}; the GPU queue was empty until the next launch"
-            )
-        return f"the host waited in {nm(cause_event)}{inside}"
+            return f"GPU queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
+        return f"host waiting in {nm(cause_event)}{inside}"
     if cause == "blocked_os":
-        return f"the launching thread was blocked in {nm(cause_event)}{inside}"
+        return f"launching thread blocked in {nm(cause_event)}{inside}"
     if cause == "data_loading":
-        return f"the host was loading data in {nm(cause_event)}"
+        return f"host loading data in {nm(cause_event)}"
     if cause == "cpu_bound":
-        return f"the host was busy in {nm(cause_event)}{inside} before launching the next GPU work"
-    if range_event >= 0:
-        return f"nothing was traced on the launching thread{inside}"
-    return "nothing was traced on the launching thread"
+        return f"host busy in {nm(cause_event)}{inside}"
+    return f"nothing traced on the launching thread{inside}"
 
 
 def _dependency_kind(trace: Trace, next_op: int, launch: int) -> str:

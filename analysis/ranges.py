@@ -69,13 +69,16 @@ def range_depths(trace: Trace, events: I64) -> I64:
     return out
 
 
-def _projection(trace: Trace, ranges: I64) -> tuple[I64, I64, I64]:
-    """Per range instance: GPU busy ns, GPU span ns and GPU op count of the ops launched inside it on its thread."""
+def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I64, I64, I64]:
+    """Per range instance: GPU busy ns, GPU span ns and GPU op count of the ops launched inside it on its thread
+    (only ops on ``device`` when given)."""
     n = len(ranges)
     busy = np.zeros(n, dtype=np.int64)
     span = np.zeros(n, dtype=np.int64)
     count = np.zeros(n, dtype=np.int64)
     ops = trace.of_kind(*GPU_BUSY_KINDS)
+    if device is not None:
+        ops = ops[trace.event_device[ops] == device]
     api = trace.launch_of[ops]
     has = api >= 0
     ops, api = ops[has], api[has]
@@ -118,9 +121,12 @@ def _projection(trace: Trace, ranges: I64) -> tuple[I64, I64, I64]:
     return busy, span, count
 
 
-def range_summary(trace: Trace, *, rank: int | None = None, name_filter: str | None = None) -> list[RangeRow]:
+def range_summary(
+    trace: Trace, *, rank: int | None = None, device: int | None = None, name_filter: str | None = None
+) -> list[RangeRow]:
     """One row per range name and domain (CPU-thread and async annotation ranges), sorted by total CPU time,
-    largest first. ``name_filter``: keep names containing this text (case-insensitive)."""
+    largest first. ``device``: project only GPU ops of that device; ``name_filter``: keep names containing this
+    text (case-insensitive)."""
     rng = trace.of_kind(Kind.RANGE)
     rng = rng[
         np.isin(trace.lane_kind[trace.lane[rng]], np.array([LaneKind.CPU_THREAD, LaneKind.ASYNC], dtype=np.uint8))
@@ -134,7 +140,7 @@ def range_summary(trace: Trace, *, rank: int | None = None, name_filter: str | N
     if not len(rng):
         return []
     depth = range_depths(trace, rng)
-    busy, span, nops = _projection(trace, rng)
+    busy, span, nops = _projection(trace, rng, device)
     domains = range_domain(trace, rng)
     dom_ids: dict[str, int] = {}
     dom = np.array([dom_ids.setdefault(d, len(dom_ids)) for d in domains], dtype=np.int64)
