@@ -106,11 +106,11 @@ def run(args: argparse.Namespace) -> int:
                 rows.append({**j, "launch": launch.get("name"), "thread": launch.get("thread")})
         sys.stdout.write(to_csv(rows, CSV_COLUMNS))
         return 0
-    render(trace, gaps, threshold, args.limit)
+    render(trace, gaps, threshold, args.limit, filtered=args.device is not None or args.rank is not None)
     return 0
 
 
-def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int) -> None:
+def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, *, filtered: bool = False) -> None:
     """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
     from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
@@ -122,7 +122,8 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int) 
 
     con = common.stdout_console()
     if not gaps:
-        con.print(Text("No GPU activity in this profile (no kernel, copy or memset): no gaps to find.", style="yellow"))
+        where = "on the selected GPU/rank" if filtered else "in this profile"
+        con.print(Text(f"No GPU activity {where} (no kernel, copy or memset): no gaps to find.", style="yellow"))
         common.print_warnings(con, trace)
         return
     multi_rank = len({d.rank for d in gaps}) > 1
