@@ -274,19 +274,17 @@ def find_gaps(
     idx = busy_ops(trace, rank, device)
     if not len(idx):
         return []
-    lane_pid = trace.lane_pid
-    rk = trace.event_rank[idx].astype(np.int64)
-    dv = trace.event_device[idx].astype(np.int64)
-    pid = lane_pid[trace.lane[idx]]
-    keys = np.stack([rk, dv, pid])
-    uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    members = np.argsort(inverse, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=uniq.shape[1]))))
+    # group by (rank, device, pid) through the lanes: a few lanes, no sort over the events
+    lane_ids = np.flatnonzero(np.bincount(trace.lane[idx], minlength=len(trace.lanes)))
+    group_of_lane: dict[tuple[int, int, int], list[int]] = {}
+    for ln in lane_ids.tolist():
+        lane = trace.lanes[ln]
+        group_of_lane.setdefault((lane.rank, lane.device, lane.pid), []).append(ln)
+    op_lane = trace.lane[idx]
     is_overhead = trace.kind == Kind.OVERHEAD
     staged: list[dict[str, Any]] = []
-    for gi in range(uniq.shape[1]):
-        ops = idx[members[bounds[gi] : bounds[gi + 1]]]
+    for (g_rank, g_device, g_pid), g_lanes in sorted(group_of_lane.items()):
+        ops = idx[np.isin(op_lane, g_lanes)] if len(group_of_lane) > 1 else idx
         real = ops[~is_overhead[ops]]
         if not len(real):
             continue
@@ -304,9 +302,8 @@ def find_gaps(
         e = s + trace.dur_ns[ops]
         hs, he, before, after = holes(s, e)
         hl = he - hs
-        us, ue = union(s, e)
-        busy = int((ue - us).sum())
         span = last - first
+        busy = span - int(hl.sum())  # the holes are exactly the idle part of the active span
         sel = np.flatnonzero(hl >= threshold_ns)
         # launch-bound: short holes between short ops
         short = (
@@ -319,9 +316,9 @@ def find_gaps(
         totals = np.bincount(b, weights=hl, minlength=len(edges)).astype(np.int64)
         staged.append(
             {
-                "rank": int(uniq[0, gi]),
-                "device": int(uniq[1, gi]),
-                "pid": int(uniq[2, gi]),
+                "rank": g_rank,
+                "device": g_device,
+                "pid": g_pid,
                 "first_ns": first,
                 "last_ns": last,
                 "span_ns": span,
@@ -411,22 +408,31 @@ def _attribute(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback: I6
     for lane in np.unique(thread[host_rows]).tolist():
         rows = host_rows[thread[host_rows] == lane]
         sl = trace.lane_slice(lane)
-        ev = np.arange(sl.start, sl.stop, dtype=np.int64)
-        cls = host_classes(trace, ev)
+        base = sl.start
+        cls = host_classes(trace, sl)
+        l_start = trace.start_ns[sl]
+        l_end = l_start + trace.dur_ns[sl]
         ws, we = g0[rows], w_end[rows]
+        # cumulative unions: sync; sync+os; sync+os+data (small sets, merged step by step); all host work
+        us = ue = np.zeros(0, dtype=np.int64)
         covered_prev = np.zeros(len(rows), dtype=np.int64)
         for c in HostClass:
-            pick = ev[(cls >= 0) & (cls <= c)]
-            us, ue = union(trace.start_ns[pick], trace.start_ns[pick] + trace.dur_ns[pick])
+            if c == HostClass.CPU:
+                work = cls >= 0  # a subset of the lane: still sorted by start, union needs no sort
+                us, ue = union(l_start[work], l_end[work])
+            else:
+                m = cls == c
+                us, ue = union(np.concatenate((us, l_start[m])), np.concatenate((ue, l_end[m])))
             covered = overlap_with_union(ws, we, us, ue)
             breakdown[rows, int(c)] = covered - covered_prev
             covered_prev = covered
         breakdown[rows, -1] = (we - ws) - covered_prev
         # the thread still in (or just leaving) a sync call when the GPU went idle
-        sync_ev = ev[cls == HostClass.SYNC]
-        if len(sync_ev):
-            ss = trace.start_ns[sync_ev]
-            se = np.maximum.accumulate(ss + trace.dur_ns[sync_ev])
+        sync_pos = np.flatnonzero(cls == HostClass.SYNC)
+        if len(sync_pos):
+            sync_ev = sync_pos + base
+            ss = l_start[sync_pos]
+            se = np.maximum.accumulate(l_end[sync_pos])
             k = np.searchsorted(ss, g0[rows], side="right") - 1
             hit = (k >= 0) & (se[np.maximum(k, 0)] >= g0[rows] - SYNC_TOLERANCE_NS)
             # report the sync call that ends last among those started by then (the one the thread waited in)
@@ -452,7 +458,8 @@ def _attribute(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback: I6
             want = rows[(code == _CAUSE_CODE[cname])]
             if not len(want):
                 continue
-            best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], ev[cls == c])
+            cand = _outermost_only(l_end, np.flatnonzero(cls == c)) + base
+            best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], cand)
             cause_event[want] = best
         stall = rows[drained]
         cause_event[stall] = after_sync[stall]
@@ -471,6 +478,18 @@ def _attribute(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback: I6
         window_ns=window.astype(np.int64),
         breakdown_ns=breakdown,
     )
+
+
+def _outermost_only(ends: I64, pos: I64) -> I64:
+    """The positions (in one lane, in trace order) whose event is not contained in an earlier one of the set
+    (``ends``: the lane's event ends). An event inside another never overlaps a window more than its container
+    does, so these are the only candidates for "the event that overlaps the window longest" (the outer one
+    also wins ties)."""
+    if len(pos) < 2:
+        return pos
+    e = ends[pos]
+    keep = np.concatenate(([True], e[1:] > np.maximum.accumulate(e)[:-1]))
+    return pos[keep]
 
 
 def _latest_ending(trace: Trace, events: I64, upto: I64) -> I64:

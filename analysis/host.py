@@ -26,7 +26,6 @@ time inside it that nothing else covers is untraced host time.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from enum import IntEnum
 
 import numpy as np
@@ -87,48 +86,60 @@ def is_sleep_name(name: str) -> bool:
     return "sleep" in (w.lower() for w in _WORDS.findall(name))
 
 
-def _name_flags(trace: Trace, events: I64, test: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
-    """``test(name)`` evaluated once per distinct name of ``events``, spread back to the events."""
-    if not len(events):
-        return np.zeros(0, dtype=bool)
-    ids, inverse = np.unique(trace.name[events], return_inverse=True)
-    flags = np.array([bool(test(trace.names[int(i)])) for i in ids.tolist()], dtype=bool)
-    return flags[np.asarray(inverse).reshape(-1)]
-
-
-def host_classes(trace: Trace, events: I64) -> I8:
-    """:class:`HostClass` of each event (``-1`` for events that are no host work: plain ranges, markers,
-    GPU events). Vectorized per distinct name."""
-    out = np.full(events.shape, NONE, dtype=np.int8)
-    if not len(events):
-        return out
-    kind = trace.kind[events]
-    cpu_kinds = np.isin(kind, np.array([Kind.CPU_OP, Kind.PYTHON, Kind.API, Kind.OTHER], dtype=np.uint8))
-    out[cpu_kinds] = HostClass.CPU
-    ranges = np.flatnonzero(kind == Kind.RANGE)
-    if len(ranges):
-        out[ranges[~_is_label_range(trace, events[ranges])]] = HostClass.CPU
-    rng = np.flatnonzero((kind == Kind.RANGE) | (kind == Kind.PYTHON))
-    if len(rng):
-        sub = events[rng]
-        is_py = trace.kind[sub] == Kind.PYTHON
-        flags = np.where(
-            is_py,
-            _name_flags(trace, sub, lambda n: bool(_PY_DATA.search(n))),
-            _name_flags(trace, sub, is_data_loading_name),
+def _name_tables(trace: Trace, names: npt.NDArray[np.int32]) -> npt.NDArray[np.uint8]:
+    """Per name id, bit flags for the names present in ``names``: 1 sync call, 2 data-loading range name,
+    4 data-loading Python frame, 8 sleep. One pass over ``names`` (no sort); the tests run once per name."""
+    table = np.zeros(len(trace.names), dtype=np.uint8)
+    present = np.flatnonzero(np.bincount(names, minlength=len(trace.names)))
+    for i in present.tolist():
+        n = trace.names[i]
+        table[i] = (
+            (1 if is_sync_call_name(n) else 0)
+            | (2 if is_data_loading_name(n) else 0)
+            | (4 if _PY_DATA.search(n) else 0)
+            | (8 if is_sleep_name(n) else 0)
         )
-        out[rng[flags]] = HostClass.DATA
-    py = np.flatnonzero(kind == Kind.PYTHON)
-    if len(py):
-        out[py[_name_flags(trace, events[py], is_sleep_name)]] = HostClass.OS
-    out[kind == Kind.OSRT] = HostClass.OS
-    named = np.flatnonzero(np.isin(kind, np.array([Kind.API, Kind.CPU_OP, Kind.RANGE, Kind.PYTHON], dtype=np.uint8)))
-    if len(named):
-        out[named[_name_flags(trace, events[named], is_sync_call_name)]] = HostClass.SYNC
-    out[kind == Kind.SYNC] = HostClass.SYNC
+    return table
+
+
+#: Host class of each event kind before its name is looked at (-1: not host work).
+_KIND_CLASS = np.full(256, NONE, dtype=np.int8)
+for _k in (Kind.CPU_OP, Kind.PYTHON, Kind.API, Kind.OTHER):
+    _KIND_CLASS[int(_k)] = HostClass.CPU
+_KIND_CLASS[int(Kind.OSRT)] = HostClass.OS
+_KIND_CLASS[int(Kind.SYNC)] = HostClass.SYNC
+
+
+def host_classes(trace: Trace, events: I64 | slice) -> I8:
+    """:class:`HostClass` of each event (``-1`` for events that are no host work: label ranges, markers,
+    GPU events). ``events`` are indices, or a slice (a lane: no copies of the columns are made).
+    Vectorized: lookup tables by kind and by name id."""
+    if isinstance(events, slice):
+        offset = events.start or 0
+        n = (events.stop or 0) - offset
+    else:
+        offset, n = 0, len(events)
+    if not n:
+        return np.full(n, NONE, dtype=np.int8)
+    kind = trace.kind[events]
+    out = _KIND_CLASS[kind]
+    is_range = kind == Kind.RANGE
+    ranges = np.flatnonzero(is_range)
+    if len(ranges):
+        idx = ranges + offset if isinstance(events, slice) else events[ranges]
+        out[ranges[~_is_label_range(trace, idx)]] = HostClass.CPU
+    name = trace.name[events]
+    flags = _name_tables(trace, name)[name]
+    is_py = kind == Kind.PYTHON
+    out[(is_range & ((flags & 2) > 0)) | (is_py & ((flags & 4) > 0))] = HostClass.DATA
+    out[is_py & ((flags & 8) > 0)] = HostClass.OS
+    named = is_range | is_py | (kind == Kind.API) | (kind == Kind.CPU_OP)
+    out[named & ((flags & 1) > 0)] = HostClass.SYNC
     blocking = pageable_copy_calls(trace)
     if len(blocking):
-        out[np.isin(events, blocking)] = HostClass.SYNC
+        mask = np.zeros(len(trace), dtype=bool)
+        mask[blocking] = True
+        out[mask[events]] = HostClass.SYNC
     return out
 
 

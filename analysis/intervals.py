@@ -16,11 +16,13 @@ def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[I64, I64]:
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     keep = e > s
-    s, e = s[keep], e[keep]
+    if not bool(keep.all()):
+        s, e = s[keep], e[keep]
     if s.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if s.size > 1 and not bool(np.all(s[1:] >= s[:-1])):  # events of one lane arrive sorted: skip the sort
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
     run_end = np.maximum.accumulate(e)
     # a new merged interval starts where the start is beyond every earlier end
     new = np.empty(s.size, dtype=bool)

@@ -27,10 +27,18 @@ def largest_overlap(
     best_ns = np.zeros(ql.shape, dtype=np.int64)
     if not len(ev) or not len(ql):
         return best, best_ns
+    if len(ev) > 1 and not bool(np.all(ev[1:] > ev[:-1])):
+        ev = np.unique(ev)
+    # events in index order are sorted by (lane, start); a stable sort on the small depth column (radix sort)
+    # within each lane groups them by row and keeps each row in start order
     lane = trace.lane[ev].astype(np.int64)
+    lane_cut = np.concatenate(([0], np.flatnonzero(lane[1:] != lane[:-1]) + 1, [len(ev)]))
+    parts = []
+    for a, b in zip(lane_cut[:-1].tolist(), lane_cut[1:].tolist(), strict=True):
+        parts.append(a + np.argsort(trace.depth[ev[a:b]], kind="stable"))
+    order = np.concatenate(parts)
+    ev, lane = ev[order], lane[order]
     depth = trace.depth[ev].astype(np.int64)
-    order = np.lexsort((trace.start_ns[ev], depth, lane))
-    ev, lane, depth = ev[order], lane[order], depth[order]
     cut = np.flatnonzero((lane[1:] != lane[:-1]) | (depth[1:] != depth[:-1])) + 1
     seg_start = np.concatenate(([0], cut))
     seg_end = np.concatenate((cut, [len(ev)]))
@@ -51,15 +59,17 @@ def largest_overlap(
         total = int(n.sum())
         if total == 0:
             continue
-        owner = np.repeat(np.arange(len(qi), dtype=np.int64), n)
-        first = np.repeat(np.cumsum(n) - n, n)
+        has = np.flatnonzero(n > 0)
+        owner = np.repeat(has, n[has])  # pairs come grouped by query, each query's run in start order
+        first = np.repeat(np.cumsum(n[has]) - n[has], n[has])
         pos = lo[owner] + (np.arange(total, dtype=np.int64) - first)
         ov = np.minimum(re_[pos], e_q[qi][owner]) - np.maximum(rs[pos], s_q[qi][owner])
-        # best per query in this row: sort by (query, -overlap, position)
-        o = np.lexsort((pos, -ov, owner))
-        owner_s, ov_s, pos_s = owner[o], ov[o], pos[o]
-        lead = np.concatenate(([True], owner_s[1:] != owner_s[:-1]))
-        w_owner, w_ov, w_pos = owner_s[lead], ov_s[lead], pos_s[lead]
+        # best per query in this row: the largest overlap, the earliest event on ties
+        run_start = np.cumsum(n[has]) - n[has]
+        best_ov = np.maximum.reduceat(ov, run_start)
+        hit = np.flatnonzero(ov == np.repeat(best_ov, n[has]))
+        lead = np.concatenate(([True], owner[hit][1:] != owner[hit][:-1]))
+        w_owner, w_ov, w_pos = owner[hit][lead], ov[hit][lead], pos[hit][lead]
         target = qi[w_owner]
         better = w_ov > best_ns[target]
         best[target[better]] = row[w_pos[better]]
