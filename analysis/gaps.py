@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.host import HostClass, host_classes
 from gputop_trace.analysis.intervals import holes, overlap_with_union, union

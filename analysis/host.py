@@ -30,6 +30,7 @@ from enum import IntEnum
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.model import CopyKind, Kind, LaneKind, MemKind, Trace
 
 I64 = npt.NDArray[np.int64]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.model import GPU_BUSY_KINDS, Kind, Trace
 
 I64 = npt.NDArray[np.int64]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.analysis.intervals import segmented_union_total
 from gputop_trace.model import GPU_BUSY_KINDS, Kind, LaneKind, Trace
 

@@ -29,6 +29,7 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.intervals import overlap_with_union, union
 from gputop_trace.model import COPY_KIND_LABEL, CopyKind, Kind, MemKind, Trace

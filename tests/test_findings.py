@@ -6,10 +6,10 @@ import itertools
 from functools import cache
 
 import pytest
+
 from gputop_trace.analysis.findings import Finding, find_findings
 from gputop_trace.loader import load_paths
 from gputop_trace.model import CopyKind, Kind, MemKind, Trace
-
 from tests.conftest import corpus_file
 from tests.synthetic import Synth
 

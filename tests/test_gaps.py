@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gputop_trace.analysis.gaps import CAUSES, HISTOGRAM_EDGES_NS, find_gaps
-from gputop_trace.analysis.intervals import holes, union
-from gputop_trace.model import Kind, Lane, LaneKind
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gputop_trace.analysis.gaps import CAUSES, HISTOGRAM_EDGES_NS, find_gaps
+from gputop_trace.analysis.intervals import holes, union
+from gputop_trace.model import Kind, Lane, LaneKind
 from tests.synthetic import Synth
 
 US = 1_000

@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+
 from gputop_trace.analysis.transfers import transfer_overlap
 from gputop_trace.loader import load_paths
 from gputop_trace.model import Trace
-
 from tests.conftest import corpus_file
 
 pytestmark = pytest.mark.corpus

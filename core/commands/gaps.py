@@ -112,13 +112,14 @@ def run(args: argparse.Namespace) -> int:
 
 def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, *, filtered: bool = False) -> None:
     """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
+    from rich.text import Text
+
     from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.commands.tables import add_number_columns, compact_table
     from gputop_trace.model import Kind
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
-    from rich.text import Text
 
     con = common.stdout_console()
     if not gaps:

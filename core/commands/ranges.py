@@ -98,10 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
 def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     """Print the range table."""
+    from rich.text import Text
+
     from gputop_trace.commands.tables import add_number_columns, compact_table
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
-    from rich.text import Text
 
     con = common.stdout_console()
     if not rows:

@@ -10,12 +10,13 @@ from gputop_trace.commands import common
 from gputop_trace.commands.fail_on import add_fail_on, failed_conditions
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from gputop_trace.analysis.findings import Finding
     from gputop_trace.analysis.gaps import DeviceGaps
     from gputop_trace.analysis.ranges import RangeRow
     from gputop_trace.analysis.transfers import TransferReport
     from gputop_trace.model import Trace
-    from rich.console import Console
 
 TOP_KERNELS = 10
 TOP_RANGES = 10
@@ -152,11 +153,12 @@ def run(args: argparse.Namespace) -> int:
 
 def render(doc: dict[str, Any], trace: Trace) -> None:
     """Print the summary with Rich tables."""
+    from rich.table import Table
+    from rich.text import Text
+
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
-    from rich.table import Table
-    from rich.text import Text
 
     con = common.stdout_console()
     src = doc["source"]
@@ -209,10 +211,11 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
 
 def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
     """The findings, most important first: a numbered title and a wrapped detail paragraph each."""
-    from gputop_trace.safe_text import clean
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
+
+    from gputop_trace.safe_text import clean
 
     if not findings:
         con.print(Text("\nFindings: nothing stands out (no idle gap, copy or sync pattern above the thresholds).\n"))
@@ -232,9 +235,10 @@ def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
 
 def render_gaps(con: Console, doc: dict[str, Any]) -> None:
     """Per-GPU idle time by cause, one line each, and the longest gaps."""
+    from rich.text import Text
+
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
-    from rich.text import Text
 
     gaps = doc.get("gaps") or []
     if not gaps:
@@ -257,8 +261,9 @@ def render_gaps(con: Console, doc: dict[str, Any]) -> None:
 
 def render_transfers(con: Console, doc: dict[str, Any]) -> None:
     """Exposed copy time per GPU and the copy flags."""
-    from gputop_trace.units import format_ns
     from rich.text import Text
+
+    from gputop_trace.units import format_ns
 
     tr = doc.get("transfers") or {}
     if not tr.get("devices"):
@@ -277,10 +282,11 @@ def render_transfers(con: Console, doc: dict[str, Any]) -> None:
 
 def render_ranges(con: Console, doc: dict[str, Any]) -> None:
     """The top annotation ranges with their GPU time."""
+    from rich.text import Text
+
     from gputop_trace.commands.tables import add_number_columns, compact_table
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
-    from rich.text import Text
 
     rows = doc.get("top_ranges") or []
     if not rows:

@@ -88,10 +88,11 @@ def run(args: argparse.Namespace) -> int:
 
 def render(trace: Trace, rep: TransferReport, limit: int) -> None:
     """Print device totals, per-direction totals, flags with their fix, and the most exposed copies."""
+    from rich.text import Text
+
     from gputop_trace.commands.tables import add_number_columns, compact_table
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_bytes, format_ns
-    from rich.text import Text
 
     con = common.stdout_console()
     if not rep.columns.event.size and not rep.uvm_events.size:
