@@ -318,101 +318,114 @@ def _launch_bound(dg: DeviceGaps, multi: bool) -> _Draft:
 
 
 # ---- collectives ----------------------------------------------------------------------------------------
-def _is_collective(name: str) -> bool:
-    n = name.lower()
-    return "nccl" in n or "rccl" in n
-
-
 def _collective_wait(trace: Trace, gaps: list[DeviceGaps]) -> list[_Draft]:
-    k = trace.of_kind(Kind.KERNEL)
-    if not len(k):
+    """Time ranks spend inside collective kernels waiting for the last rank to arrive.
+
+    With several ranks this is :func:`~gputop_trace.analysis.stragglers.find_stragglers` (collectives matched
+    across ranks, arrivals compared); with one rank only, an estimate: the time each collective kernel runs
+    beyond the fastest call of the same kernel."""
+    from gputop_trace.analysis.collectives import find_collectives
+
+    coll = find_collectives(trace)
+    if not len(coll):
         return []
-    ids = np.unique(trace.name[k])
-    coll_ids = np.array([i for i in ids.tolist() if _is_collective(trace.names[i])], dtype=np.int32)
-    if not len(coll_ids):
-        return []
-    k = k[np.isin(trace.name[k], coll_ids)]
-    k = k[np.argsort(trace.start_ns[k], kind="stable")]
-    ranks = sorted({int(r) for r in trace.event_rank[k].tolist()})
-    dur = trace.dur_ns[k]
-    rk = trace.event_rank[k]
-    wait = {r: 0 for r in ranks}
-    total = {r: int(dur[rk == r].sum()) for r in ranks}
-    count = {r: int((rk == r).sum()) for r in ranks}
-    cross = len(ranks) > 1
-    for nid in np.unique(trace.name[k]).tolist():
-        per = {r: k[(rk == r) & (trace.name[k] == nid)] for r in ranks}
-        if cross:
-            n = min(len(v) for v in per.values())
-            if n == 0:
-                continue
-            mat = np.stack([trace.dur_ns[per[r][:n]] for r in ranks])
-            fastest = mat.min(axis=0)
-            for j, r in enumerate(ranks):
-                wait[r] += int((mat[j] - fastest).sum())
-        else:
-            d = trace.dur_ns[per[ranks[0]]]
-            wait[ranks[0]] += int((d - d.min()).sum())
-    spans = {(g.rank): g.span_ns for g in gaps}
+    spans = {g.rank: g.span_ns for g in gaps}
+    devices = {g.rank: g.device for g in gaps}
     idle = {g.rank: g for g in gaps}
+    ranks = sorted({int(r) for r in coll.rank.tolist()})
+    dur = coll.end_ns - coll.start_ns
+    total = {r: int(dur[coll.rank == r].sum()) for r in ranks}
+    count = {r: int((coll.rank == r).sum()) for r in ranks}
     out: list[_Draft] = []
-    straggler = min(ranks, key=lambda r: wait[r]) if cross else None
-    for r in ranks:
-        span = spans.get(r, 0)
-        if wait[r] <= 0 or wait[r] < MIN_COLLECTIVE_SHARE * span:
-            continue
-        if cross:
-            s = straggler
-            sg = idle.get(s) if s is not None else None
+    if len(ranks) > 1:
+        from gputop_trace.analysis.stragglers import find_stragglers
+
+        rep = find_stragglers(trace)
+        s = rep.straggler
+        for w in rep.ranks:
+            span = spans.get(w.rank, 0)
+            if w.wait_ns <= 0 or w.wait_ns < MIN_COLLECTIVE_SHARE * span:
+                continue
+            who = f"the straggling rank {s}" if s is not None else "the last rank to arrive"
             extra = ""
+            if s is not None and rep.host_activity:
+                acts = ", ".join(f"`{a}`" for a, _ in rep.host_activity[:2])
+                extra = f" While rank {w.rank} waited, rank {s}'s host was mostly in {acts}."
+            sg = idle.get(s) if s is not None else None
             if sg is not None and sg.idle_ns:
                 top = max(sg.by_cause.values(), key=lambda ct: ct.total_ns)
-                extra = (
-                    f" Rank {s}'s GPU is idle {sg.idle_pct:.1f}% of its active time, mostly "
-                    f"{top.label} ({format_ns(top.total_ns)}): that host-side work is what rank {r} waits for."
+                extra += (
+                    f" Rank {s}'s GPU is idle {sg.idle_pct:.1f}% of its active time, mostly {top.label} "
+                    f"({format_ns(top.total_ns)})."
                 )
-            title = (
-                f"Rank {r} waits ~{format_ns(wait[r])} in NCCL collectives for the straggling rank {s} "
-                f"({_pct(wait[r], span)} of its active time)"
+            out.append(
+                _Draft(
+                    kind="collective_wait",
+                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in NCCL collectives for {who} "
+                    f"({_pct(w.wait_ns, span)} of its active time)",
+                    detail=f"Rank {w.rank} spends {format_ns(total[w.rank])} in {count[w.rank]} collective kernels; "
+                    f"{format_ns(w.wait_ns)} of that is waiting, inside the kernel, for the last rank to arrive "
+                    f"(rank {s} arrived last in {rep.straggler_share * 100:.0f}% of {rep.instances} matched "
+                    f"collectives, by {format_ns(next((x.late_median_ns for x in rep.ranks if x.rank == s), 0))} "
+                    f"(median)).{extra} Fix: remove the straggler's extra host work or balance the load across "
+                    "ranks."
+                    if s is not None
+                    else f"Rank {w.rank} spends {format_ns(total[w.rank])} in {count[w.rank]} collective kernels; "
+                    f"{format_ns(w.wait_ns)} of that is waiting for the last rank to arrive, which is not always "
+                    "the same rank. Fix: look for uneven work between ranks (data, sequence lengths).",
+                    time_ns=w.wait_ns,
+                    span_ns=span,
+                    evidence={
+                        "rank": w.rank,
+                        "straggler": s,
+                        "wait_ns": w.wait_ns,
+                        "collective_ns": total[w.rank],
+                        "collectives": count[w.rank],
+                        "by_rank": {
+                            str(x.rank): {"wait_ns": x.wait_ns, "imposed_ns": x.imposed_ns, "times_last": x.times_last}
+                            for x in rep.ranks
+                        },
+                        "straggler_host": [{"where": a, "wait_ns": v} for a, v in rep.host_activity],
+                        "method": "cross-rank",
+                    },
+                    thresholds={"min_share": MIN_COLLECTIVE_SHARE},
+                    event=int(coll.event[coll.rank == w.rank][np.argmax(dur[coll.rank == w.rank])]),
+                    gpu_rank=w.rank,
+                    device=devices.get(w.rank),
+                )
             )
-            detail = (
-                f"Rank {r} spends {format_ns(total[r])} in {count[r]} collective kernels, rank {s} only "
-                f"{format_ns(total[s] if s is not None else 0)} in the same collectives: a collective cannot finish "
-                f"before the last rank arrives, so the difference is time rank {r}'s GPU sat in the kernel waiting "
-                f"for rank {s}.{extra} Fix: remove the straggler's extra host work or balance the load across ranks."
-            )
-        else:
-            title = (
-                f"GPU time in NCCL collectives varies by ~{format_ns(wait[r])} beyond the fastest call "
-                f"({_pct(wait[r], span)} of the active time): likely waiting for other ranks"
-            )
-            detail = (
-                f"The {count[r]} collective kernels take {format_ns(total[r])}; {format_ns(wait[r])} of that is time "
-                "above the fastest call of the same collective, usually spent waiting for a slower rank. Open all "
-                "ranks' traces together (a directory) to see which rank is late."
-            )
-        out.append(
-            _Draft(
-                kind="collective_wait",
-                title=title,
-                detail=detail,
-                time_ns=wait[r],
-                span_ns=span,
-                evidence={
-                    "rank": r,
-                    "straggler": straggler,
-                    "wait_ns": wait[r],
-                    "collective_ns": total[r],
-                    "collectives": count[r],
-                    "by_rank": {str(x): {"collective_ns": total[x], "wait_ns": wait[x]} for x in ranks},
-                    "method": "cross-rank" if cross else "single-rank",
-                },
-                thresholds={"min_share": MIN_COLLECTIVE_SHARE},
-                event=int(k[rk == r][np.argmax(dur[rk == r])]),
-                gpu_rank=r,
-                device=idle[r].device if r in idle else None,
-            )
+        return out
+    r = ranks[0]
+    wait = 0
+    for name_id in np.unique(trace.name[coll.event]).tolist():
+        d = dur[trace.name[coll.event] == name_id]
+        wait += int((d - d.min()).sum())
+    span = spans.get(r, 0)
+    if wait <= 0 or wait < MIN_COLLECTIVE_SHARE * span:
+        return out
+    out.append(
+        _Draft(
+            kind="collective_wait",
+            title=f"NCCL collectives run ~{format_ns(wait)} longer than their fastest call "
+            f"({_pct(wait, span)} of the active time): likely waiting for other ranks",
+            detail=f"The {count[r]} collective kernels take {format_ns(total[r])}; {format_ns(wait)} of that is time "
+            "above the fastest call of the same kernel, usually spent waiting for a slower rank. Open all ranks' "
+            "traces together (a directory) to see which rank is late.",
+            time_ns=wait,
+            span_ns=span,
+            evidence={
+                "rank": r,
+                "wait_ns": wait,
+                "collective_ns": total[r],
+                "collectives": count[r],
+                "method": "single-rank",
+            },
+            thresholds={"min_share": MIN_COLLECTIVE_SHARE},
+            event=int(coll.event[np.argmax(dur)]),
+            gpu_rank=r,
+            device=devices.get(r),
         )
+    )
     return out
 
 

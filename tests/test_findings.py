@@ -168,3 +168,11 @@ def test_inductor_findings_report_the_slow_first_launch() -> None:
     fs = _by_kind(_corpus("kineto/h200_inductor_compiled.json.gz"))
     (slow,) = fs["slow_launch"]
     assert "cudaLaunchKernel" in slow.title and slow.time_ns > 10 * MS
+
+
+@pytest.mark.corpus
+def test_one_ddp_rank_alone_still_shows_collective_waiting_as_an_estimate() -> None:
+    (wait,) = [f for f in _corpus("kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz") if f.kind == "collective_wait"]
+    assert wait.evidence["method"] == "single-rank" and wait.rank == 1
+    assert 80 * MS < wait.time_ns < 110 * MS
+    assert "Open all ranks' traces together" in wait.detail
