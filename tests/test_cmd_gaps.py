@@ -24,6 +24,9 @@ def test_json_lists_gaps_longest_first_in_the_files_time_base(capsys: pytest.Cap
     assert (dev["rank"], dev["device"], dev["pid"]) == (0, 0, 0)
     assert abs(dev["idle_ns"] - 45_012_545) <= 1_000
     assert [g["cause"] for g in dev["gaps"]] == ["data_loading", "data_loading"]
+    streams = {r["stream"]: r for r in doc["streams"]}
+    assert set(streams) == {7, 13}
+    assert streams[7]["host_wait_ns"] + streams[7]["kernel_wait_ns"] + streams[7]["other_ns"] == streams[7]["idle_ns"]
     first, second = dev["gaps"]
     assert first["dur_ns"] > second["dur_ns"]
     # the 8.6 ms gap starts where the first 4-byte DtoH copy (loss.item() in log_loss) ends, in file µs × 1000

@@ -319,3 +319,21 @@ def test_holes_match_a_brute_force_timeline_and_idle_is_span_minus_union(ops: li
         assert g.start_ns in set(ends.tolist()) and g.end_ns in set(starts.tolist())
     hs, he, _, _ = holes(starts, ends)
     assert int((he - hs).sum()) == d.idle_ns
+
+
+def test_per_stream_idle_breakdown_host_wait_kernel_wait_other() -> None:
+    from gputop_trace.analysis.gaps import stream_idle_breakdown
+
+    s = Synth()
+    th, st7 = s.thread(), s.stream(7)
+    a = s.launch(th, 0, 2 * US)
+    s.kernel(st7, 5 * US, 10 * US, launch=a)  # ends at 15
+    b = s.launch(th, 1 * US, 2 * US)  # queued long before: 10 µs gap of launch latency
+    s.kernel(st7, 25 * US, 10 * US, launch=b)  # ends at 35
+    c = s.launch(th, 100 * US, 2 * US)  # launched after the stream went idle: host wait
+    s.kernel(st7, 110 * US, 10 * US, launch=c)  # ends at 120
+    d = s.launch(th, 3 * US, 2 * US)  # queued early, 80 µs gap: waited on something else
+    s.kernel(st7, 200 * US, 10 * US, launch=d)
+    (row,) = stream_idle_breakdown(s.build())
+    assert (row.stream, row.ops, row.idle_ns) == (7, 4, 10 * US + 75 * US + 80 * US)
+    assert (row.kernel_wait_ns, row.host_wait_ns, row.other_ns) == (10 * US, 75 * US, 80 * US)

@@ -73,12 +73,29 @@ def build(trace: Trace, paths: list[str], gaps: list[DeviceGaps], threshold_ns: 
     from gputop_trace.commands.analysis_json import device_gaps_json
     from gputop_trace.report import envelope
 
+    from gputop_trace.analysis.gaps import stream_idle_breakdown
+
+    keep = {(d.rank, d.device) for d in gaps}
     return envelope(
         "gaps",
         trace,
         paths,
         threshold_ns=threshold_ns,
         devices=[device_gaps_json(trace, d) for d in gaps],
+        streams=[
+            {
+                "rank": r.rank,
+                "device": r.device,
+                "stream": r.stream,
+                "ops": r.ops,
+                "idle_ns": r.idle_ns,
+                "host_wait_ns": r.host_wait_ns,
+                "kernel_wait_ns": r.kernel_wait_ns,
+                "other_ns": r.other_ns,
+            }
+            for r in stream_idle_breakdown(trace)
+            if (r.rank, r.device) in keep
+        ],
     )
 
 
