@@ -70,10 +70,9 @@ def register(sub: Any) -> None:
 
 def build(trace: Trace, paths: list[str], gaps: list[DeviceGaps], threshold_ns: int) -> dict[str, Any]:
     """The ``gaps`` JSON document."""
+    from gputop_trace.analysis.gaps import stream_idle_breakdown
     from gputop_trace.commands.analysis_json import device_gaps_json
     from gputop_trace.report import envelope
-
-    from gputop_trace.analysis.gaps import stream_idle_breakdown
 
     keep = {(d.rank, d.device) for d in gaps}
     return envelope(
