@@ -26,6 +26,7 @@ time inside it that nothing else covers is untraced host time.
 from __future__ import annotations
 
 import re
+import weakref
 from enum import IntEnum
 
 import numpy as np
@@ -87,20 +88,36 @@ def is_sleep_name(name: str) -> bool:
     return "sleep" in (w.lower() for w in _WORDS.findall(name))
 
 
-def _name_tables(trace: Trace, names: npt.NDArray[np.int32]) -> npt.NDArray[np.uint8]:
-    """Per name id, bit flags for the names present in ``names``: 1 sync call, 2 data-loading range name,
-    4 data-loading Python frame, 8 sleep. One pass over ``names`` (no sort); the tests run once per name."""
-    table = np.zeros(len(trace.names), dtype=np.uint8)
-    present = np.flatnonzero(np.bincount(names, minlength=len(trace.names)))
-    for i in present.tolist():
+_NAME_TABLES: weakref.WeakKeyDictionary[Trace, npt.NDArray[np.uint8]] = weakref.WeakKeyDictionary()
+
+
+#: Above this many distinct names, only the names of the events at hand are classified (not the whole table).
+_MAX_EAGER_NAMES = 100_000
+
+
+def _name_tables(trace: Trace, used: npt.NDArray[np.int32]) -> npt.NDArray[np.uint8]:
+    """Per name id, bit flags: 1 sync call, 2 data-loading range name, 4 data-loading Python frame, 8 sleep.
+
+    Computed once per trace for all names (the tests run once per distinct name); for traces with a huge name
+    table (unique NVTX strings), only for the names in ``used``, cached as they are met."""
+    cached = _NAME_TABLES.get(trace)
+    if cached is None:
+        cached = np.full(len(trace.names), 255, dtype=np.uint8)  # 255: not classified yet
+        _NAME_TABLES[trace] = cached
+    if len(trace.names) <= _MAX_EAGER_NAMES:
+        todo = np.flatnonzero(cached == 255)
+    else:
+        present = np.flatnonzero(np.bincount(used, minlength=len(trace.names)))
+        todo = present[cached[present] == 255]
+    for i in todo.tolist():
         n = trace.names[i]
-        table[i] = (
+        cached[i] = (
             (1 if is_sync_call_name(n) else 0)
             | (2 if is_data_loading_name(n) else 0)
             | (4 if _PY_DATA.search(n) else 0)
             | (8 if is_sleep_name(n) else 0)
         )
-    return table
+    return cached
 
 
 #: Host class of each event kind before its name is looked at (-1: not host work).
@@ -129,8 +146,8 @@ def host_classes(trace: Trace, events: I64 | slice) -> I8:
     if len(ranges):
         idx = ranges + offset if isinstance(events, slice) else events[ranges]
         out[ranges[~_is_label_range(trace, idx)]] = HostClass.CPU
-    name = trace.name[events]
-    flags = _name_tables(trace, name)[name]
+    names = trace.name[events]
+    flags = _name_tables(trace, names)[names]
     is_py = kind == Kind.PYTHON
     out[(is_range & ((flags & 2) > 0)) | (is_py & ((flags & 4) > 0))] = HostClass.DATA
     out[is_py & ((flags & 8) > 0)] = HostClass.OS
@@ -138,9 +155,11 @@ def host_classes(trace: Trace, events: I64 | slice) -> I8:
     out[named & ((flags & 1) > 0)] = HostClass.SYNC
     blocking = pageable_copy_calls(trace)
     if len(blocking):
-        mask = np.zeros(len(trace), dtype=bool)
-        mask[blocking] = True
-        out[mask[events]] = HostClass.SYNC
+        if isinstance(events, slice):
+            inside = blocking[(blocking >= offset) & (blocking < offset + n)]
+            out[inside - offset] = HostClass.SYNC
+        else:
+            out[np.isin(events, blocking)] = HostClass.SYNC
     return out
 
 
