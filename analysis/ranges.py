@@ -1,6 +1,6 @@
 """NVTX and annotation ranges with their GPU time (detectors.md §4).
 
-Per range name (and domain): how many instances, their CPU duration (total, mean, min, max), the deepest
+Per range name (and NVTX domain): how many instances, their CPU duration (total, mean, min, max), the deepest
 nesting level at which the name occurs (computed per thread among annotation ranges only; 0 = outermost), and
 the GPU time projected onto the range: the GPU ops whose launch call falls inside an instance of the range on
 the same thread (``nsys`` semantics). ``gpu_ns`` is the busy time of those ops (the union of their intervals,
@@ -12,6 +12,7 @@ when the trace has none). Times in int64 ns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,13 +44,32 @@ class RangeRow:
     events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
 
 
-def range_domain(trace: Trace, events: I64) -> list[str]:
-    """The NVTX domain of each range ("" for the default domain and for formats without domains), read from
-    ``trace.meta.properties["range_domains"]`` (name id → domain) when the loader recorded one."""
-    domains = trace.meta.properties.get("range_domains") if isinstance(trace.meta.properties, dict) else None
-    if not domains:
-        return [""] * len(events)
-    return [str(domains.get(int(n), "")) for n in trace.name[events].tolist()]
+#: PyTorch ``emit_nvtx`` / DLProf suffixes that make every operator range name unique.
+_OP_SUFFIX = re.compile(r", (?:seq|op_id|sizes|input_op_ids|stream|fwd_seq) = .*$")
+
+
+def _domains(trace: Trace) -> set[str]:
+    """NVTX domain names the loader recorded (``meta.properties["nvtx_domains"]``, also per rank when merged)."""
+    props = trace.meta.properties if isinstance(trace.meta.properties, dict) else {}
+    found = set(props.get("nvtx_domains") or [])
+    for sub in props.get("ranks") or []:
+        if isinstance(sub, dict):
+            found.update(sub.get("nvtx_domains") or [])
+    return {str(d) for d in found}
+
+
+def split_range_name(name: str, domains: set[str], *, merge_operator_ids: bool = True) -> tuple[str, str]:
+    """``(domain, name)`` of a range: nsys names ranges of a named NVTX domain ``"<domain>:<name>"``; with
+    ``merge_operator_ids`` the per-call suffixes PyTorch's ``emit_nvtx`` adds (``, seq = 12, op_id = 345``)
+    are dropped so one operator is one row."""
+    domain = ""
+    if domains and ":" in name:
+        head, _, rest = name.partition(":")
+        if head in domains and not rest.startswith(":"):
+            domain, name = head, rest
+    if merge_operator_ids:
+        name = _OP_SUFFIX.sub("", name)
+    return domain, name
 
 
 def range_depths(trace: Trace, events: I64) -> I64:
@@ -123,33 +143,50 @@ def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I
 
 
 def range_summary(
-    trace: Trace, *, rank: int | None = None, device: int | None = None, name_filter: str | None = None
+    trace: Trace,
+    *,
+    rank: int | None = None,
+    device: int | None = None,
+    name_filter: str | None = None,
+    merge_operator_ids: bool = True,
 ) -> list[RangeRow]:
     """One row per range name and domain (CPU-thread and async annotation ranges), sorted by total CPU time,
     largest first. ``device``: project only GPU ops of that device; ``name_filter``: keep names containing this
-    text (case-insensitive)."""
+    text (case-insensitive); ``merge_operator_ids``: group PyTorch ``emit_nvtx`` operator ranges by operator
+    (see :func:`split_range_name`). Nesting depth is computed per thread and domain."""
     rng = trace.of_kind(Kind.RANGE)
     rng = rng[
         np.isin(trace.lane_kind[trace.lane[rng]], np.array([LaneKind.CPU_THREAD, LaneKind.ASYNC], dtype=np.uint8))
     ]
     if rank is not None:
         rng = rng[trace.event_rank[rng] == rank]
-    if name_filter:
-        want = name_filter.lower()
-        ids = np.array([i for i, s in enumerate(trace.names) if want in s.lower()], dtype=np.int32)
-        rng = rng[np.isin(trace.name[rng], ids)]
     if not len(rng):
         return []
-    depth = range_depths(trace, rng)
+    # (domain, display name) per distinct name id, then a group code per range
+    domains = _domains(trace)
+    name_ids = np.flatnonzero(np.bincount(trace.name[rng], minlength=len(trace.names)))
+    group_of_name = np.full(len(trace.names), -1, dtype=np.int64)
+    labels: dict[tuple[str, str], int] = {}
+    want = name_filter.lower() if name_filter else None
+    for i in name_ids.tolist():
+        dom, disp = split_range_name(trace.names[i], domains, merge_operator_ids=merge_operator_ids)
+        if want is not None and want not in trace.names[i].lower():
+            continue
+        group_of_name[i] = labels.setdefault((dom, disp), len(labels))
+    inv = group_of_name[trace.name[rng]]
+    keep = inv >= 0
+    rng, inv = rng[keep], inv[keep]
+    if not len(rng):
+        return []
+    label_list = list(labels)
+    dom_codes: dict[str, int] = {}
+    dom_of_group = np.array([dom_codes.setdefault(d, len(dom_codes)) for d, _ in label_list], dtype=np.int64)
+    depth = np.zeros(len(rng), dtype=np.int64)
+    for code in np.unique(dom_of_group[inv]).tolist():
+        m = np.flatnonzero(dom_of_group[inv] == code)
+        depth[m] = range_depths(trace, rng[m])
     busy, span, nops = _projection(trace, rng, device)
-    domains = range_domain(trace, rng)
-    dom_ids: dict[str, int] = {}
-    dom = np.array([dom_ids.setdefault(d, len(dom_ids)) for d in domains], dtype=np.int64)
-    dom_names = list(dom_ids)
-    keys = np.stack([trace.name[rng].astype(np.int64), dom])
-    uniq, inv = np.unique(keys, axis=1, return_inverse=True)
-    inv = np.asarray(inv).reshape(-1)
-    g = uniq.shape[1]
+    g = len(label_list)
     dur = trace.dur_ns[rng]
     count = np.bincount(inv, minlength=g)
     total = np.bincount(inv, weights=dur, minlength=g).astype(np.int64)
@@ -167,12 +204,14 @@ def range_summary(
     bounds = np.concatenate(([0], np.cumsum(count)))
     rows: list[RangeRow] = []
     for j in range(g):
+        if not count[j]:
+            continue
         members = rng[order[bounds[j] : bounds[j + 1]]]
-        name_id = int(uniq[0, j])
+        dom, disp = label_list[j]
         rows.append(
             RangeRow(
-                name=trace.names[name_id],
-                domain=dom_names[int(uniq[1, j])],
+                name=disp,
+                domain=dom,
                 count=int(count[j]),
                 total_ns=int(total[j]),
                 mean_ns=float(total[j]) / int(count[j]),
@@ -181,7 +220,7 @@ def range_summary(
                 gpu_ns=int(gpu[j]),
                 gpu_span_ns=int(gspan[j]),
                 gpu_ops=int(gops[j]),
-                gpu_annotation_ns=annot.get(name_id) if annot else None,
+                gpu_annotation_ns=annot.get(disp) if annot else None,
                 max_depth=int(maxd[j]),
                 threads=len(np.unique(trace.lane[members])),
                 events=np.sort(members),
@@ -191,8 +230,8 @@ def range_summary(
     return rows
 
 
-def _annotation_ns(trace: Trace, rank: int | None) -> dict[int, int]:
-    """Union length of the Kineto ``gpu_user_annotation`` bands per name id (empty when there are none)."""
+def _annotation_ns(trace: Trace, rank: int | None) -> dict[str, int]:
+    """Union length of the Kineto ``gpu_user_annotation`` bands per name (empty when there are none)."""
     ga = trace.of_kind(Kind.GPU_RANGE)
     if rank is not None:
         ga = ga[trace.event_rank[ga] == rank]
@@ -207,4 +246,4 @@ def _annotation_ns(trace: Trace, rank: int | None) -> dict[int, int]:
     s = trace.start_ns[ga]
     tot = segmented_union_total(grp, s, s + trace.dur_ns[ga], len(ids) * len(dk))
     per_name = tot.reshape(len(ids), len(dk)).sum(axis=1)
-    return {int(i): int(v) for i, v in zip(ids.tolist(), per_name.tolist(), strict=True)}
+    return {trace.names[int(i)]: int(v) for i, v in zip(ids.tolist(), per_name.tolist(), strict=True)}

@@ -118,3 +118,20 @@ def test_jax_trace_annotations_project_their_gpu_time() -> None:
     steps = [rows[f"train_step_{i}"] for i in range(5)]
     assert all(r.count == 1 for r in steps)
     assert all(r.gpu_ops > 0 and r.gpu_ns > 0 for r in steps)
+
+
+def test_nvtx_domains_are_split_off_and_emit_nvtx_operator_ids_merged() -> None:
+    s = Synth()
+    th = s.thread()
+    s.ev(th, Kind.RANGE, "MPI:MPI_Send", 0, 10 * US)
+    s.ev(th, Kind.RANGE, "MPI:MPI_Send", 20 * US, 10 * US)
+    s.ev(th, Kind.RANGE, "aten::mm, seq = 3, op_id = 17", 40 * US, 10 * US)
+    s.ev(th, Kind.RANGE, "aten::mm, seq = 4, op_id = 21", 60 * US, 5 * US)
+    s.ev(th, Kind.RANGE, "Other:thing", 70 * US, 1 * US)  # not a recorded domain: the name stays whole
+    t = s.build()
+    t = t.with_meta(properties={**t.meta.properties, "nvtx_domains": ["MPI"]})
+    rows = {(r.domain, r.name): r for r in range_summary(t)}
+    assert set(rows) == {("MPI", "MPI_Send"), ("", "aten::mm"), ("", "Other:thing")}
+    assert rows[("MPI", "MPI_Send")].count == 2 and rows[("", "aten::mm")].total_ns == 15 * US
+    exact = {r.name for r in range_summary(t, merge_operator_ids=False)}
+    assert "aten::mm, seq = 3, op_id = 17" in exact

@@ -44,6 +44,12 @@ def register(sub: Any) -> None:
     common.add_filters(p)
     p.add_argument("--name", metavar="TEXT", help="only ranges whose name contains TEXT (case-insensitive)")
     p.add_argument(
+        "--exact-names",
+        action="store_true",
+        help="keep PyTorch emit_nvtx operator ranges apart by call (', seq = N, op_id = M'); by default one row "
+        "per operator",
+    )
+    p.add_argument(
         "--sort",
         choices=("total", "gpu", "count"),
         default="total",
@@ -80,7 +86,16 @@ def run(args: argparse.Namespace) -> int:
     from gputop_trace.analysis.ranges import range_summary
 
     trace = common.load(args)
-    rows = _sorted(range_summary(trace, rank=args.rank, device=args.device, name_filter=args.name), args.sort)
+    rows = _sorted(
+        range_summary(
+            trace,
+            rank=args.rank,
+            device=args.device,
+            name_filter=args.name,
+            merge_operator_ids=not args.exact_names,
+        ),
+        args.sort,
+    )
     if args.json:
         common.emit_json(build(trace, args.paths, rows))
         return 0
