@@ -187,14 +187,37 @@ def _family_label(names: set[str]) -> str:
 
 
 # ---- idle gaps ------------------------------------------------------------------------------------------
-def _subject(trace: Trace, dg: DeviceGaps, i: int, cause: str) -> str:
+def _subject_events(dg: DeviceGaps, idx: I64, cause: str) -> I64:
+    """The event naming each gap in ``idx`` (``-1`` none): the call, range or operator that explains it; for
+    GPU-side dependencies the op that waited; for untraced time the range the thread was in."""
     c = dg.columns
-    ce, rng, nxt = int(c.cause_event[i]), int(c.range_event[i]), int(c.next_op[i])
-    if cause in ("data_loading", "blocked_os", "sync_stall", "cpu_bound"):
-        return _name(trace, ce) or _name(trace, rng)
+    ce, rng = c.cause_event[idx], c.range_event[idx]
     if cause == "gpu_dependency":
-        return short_name(_name(trace, nxt))
-    return _name(trace, rng) or _name(trace, ce)
+        return c.next_op[idx]
+    if cause == "untraced":
+        return np.where(rng >= 0, rng, ce)
+    return np.where(ce >= 0, ce, rng)
+
+
+def _top_subjects(trace: Trace, events: I64, weights: I64, n: int = 3, *, short: bool = False) -> list[str]:
+    """The ``n`` names (grouped into ``step_<n>`` families) carrying the most weight, heaviest first.
+    Vectorized: one weighted count per distinct name, string work once per distinct name."""
+    ok = events >= 0
+    if not ok.any():
+        return []
+    name_ids = trace.name[events[ok]]
+    per_name = np.bincount(name_ids, weights=weights[ok], minlength=len(trace.names))
+    present = np.flatnonzero(per_name)
+    families: dict[str, float] = {}
+    members: dict[str, set[str]] = {}
+    for i in present.tolist():
+        raw = trace.names[i]
+        shown = short_name(raw) if short else raw
+        fam = _family(shown)
+        families[fam] = families.get(fam, 0.0) + float(per_name[i])
+        members.setdefault(fam, set()).add(shown)
+    ranked = sorted(families, key=lambda f: -families[f])[:n]
+    return [_family_label(members[f]) for f in ranked]
 
 
 _CAUSE_PHRASE = {
@@ -228,14 +251,7 @@ def _idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[_Draft]:
         total = int(c.dur_ns[idx].sum())
         if total < MIN_IDLE_NS and total < MIN_IDLE_SHARE * dg.span_ns:
             continue
-        subjects: Counter[str] = Counter()
-        members: dict[str, set[str]] = {}
-        for i in idx.tolist():
-            s = _subject(trace, dg, i, cause)
-            if s:
-                subjects[_family(s)] += int(c.dur_ns[i])
-                members.setdefault(_family(s), set()).add(s)
-        top = [_family_label(members[s]) for s, _ in subjects.most_common(3)]
+        top = _top_subjects(trace, _subject_events(dg, idx, cause), c.dur_ns[idx], short=cause == "gpu_dependency")
         longest = idx[np.argsort(-c.dur_ns[idx], kind="stable")]
         s_main = f"`{top[0]}`" if top else "(unknown)"
         s_in = f", mostly in {', '.join(f'`{s}`' for s in top[:2])}" if top else ""
@@ -445,35 +461,52 @@ def _sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, 
     owner = _outermost(trace, sync)
     outer = sync[owner == np.arange(len(sync))]
     rng = _enclosing_range(trace, outer)
-    group_of: dict[int, tuple[str, str, int]] = {}
-    groups: dict[tuple[str, str, int], list[int]] = {}
-    range_names: dict[tuple[str, str, int], set[str]] = {}
-    for i, r in zip(outer.tolist(), rng.tolist(), strict=True):
-        key = (_family(_name(trace, r)), trace.event_name(i), trace.lanes[int(trace.lane[i])].rank)
-        groups.setdefault(key, []).append(i)
-        range_names.setdefault(key, set()).add(_name(trace, r))
-        group_of[i] = key
-    outer_of = dict(zip(sync.tolist(), sync[owner].tolist(), strict=True))
-    followed: Counter[tuple[str, str, int]] = Counter()
-    stalled: Counter[tuple[str, str, int]] = Counter()
+    # group key per outer sync: (family of the enclosing range's name, call name, rank); string work once per
+    # distinct name, everything else vectorized
+    rng_name = np.where(rng >= 0, trace.name[np.maximum(rng, 0)], -1).astype(np.int64)
+    fam_ids: dict[str, int] = {"": 0}
+    fam_of_name = np.zeros(len(trace.names) + 1, dtype=np.int64)  # last slot: no range
+    for i in np.unique(rng_name[rng_name >= 0]).tolist():
+        fam_of_name[i] = fam_ids.setdefault(_family(trace.names[i]), len(fam_ids))
+    fam = fam_of_name[rng_name]  # -1 indexes the last slot (no range → family "")
+    keys = np.stack([fam, trace.name[outer].astype(np.int64), trace.event_rank[outer].astype(np.int64)])
+    uniq, group = np.unique(keys, axis=1, return_inverse=True)
+    group = np.asarray(group).reshape(-1)
+    n_groups = uniq.shape[1]
+    # gaps the syncs led into, charged to the outer sync of the call the thread was leaving
+    group_by_pos = np.full(len(sync), -1, dtype=np.int64)
+    group_by_pos[np.flatnonzero(owner == np.arange(len(sync)))] = group
+    followed = np.zeros(n_groups, dtype=np.int64)
+    stalled = np.zeros(n_groups, dtype=np.int64)
+    stall_code = CAUSES.index("sync_stall")
     for dg in gaps:
         c = dg.columns
-        for j in np.flatnonzero(c.after_sync >= 0).tolist():
-            found = group_of.get(outer_of.get(int(c.after_sync[j]), -1))
-            if found is None:
-                continue
-            followed[found] += int(c.dur_ns[j])
-            if CAUSES[int(c.cause[j])] == "sync_stall":
-                stalled[found] += int(c.dur_ns[j])
+        j = np.flatnonzero(c.after_sync >= 0)
+        if not len(j):
+            continue
+        a = c.after_sync[j]
+        p = np.minimum(np.searchsorted(sync, a), len(sync) - 1)
+        ok = sync[p] == a  # pageable copy calls are not in ``sync``
+        g = group_by_pos[owner[p[ok]]]
+        d = c.dur_ns[j[ok]]
+        followed += np.bincount(g, weights=d, minlength=n_groups).astype(np.int64)
+        st = c.cause[j[ok]] == stall_code
+        stalled += np.bincount(g[st], weights=d[st], minlength=n_groups).astype(np.int64)
+    members_by_group = np.argsort(group, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(group, minlength=n_groups))))
     out: list[_Draft] = []
-    for key, members in groups.items():
-        _, call, rank = key
-        range_name = _family_label(range_names[key])
-        arr = np.array(members, dtype=np.int64)
+    for key in range(n_groups):
+        arr = outer[members_by_group[bounds[key] : bounds[key + 1]]]
+        members = arr.tolist()
+        call = trace.names[int(uniq[1, key])]
+        rank = int(uniq[2, key])
+        range_name = _family_label(
+            {_name(trace, int(r)) for r in np.unique(rng[members_by_group[bounds[key] : bounds[key + 1]]]).tolist()}
+        )
         waited = int(trace.dur_ns[arr].sum())
         # removing the sync lets the host run ahead by at most the time it blocked, and that only pays off
         # where the GPU then idled; gaps already attributed to the sync count in full
-        at_stake = stalled[key] + min(waited, followed[key] - stalled[key])
+        at_stake = int(stalled[key]) + min(waited, int(followed[key] - stalled[key]))
         if at_stake < MIN_SYNC_NS:
             continue
         span = max((v for (r, _), v in spans.items() if r == rank), default=trace.span_ns)
@@ -508,8 +541,8 @@ def _sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, 
                     "rank": rank,
                     "count": n,
                     "blocked_ns": waited,
-                    "idle_after_ns": followed[key],
-                    "sync_stall_ns": stalled[key],
+                    "idle_after_ns": int(followed[key]),
+                    "sync_stall_ns": int(stalled[key]),
                     "events": members[:20],
                 },
                 thresholds={"min_ns": MIN_SYNC_NS},

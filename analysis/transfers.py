@@ -196,6 +196,17 @@ class TransferReport:
         return sum(d.exposed_ns for d in self.devices)
 
     @cached_property
+    def range_events(self) -> I64:
+        """Innermost annotation range around each copy's launching call (``-1`` none), one entry per copy."""
+        t = self.trace
+        api = t.launch_of[self.columns.event]
+        out = np.full(len(api), -1, dtype=np.int64)
+        has = np.flatnonzero(api >= 0)
+        if len(has):
+            out[has] = innermost_enclosing(t, t.lane[api[has]], t.start_ns[api[has]], (Kind.RANGE,))
+        return out
+
+    @cached_property
     def copies(self) -> list[CopyRow]:
         """Every memcpy and memset, in trace order (lane, then start)."""
         return [_row(self, i) for i in range(len(self.columns))]
@@ -406,9 +417,7 @@ def _row(rep: TransferReport, i: int) -> CopyRow:
     e = int(cols.event[i])
     ln = t.lanes[int(t.lane[e])]
     api = int(t.launch_of[e])
-    rng = -1
-    if api >= 0:
-        rng = int(innermost_enclosing(t, [int(t.lane[api])], [int(t.start_ns[api])], (Kind.RANGE,))[0])
+    rng = int(rep.range_events[i])
     memset = bool(cols.is_memset[i])
     fl = int(cols.flags[i])
     return CopyRow(
