@@ -265,11 +265,15 @@ def _idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[_Draft]:
             f"({format_ns(total)}) {phrase}"
         )
         why = _CAUSE_WHY[cause]
+        fix = CAUSE_FIX[cause]
+        if cause == "blocked_os" and top and "sleep" in top[0].lower():
+            why = "The thread that feeds the GPU sleeps."
+            fix = "remove the sleep from the launching thread, or issue the next GPU work before sleeping"
         detail = (
             f"{gpu} is idle {dg.idle_pct:.1f}% of its active span ({format_ns(dg.idle_ns)} of "
             f"{format_ns(dg.span_ns)}); {format_ns(total)} of it is in {n} gap{'s' if n > 1 else ''} of at least "
             f"{format_ns(dg.threshold_ns)} attributed to {CAUSE_LABELS[cause]} (longest: {lengths}). "
-            f"{why + ' ' if why else ''}Fix: {CAUSE_FIX[cause]}."
+            f"{why + ' ' if why else ''}Fix: {fix}."
         )
         first = int(longest[0])
         out.append(
@@ -524,9 +528,7 @@ def _sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, 
         )
         detail = (
             f"`{call}`{where} {what}; the host blocks until every queued kernel has finished, which also empties the "
-            f"GPU queue{idle_after}. "
-            "Fix: keep values on the GPU, log or check them every N steps, or copy with non_blocking=True into "
-            "pinned memory and wait on an event later."
+            f"GPU queue{idle_after}. Fix: {_sync_fix(call)}"
         )
         out.append(
             _Draft(
@@ -551,6 +553,24 @@ def _sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, 
             )
         )
     return out
+
+
+def _sync_fix(call: str) -> str:
+    """One sentence on how to avoid a synchronizing call, by framework."""
+    if call in ("aten::item", "aten::_local_scalar_dense"):
+        return (
+            "keep values on the GPU and read them every N steps (accumulate losses in a tensor), or copy with "
+            "non_blocking=True into pinned memory and wait on a CUDA event later."
+        )
+    if call.startswith("np.asarray") or "block_until_ready" in call or "ToLiteral" in call:
+        return (
+            "fetch device values less often (every N steps), or start the transfer early with "
+            "jax.Array.copy_to_host_async() and read it a step later."
+        )
+    return (
+        "synchronize less often; order work between streams with events (cudaStreamWaitEvent) instead of "
+        "waiting on the host, and wait on a specific event rather than the whole device."
+    )
 
 
 def _enclosing_range(trace: Trace, events: I64) -> I64:
@@ -655,6 +675,7 @@ def _copy_groups(trace: Trace, rows: list[Any]) -> str:
     for r in rows:
         fam = _family(r.range_name) if r.range_name else None
         groups.setdefault((r.direction, r.host_memory, fam, r.stream, r.lane, r.bytes), []).append(r)
+    multi_rank = len({r.rank for r in rows}) > 1
     parts = []
     for (direction, host, fam, stream, lane, nbytes), members in sorted(
         groups.items(), key=lambda kv: -sum(r.exposed_ns for r in kv[1])
@@ -663,7 +684,8 @@ def _copy_groups(trace: Trace, rows: list[Any]) -> str:
         compute = " (a compute stream)" if lane in kernel_lanes else ""
         parts.append(
             f"{len(members)} × {format_bytes(nbytes)} {direction}{f' ({host})' if host else ''}"
-            f"{f' in `{rng}`' if rng else ''} on stream {stream}{compute}, "
+            f"{f' in `{rng}`' if rng else ''} on {f'rank {members[0].rank} ' if multi_rank else ''}stream "
+            f"{stream}{compute}, "
             f"{format_ns(sum(r.exposed_ns for r in members))} exposed"
         )
     more = f"; {len(groups) - 4} more groups" if len(groups) > 4 else ""

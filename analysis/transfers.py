@@ -195,6 +195,11 @@ class TransferReport:
         """Exposed copy time summed over devices (ns)."""
         return sum(d.exposed_ns for d in self.devices)
 
+    @property
+    def exposed_by_device(self) -> dict[tuple[int, int], int]:
+        """Exposed copy time (ns) per (rank, device)."""
+        return {(d.rank, d.device): d.exposed_ns for d in self.devices}
+
     @cached_property
     def range_events(self) -> I64:
         """Innermost annotation range around each copy's launching call (``-1`` none), one entry per copy."""
