@@ -25,6 +25,7 @@ from gputop_trace.analysis.gaps import CAUSE_FIX, CAUSE_LABELS, CAUSES, DEFAULT_
 from gputop_trace.analysis.host import HostClass, cpu_lanes, host_classes, pageable_copy_calls
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launches import LaunchReport, launch_behaviour
+from gputop_trace.analysis.ranges import split_range_name
 from gputop_trace.analysis.transfers import TransferReport, transfer_overlap
 from gputop_trace.model import GPU_BUSY_KINDS, Kind, LaneKind, Trace
 from gputop_trace.units import format_bytes, format_ns
@@ -176,14 +177,20 @@ def _name(trace: Trace, i: int) -> str:
 _NUMBER = re.compile(r"\d+")
 
 
+def _plain(name: str) -> str:
+    """A range or operator name without PyTorch ``emit_nvtx``'s per-call suffix (``, op_id = 317175``)."""
+    return split_range_name(name, set())[1]
+
+
 def _family(name: str) -> str:
     """A name with its numbers replaced, so ``step_1`` and ``step_2`` group together as ``step_<n>``."""
-    return _NUMBER.sub("<n>", name)
+    return _NUMBER.sub("<n>", _plain(name))
 
 
 def _family_label(names: set[str]) -> str:
     """The one name, or the family pattern when several names share it."""
-    return next(iter(names)) if len(names) == 1 else _family(next(iter(names)))
+    plain = {_plain(n) for n in names}
+    return next(iter(plain)) if len(plain) == 1 else _family(next(iter(plain)))
 
 
 # ---- idle gaps ------------------------------------------------------------------------------------------
@@ -618,8 +625,9 @@ def _transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int,
                 continue
         top = rows[0]
         exposed = sum(r.exposed_ns for r in rows)
-        span = spans.get((top.rank, top.device), span_all)
-        where = f" in `{top.range_name}`" if top.range_name else ""
+        # the copies may sit on several GPUs: weigh them against those GPUs' spans together
+        span = sum(spans.get(k, 0) for k in {(r.rank, r.device) for r in rows}) or span_all
+        where = f" in `{_plain(top.range_name)}`" if top.range_name else ""
         biggest = (
             f"largest: {format_bytes(top.bytes)} {top.direction}"
             f"{f' ({top.host_memory})' if top.host_memory else ''} of {format_ns(top.dur_ns)} on stream "
