@@ -14,9 +14,10 @@ Pure functions of an :class:`~gputop_trace.parsers.ncu.NcuKernel`'s metrics (ncu
 - Ridge point = peak FLOP/s of the kernel's dominant precision (the one closest to its own peak) ÷ peak DRAM B/s.
 - Verdict (``unknown`` when the report lacks both throughput metrics): when both SM and memory throughput are
   under :data:`SATURATED_PCT` (60 %, ncu's own threshold) of peak, the kernel is **latency-bound**: neither unit
-  is busy, it waits. Otherwise I ≥ ridge → **compute-bound**, I < ridge → **memory-bound**; when the speed-of-light figures contradict the roofline (the busy unit is the other
-  one: integer/load-store work the FLOP roofline cannot see, or traffic that stays in L1/L2), the busy unit wins
-  and the explanation says why. Without FLOP counts (``--set basic``), the busier unit decides.
+  is busy, it waits. Otherwise I ≥ ridge → **compute-bound**, I < ridge → **memory-bound**; when the speed-of-light
+  figures contradict the roofline (the busy unit is the other one: integer/load-store work the FLOP roofline cannot
+  see, or traffic that stays in L1/L2), the busy unit wins and the explanation says why. Without FLOP counts
+  (``--set basic``), the busier unit decides.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ gputop-trace is the same NVTX range ncu can filter on — the drill-down counts 
 
 PyTorch is used only when the program has already imported it (``"torch" in sys.modules``): a torch.profiler
 session needs torch imported anyway, and a program without torch does not pay seconds of import time. Without the
-``nvtx`` package the NVTX half is skipped. With no profiler attached a range costs about 1–2 µs (a third of it the
+``nvtx`` package the NVTX range comes from ``torch.cuda.nvtx`` (default domain) when torch is loaded, else it is
+skipped. With no profiler attached a range costs about 1–2 µs (a third of it the
 nvtx package itself). Ranges are per thread (NVTX push/pop semantics); nesting works, and a decorated function may
 recurse or run on several threads at once.
 """
@@ -49,8 +50,8 @@ class _Range:
         self.domain = domain
         self._local = threading.local()
 
-    def _stack(self) -> list[tuple[bool, Any]]:
-        stack: list[tuple[bool, Any]] | None = getattr(self._local, "stack", None)
+    def _stack(self) -> list[tuple[str, Any]]:
+        stack: list[tuple[str, Any]] | None = getattr(self._local, "stack", None)
         if stack is None:
             stack = []
             self._local.stack = stack
@@ -58,15 +59,21 @@ class _Range:
 
     def __enter__(self) -> _Range:
         nv = _nvtx()
-        pushed = False
+        torch = sys.modules.get("torch")
+        pushed: str = ""
         if nv is not None:
             try:
                 nv.push_range(message=self.name, color=self.color, domain=self.domain)
-                pushed = True
+                pushed = "nvtx"
             except Exception:
-                pushed = False
+                pushed = ""
+        elif torch is not None and self.domain is None:
+            try:  # no nvtx package: PyTorch's own NVTX binding (default domain only)
+                torch.cuda.nvtx.range_push(self.name)
+                pushed = "torch"
+            except Exception:
+                pushed = ""
         rf = None
-        torch = sys.modules.get("torch")
         if torch is not None:
             try:
                 rf = torch.profiler.record_function(self.name)
@@ -88,11 +95,13 @@ class _Range:
                 rf.__exit__(exc_type, exc, tb)
             except Exception:
                 pass
-        if pushed:
-            try:
+        try:
+            if pushed == "nvtx":
                 _nvtx().pop_range(domain=self.domain)
-            except Exception:
-                pass
+            elif pushed == "torch":
+                sys.modules["torch"].cuda.nvtx.range_pop()
+        except Exception:
+            pass
 
     def __call__(self, func: F) -> F:
         @functools.wraps(func)

@@ -40,11 +40,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.ncu import function_name
 
 if TYPE_CHECKING:
+    import numpy as np
     from gputop_trace.model import Trace
 
 SECTION_SETS = ("full", "detailed", "basic")
@@ -323,6 +323,8 @@ def _raw_name_of(trace: Trace, event: int) -> str:
 
 def _filter_keys(trace: Trace, kernels: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Filter-name id per kernel event (equal ids ⇔ the same ncu filter name)."""
+    import numpy as np
+
     raw_ids = trace.name[kernels].astype(np.int64)
     if len(trace.kernels):
         rows = np.searchsorted(trace.kernels.event, kernels)
@@ -340,6 +342,7 @@ def _filter_keys(trace: Trace, kernels: np.ndarray[Any, Any]) -> np.ndarray[Any,
 
 def _inside_named_range(trace: Trace, lanes: np.ndarray[Any, Any], times: np.ndarray[Any, Any], name: str) -> Any:
     """For each (lane, time): is it inside any annotation range called ``name`` on that lane?"""
+    import numpy as np
     from gputop_trace.model import Kind
 
     out = np.zeros(len(lanes), dtype=bool)
@@ -363,6 +366,7 @@ def _inside_named_range(trace: Trace, lanes: np.ndarray[Any, Any], times: np.nda
 
 def enclosing_ranges(trace: Trace, lane: int, time_ns: int) -> list[int]:
     """Annotation ranges (``Kind.RANGE``) on ``lane`` that contain ``time_ns``, outermost first."""
+    import numpy as np
     from gputop_trace.model import Kind
 
     sl = trace.lane_slice(lane)
@@ -386,6 +390,7 @@ def request_for_event(trace: Trace, event: int, trace_path: str | None = None) -
     - NVTX filter on by default only for nsys exports, whose ranges are NVTX; a Kineto ``record_function`` range is
       NVTX too only when made with :func:`gputop_trace.annotate` or ``torch.cuda.nvtx``, which the trace cannot tell.
     """
+    import numpy as np
     from gputop_trace.analysis.roofline import is_compiled_kernel
     from gputop_trace.model import Kind
 
@@ -441,6 +446,7 @@ def request_for_event(trace: Trace, event: int, trace_path: str | None = None) -
 
 
 def _range_name_counts(trace: Trace, names: Sequence[str], rank: int) -> dict[str, int]:
+    import numpy as np
     from gputop_trace.model import Kind
 
     out: dict[str, int] = {}

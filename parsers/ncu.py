@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import io
+import math
 import os
 import re
 import shutil
@@ -453,9 +455,11 @@ def import_ncu_report(ncu_path: str | None = None) -> Any | None:
 
         return ncu_report
     candidates = []
-    exe = ncu_path or shutil.which("ncu")
+    exe = ncu_path or os.environ.get("GPUTOP_NCU") or shutil.which("ncu")
     if exe:
         candidates.append(os.path.join(os.path.dirname(os.path.realpath(exe)), "extras", "python"))
+    candidates += sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)
+    candidates += sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)
     for folder in candidates:
         if os.path.isfile(os.path.join(folder, "ncu_report.py")):
             sys.path.insert(0, folder)
@@ -477,7 +481,8 @@ def _metric_value(metric: Any) -> tuple[float | None, str | None]:
             return None, None
         if metric.kind() == metric.ValueKind_STRING:
             return None, str(metric.as_string())
-        return float(metric.as_double()), None
+        value = float(metric.as_double())
+        return (value, None) if math.isfinite(value) else (None, None)  # ncu stores NaN for "not available"
     except Exception:
         return None, None
 

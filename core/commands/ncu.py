@@ -224,14 +224,31 @@ def open_report(path: str, *, as_json: bool, ncu_path: str | None = None) -> int
     return 0
 
 
-def _confirm(display: str, assume_yes: bool) -> bool:
-    from gputop_trace.safe_text import clean
-    from rich.console import Console
-    from rich.text import Text
+class _Stderr:
+    """Lines on stderr: through Rich when it is installed, plain text otherwise (a bare GPU box may lack it)."""
 
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    err.print(Text("ncu command:", style="bold"))
-    err.print(Text("  " + clean(display)))
+    def __init__(self) -> None:
+        try:
+            from rich.console import Console
+
+            self.console: Any = Console(stderr=True, highlight=False, soft_wrap=True)
+        except ImportError:
+            self.console = None
+
+    def line(self, text: str, style: str = "", prefix: str = "", prefix_style: str = "") -> None:
+        from gputop_trace.safe_text import clean
+
+        if self.console is None:
+            print(prefix + clean(text), file=sys.stderr, flush=True)
+            return
+        from rich.text import Text
+
+        self.console.print(Text(prefix, style=prefix_style) + Text(clean(text), style=style))
+
+
+def _confirm(display: str, assume_yes: bool, err: _Stderr) -> bool:
+    err.line("ncu command:", style="bold")
+    err.line(display, prefix="  ")
     if assume_yes:
         return True
     if not sys.stdin.isatty():
@@ -270,9 +287,6 @@ def run_profile(args: argparse.Namespace) -> int:
     from gputop_trace.drilldown import build_ncu_command, run_files
     from gputop_trace.ncu_runner import DEFAULT_TIMEOUT_S, NcuRunner, find_ncu, not_installed
     from gputop_trace.parsers.ncu import load_report
-    from gputop_trace.safe_text import clean
-    from rich.console import Console
-    from rich.text import Text
 
     target = list(args.args)
     if not target:
@@ -306,20 +320,20 @@ def run_profile(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise TraceError(f"Cannot build the ncu command: {e}.") from None
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = _Stderr()
     for note in cmd.notes:
-        err.print(Text("note: " + clean(note), style="yellow"))
-    if not _confirm(cmd.display(), args.yes):
-        err.print("Not run.")
+        err.line(note, style="yellow", prefix="note: ")
+    if not _confirm(cmd.display(), args.yes, err):
+        err.line("Not run.")
         return 0
 
     def on_line(source: str, line: str) -> None:
-        err.print(Text(f"{source:>3}│ ", style="grey50") + Text(clean(line), style="dim" if source == "ncu" else ""))
+        err.line(line, style="dim" if source == "ncu" else "", prefix=f"{source:>3}│ ", prefix_style="grey50")
 
     timeout_s = args.timeout / 1e9 if args.timeout else DEFAULT_TIMEOUT_S
     runner = NcuRunner(cmd, timeout_s=timeout_s, on_line=on_line)
     result: NcuRunResult = asyncio.run(runner.run())
-    err.print(Text(f"ncu finished in {result.elapsed_s:.1f} s (exit code {result.returncode})", style="bold"))
+    err.line(f"ncu finished in {result.elapsed_s:.1f} s (exit code {result.returncode})", style="bold")
     run_doc = {
         "command": list(cmd.argv),
         "report": result.report_path,
