@@ -10,7 +10,6 @@ from typing import Any
 import gputop_trace
 import pytest
 from gputop_trace import annotate
-from gputop_trace import annotate as annotate_module_attr
 from gputop_trace.annotate import _NVTX
 
 
@@ -57,8 +56,10 @@ def rec(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
 
 
 def test_public_name() -> None:
-    assert gputop_trace.annotate is annotate_module_attr
+    """``from gputop_trace import annotate`` and ``gputop_trace.annotate(...)`` are the function."""
+    assert callable(gputop_trace.annotate) and gputop_trace.annotate is annotate
     assert "annotate" in gputop_trace.__all__
+    assert sys.modules["gputop_trace.annotate"].annotate is annotate
 
 
 def test_context_manager_emits_both_in_nested_order(rec: _Recorder) -> None:
