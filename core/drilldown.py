@@ -238,7 +238,7 @@ def trace_key(trace_path: str | None) -> str:
 def run_files(kernel_name: str, launch: int, trace_path: str | None, *, now: float | None = None) -> tuple[str, str]:
     """``(report base without .ncu-rep, log path)`` for a new profiling run, in the cache directory."""
     folder = os.path.join(cache_root(), "ncu", trace_key(trace_path))
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
+    stamp = time.strftime("%Y%m%d-%H%M%SZ", time.gmtime(now if now is not None else time.time()))
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", function_name(kernel_name) or "kernel").strip("._")[:60] or "kernel"
     stem = f"{safe}-launch{launch}-{stamp}"
     return os.path.join(folder, stem), os.path.join(folder, stem + ".log")

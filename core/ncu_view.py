@@ -341,36 +341,68 @@ def warnings_block(warnings: Iterable[str]) -> Group | None:
     return Group(*[Text("⚠ " + clean(w), style="yellow") for w in ws])
 
 
-def render_verdict(v: KernelVerdict, *, extra_warnings: Sequence[str] = (), plot_height: int = 9) -> Group:
-    """The whole drill-down result for one kernel, top to bottom."""
-    parts: list[RenderableType] = [header(v), verdict_line(v)]
-    warn = warnings_block([*v.warnings, *extra_warnings])
-    if warn is not None:
-        parts.append(warn)
-    parts += [
-        Text(""),
-        speed_of_light(v),
-        occupancy_block(v),
-        Text(""),
-        Text("Roofline", style="bold underline"),
-        RooflinePlot(v, height=plot_height),
-        Text(""),
-        explanation_block(v),
-        Text(""),
-        stalls_block(v),
-        Text(""),
-        rules_block(v),
-    ]
-    return Group(*parts)
+#: From this width on, the result is laid out in two columns (measures left, roofline and explanation right).
+WIDE = 140
 
 
-def render_guidance(g: Guidance) -> Group:
-    """A failed run: title, what to do, supporting lines, ncu's list of kernels."""
+class VerdictView:
+    """The whole drill-down result for one kernel. Below :data:`WIDE` columns: one column, top to bottom; from
+    :data:`WIDE` on, the bars and stalls on the left and the roofline and explanation on the right."""
+
+    def __init__(self, v: KernelVerdict, *, extra_warnings: Sequence[str] = (), plot_height: int = 9) -> None:
+        self.v = v
+        self.extra_warnings = tuple(extra_warnings)
+        self.plot_height = plot_height
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        v = self.v
+        top: list[RenderableType] = [header(v), verdict_line(v)]
+        warn = warnings_block([*v.warnings, *self.extra_warnings])
+        if warn is not None:
+            top.append(warn)
+        measures: list[RenderableType] = [speed_of_light(v), occupancy_block(v), Text(""), stalls_block(v)]
+        roofline: list[RenderableType] = [
+            Text("Roofline", style="bold underline"),
+            RooflinePlot(v, height=self.plot_height),
+        ]
+        if options.max_width >= WIDE:
+            from rich.table import Table
+
+            grid = Table.grid(expand=True, padding=(0, 2))
+            grid.add_column(ratio=1)
+            grid.add_column(ratio=1)
+            grid.add_row(Group(*measures), Group(*roofline, Text(""), explanation_block(v)))
+            yield Group(*top, Text(""), grid, Text(""), rules_block(v))
+            return
+        yield Group(
+            *top,
+            Text(""),
+            speed_of_light(v),
+            occupancy_block(v),
+            Text(""),
+            *roofline,
+            Text(""),
+            explanation_block(v),
+            Text(""),
+            stalls_block(v),
+            Text(""),
+            rules_block(v),
+        )
+
+
+def render_verdict(v: KernelVerdict, *, extra_warnings: Sequence[str] = (), plot_height: int = 9) -> VerdictView:
+    """The whole drill-down result for one kernel (see :class:`VerdictView`)."""
+    return VerdictView(v, extra_warnings=extra_warnings, plot_height=plot_height)
+
+
+def render_guidance(g: Guidance, *, list_kernels: bool = True) -> Group:
+    """A failed run: title, what to do, supporting lines, ncu's list of kernels (unless ``list_kernels`` is
+    False: the app shows them in a list of its own)."""
     parts: list[RenderableType] = [
         Text("✗ " + clean(g.title), style="bold red"),
         Text(clean(g.text)),
     ]
-    if g.available_kernels:
+    if g.available_kernels and list_kernels:
         parts.append(Text("Kernels ncu saw:", style="bold"))
         parts.extend(
             Text(f"  {i + 1}. {clean(n)}", no_wrap=True, overflow="ellipsis") for i, n in enumerate(g.available_kernels)

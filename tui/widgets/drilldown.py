@@ -171,7 +171,7 @@ class DrilldownPanel(Widget):
         """Stop the running ncu (and its workload)."""
         if self._runner is not None:
             self._runner.cancel()
-            self._set_status(self._status_base + " · cancelling …")
+            self._set_status(f"cancelling … · {self._status_base}")
 
     # ---- flow --------------------------------------------------------------------------------------------------
     def _confirmed(self, result: ConfirmResult | None) -> None:
@@ -194,9 +194,8 @@ class DrilldownPanel(Widget):
         self.add_class("running")
         self.remove_class("choose")
         self._runner = NcuRunner(command, cwd=cwd, timeout_s=self.timeout_s, on_line=self._on_line)
-        name = self.request.kernel_name if self.request else command.kernel_name
-        self._status_base = f"ncu · {name} · launch {command.launch_skip}"
-        self._set_status(self._status_base + " · starting")
+        self._status_base = f"{command.kernel_name} launch {command.launch_skip}"
+        self._set_status(f"ncu starting · {self._status_base}")
         self._ticker = self.set_interval(0.5, self._tick)
         self.post_message(self.RunStarted(command))
         self.run_worker(self._run(self._runner), exclusive=True, group="ncu-run")
@@ -207,7 +206,7 @@ class DrilldownPanel(Widget):
 
     def _tick(self) -> None:
         if self._runner is not None:
-            self._set_status(f"{self._status_base} · running {self._runner.elapsed_s:.0f} s · x to cancel")
+            self._set_status(f"ncu running {self._runner.elapsed_s:.0f} s · x to cancel · {self._status_base}")
 
     async def _run(self, runner: NcuRunner) -> None:
         try:
@@ -255,7 +254,7 @@ class DrilldownPanel(Widget):
 
     def _show_failure(self, g: Guidance, result: NcuRunResult | None) -> None:
         self.last_guidance = g
-        parts: list[RenderableType] = [render_guidance(g)]
+        parts: list[RenderableType] = [render_guidance(g, list_kernels=False)]
         if result is not None:
             parts.append(Text(""))
             parts.append(Text(clean("Command: " + result.command.display()), style="dim"))
@@ -271,7 +270,7 @@ class DrilldownPanel(Widget):
                 ]
             )
             self.add_class("choose")
-            parts.insert(1, Text("Enter on a kernel in the list above profiles it instead.", style="bold"))
+            parts.insert(1, Text("ncu saw the kernels listed above: Enter on one profiles it instead.", style="bold"))
         else:
             self.remove_class("choose")
         self.query_one("#dd-content", Static).update(Group(*parts))

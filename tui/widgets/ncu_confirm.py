@@ -56,7 +56,7 @@ class NcuConfirmScreen(ModalScreen["ConfirmResult | None"]):
     NcuConfirmScreen #skip { width: 8; }
     NcuConfirmScreen .set-label { width: 5; padding-left: 1; }
     NcuConfirmScreen #set { width: 14; }
-    NcuConfirmScreen #nvtx { width: 17; }
+    NcuConfirmScreen #nvtx { width: 21; }
     NcuConfirmScreen #nvtx-range { width: 1fr; }
     NcuConfirmScreen #command-title { margin-top: 1; }
     NcuConfirmScreen #command { height: auto; background: $boost; padding: 0 1; }
@@ -124,10 +124,11 @@ class NcuConfirmScreen(ModalScreen["ConfirmResult | None"]):
                         compact=True,
                     )
                 with Horizontal(classes="row"):
-                    yield Checkbox("NVTX filter", value=bool(r.nvtx_default and r.nvtx_range), id="nvtx", compact=True)
+                    on = bool(r.nvtx_default and r.nvtx_range)
+                    yield Checkbox(self._nvtx_label(on), value=on, id="nvtx", compact=True)
                     yield Select(
                         [(f"{name}  (launch {skip} inside)", name) for name, skip in usable],
-                        value=r.nvtx_range if r.nvtx_range in dict(usable) else Select.BLANK,
+                        value=r.nvtx_range if r.nvtx_range in dict(usable) else Select.NULL,
                         prompt="no enclosing range",
                         allow_blank=True,
                         id="nvtx-range",
@@ -212,7 +213,12 @@ class NcuConfirmScreen(ModalScreen["ConfirmResult | None"]):
             self.query_one("#skip", Input).value = str(self.request.skip_in_range(event.value))
         self._refresh_command()
 
+    @staticmethod
+    def _nvtx_label(on: bool) -> str:
+        return "NVTX filter on " if on else "NVTX filter off"
+
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.checkbox.label = self._nvtx_label(event.value)
         nvtx = self._nvtx_choice()
         self.query_one("#skip", Input).value = str(self.request.skip_in_range(nvtx))
         self._refresh_command()
