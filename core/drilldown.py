@@ -139,11 +139,12 @@ class NcuCommand:
         """The command as a shell would need it typed (for showing and copying only; it is never run this way)."""
         return shlex.join(self.argv)
 
+    target_argv: tuple[str, ...] = ()
+
     @property
     def target(self) -> tuple[str, ...]:
         """The workload's command line (what follows ``--``)."""
-        i = self.argv.index("--") if "--" in self.argv else len(self.argv)
-        return self.argv[i + 1 :]
+        return self.target_argv
 
 
 def build_ncu_command(
@@ -158,10 +159,12 @@ def build_ncu_command(
     ncu: str = "ncu",
     clock_control: str | None = None,
     extra_args: Sequence[str] = (),
+    separator: bool = True,
 ) -> NcuCommand:
     """The ncu argument list that profiles launch ``launch_skip`` (0-based, counted among matching launches) of the
-    kernel ``raw_name`` in ``target``. ``report_base`` is the report path without ``.ncu-rep``. Raises ValueError
-    for an empty target, a negative skip or an unknown set."""
+    kernel ``raw_name`` in ``target``. ``report_base`` is the report path without ``.ncu-rep``; ``separator`` puts
+    ``--`` between ncu's options and the target. Raises ValueError for an empty target, a negative skip or an
+    unknown set."""
     if not target or not str(target[0]).strip():
         raise ValueError("the target command is empty: give the command that reruns the workload")
     if launch_skip < 0:
@@ -201,7 +204,8 @@ def build_ncu_command(
     if clock_control is not None:
         argv += ["--clock-control", clock_control]
     argv += list(extra_args)
-    argv += ["--", *[str(a) for a in target]]
+    argv += ["--"] if separator else []
+    argv += [str(a) for a in target]
     report = report_base if report_base.endswith(".ncu-rep") else report_base + ".ncu-rep"
     return NcuCommand(
         argv=tuple(argv),
@@ -212,6 +216,7 @@ def build_ncu_command(
         kernel_name=name,
         nvtx_include=include,
         notes=(note,) if note else (),
+        target_argv=tuple(str(a) for a in target),
     )
 
 

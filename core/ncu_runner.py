@@ -237,6 +237,17 @@ def classify_run(
             warnings,
         )
     m = re.search(r"==ERROR== '(.*)' does not exist or is not an executable", blob)
+    if m and m.group(1) == "--":
+        return (
+            Guidance(
+                "failed",
+                "This ncu does not accept '--' before the program",
+                "This version of ncu took '--' for the program to run. Build the command without the separator "
+                "(gputop_trace.drilldown.build_ncu_command(..., separator=False)) or update Nsight Compute.",
+                details=tuple(errors),
+            ),
+            warnings,
+        )
     if m:
         return (
             Guidance(

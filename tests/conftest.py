@@ -59,3 +59,30 @@ def fake_ncu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for var in ("GPUTOP_NCU", "FAKE_NCU_SCENARIO", "FAKE_NCU_REPORT", "FAKE_NCU_CHILD_PID", "FAKE_NCU_SLEEP"):
         monkeypatch.delenv(var, raising=False)
     return argv_log
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process still runs (a zombie waiting for a parent that never reaps it counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def wait_gone(pid: int, timeout_s: float = 5.0) -> bool:
+    """Poll until ``pid`` is gone; True when it went."""
+    import time
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not process_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not process_alive(pid)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from gputop_trace.cli import main
+
+from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
 
@@ -184,3 +188,37 @@ def test_ncu_cli_path_needs_neither_textual_nor_numpy(corpus: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "LOADED [] 0"
+
+
+def test_ctrl_c_stops_ncu_and_the_workload(fake_ncu: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NCU_SCENARIO", "slow")
+    pid_file = tmp_path / "child.pid"
+    monkeypatch.setenv("FAKE_NCU_CHILD_PID", str(pid_file))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gputop_trace",
+            "ncu",
+            "--kernel",
+            "k",
+            "--yes",
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(120)",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert wait_gone(int(pid_file.read_text())), "the workload survived Ctrl+C"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -14,6 +13,8 @@ import pytest
 from gputop_trace.drilldown import NcuCommand, build_ncu_command
 from gputop_trace.ncu_runner import NcuRunner, NcuRunResult, available_kernels, classify_run
 from gputop_trace.parsers.ncu import load_report
+
+from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
 
@@ -119,14 +120,7 @@ def test_cancel_kills_ncu_and_the_workload(fake_ncu: Path, tmp_path: Path, monke
     assert time.monotonic() - t0 < 20
     assert result.failure is not None and result.failure.kind == "cancelled"
     child = int(pid_file.read_text())
-    for _ in range(100):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the workload (pid {child}) survived the cancel")
+    assert wait_gone(child), f"the workload (pid {child}) survived the cancel"
 
 
 def test_timeout_stops_the_run(fake_ncu: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,6 @@ import asyncio
 import functools
 import os
 import sys
-import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ from gputop_trace.tui.widgets.ncu_confirm import NcuConfirmScreen
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
+
+from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
 
@@ -247,11 +248,7 @@ async def test_x_cancels_a_slow_run_and_the_ui_stays_responsive(
         await pilot.pause()
         assert app.messages[-1][1].kind == "cancelled"
         assert "Profiling cancelled" in screen_text(app)
-    child = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):  # the workload went with ncu's process group
-        for _ in range(100):
-            os.kill(child, 0)
-            time.sleep(0.05)
+    assert wait_gone(int(pid_file.read_text())), "the workload survived the cancel"
 
 
 # ---- snapshots -------------------------------------------------------------------------------------------------

@@ -211,6 +211,10 @@ class DrilldownPanel(Widget):
     async def _run(self, runner: NcuRunner) -> None:
         try:
             result = await runner.run()
+        except OSError as e:  # e.g. the cache folder cannot be created
+            g = Guidance("failed", "ncu could not be started", f"{e.strerror or e}: {e.filename or ''}".strip(": "))
+            self._show_failure(g, None)
+            return
         finally:
             self._runner = None
             if self._ticker is not None:
@@ -234,6 +238,12 @@ class DrilldownPanel(Widget):
             ]
         except TraceError as e:
             self._show_failure(Guidance("failed", "Could not read the report", e.message), result)
+            return
+        except Exception as e:  # the ncu_report extension can raise its own errors on damaged files
+            text = (
+                f"Reading {path} failed: {type(e).__name__}: {e}. Try 'gputop-trace ncu {path}' for details."
+            )
+            self._show_failure(Guidance("failed", "Could not read the report", text), result)
             return
         self.verdicts = verdicts
         extra = list(result.warnings) if result else []
