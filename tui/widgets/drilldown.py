@@ -240,9 +240,7 @@ class DrilldownPanel(Widget):
             self._show_failure(Guidance("failed", "Could not read the report", e.message), result)
             return
         except Exception as e:  # the ncu_report extension can raise its own errors on damaged files
-            text = (
-                f"Reading {path} failed: {type(e).__name__}: {e}. Try 'gputop-trace ncu {path}' for details."
-            )
+            text = f"Reading {path} failed: {type(e).__name__}: {e}. Try 'gputop-trace ncu {path}' for details."
             self._show_failure(Guidance("failed", "Could not read the report", text), result)
             return
         self.verdicts = verdicts
