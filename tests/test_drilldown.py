@@ -27,7 +27,6 @@ from gputop_trace.drilldown import (
 from gputop_trace.errors import TraceError
 from gputop_trace.loader import load_paths
 from gputop_trace.model import Kind, Trace
-from gputop_trace.parsers.ncu import function_name
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -53,8 +52,10 @@ def test_escaped_name_matches_itself_exactly(name: str) -> None:
 
 def test_exact_argument_list_with_hostile_names_and_target() -> None:
     target = ["python3", "-c", "print('hi'); import os", "; rm -rf ~", "$(touch pwned)", "a b"]
+    # a raw (mangled) name keeps every character, so the regex escaping is visible in the argument
+    raw = "_Z3k$(touch${IFS}PWNED)`id`;x|y.*+?[2]{3}^\\"
     cmd = build_ncu_command(
-        f"void ns::{NASTY}(int)",
+        raw,
         target,
         launch_skip=7,
         nvtx_range="step 3",
@@ -64,7 +65,6 @@ def test_exact_argument_list_with_hostile_names_and_target() -> None:
         ncu="/opt/ncu",
         clock_control="none",
     )
-    name = function_name(f"void ns::{NASTY}(int)")
     assert cmd.argv == (
         "/opt/ncu",
         "--config-file",
@@ -72,9 +72,9 @@ def test_exact_argument_list_with_hostile_names_and_target() -> None:
         "--target-processes",
         "all",
         "--kernel-name-base",
-        "function",
+        "mangled",
         "-k",
-        f"regex:^{escape_ncu_regex(name)}$",
+        r"regex:^_Z3k\$\(touch\$\{IFS\}PWNED\)`id`;x\|y\.\*\+\?\[2\]\{3\}\^\\$",
         "-s",
         "7",
         "-c",
@@ -100,6 +100,19 @@ def test_exact_argument_list_with_hostile_names_and_target() -> None:
     import shlex
 
     assert tuple(shlex.split(cmd.display())) == cmd.argv
+
+
+def test_demangled_names_reduce_to_the_function_name() -> None:
+    cmd = build_ncu_command(f"void ns::{NASTY}(int)", ["./app"], report_base="r", log_path="r.log")
+    assert cmd.argv[cmd.argv.index("-k") + 1] == "regex:^operator$"
+    cmd = build_ncu_command(
+        "void at::native::k<int, (anonymous namespace)::F>(int)", ["./a"], report_base="r", log_path="r"
+    )
+    assert cmd.argv[cmd.argv.index("--kernel-name-base") + 1 : cmd.argv.index("-k") + 2] == (
+        "function",
+        "-k",
+        "regex:^k$",
+    )
 
 
 def test_mangled_raw_names_use_the_mangled_base() -> None:

@@ -18,7 +18,7 @@ from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
 
-HOSTILE = "void ns::operator()<int>[2]$|^.*+?{}\\ ;rm -rf / $(touch PWNED) `touch PWNED2`(int)"
+HOSTILE = "_Z3k$(touch${IFS}PWNED)`touch${IFS}PWNED2`;rm|x.*+?[2]{3}^\\"  # mangled: kept whole in -k
 
 
 def _target(code: str) -> list[str]:
