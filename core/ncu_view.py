@@ -19,8 +19,6 @@ from gputop_trace.units import format_ns
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 
 VERDICT_STYLE = {
@@ -413,18 +411,4 @@ def render_guidance(g: Guidance, *, list_kernels: bool = True) -> Group:
     return Group(*parts)
 
 
-def segments_width(lines: Sequence[Text]) -> int:
-    """Widest line (cells) of rendered text lines (for tests)."""
-    return max((ln.cell_len for ln in lines), default=0)
-
-
-__all__ = [
-    "PctBar",
-    "RooflinePlot",
-    "Segment",
-    "Style",
-    "header",
-    "render_guidance",
-    "render_verdict",
-    "segments_width",
-]
+__all__ = ["PctBar", "RooflinePlot", "VerdictView", "header", "render_guidance", "render_verdict"]

@@ -200,9 +200,12 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
     from rich.text import Text
 
     con = common.stdout_console()
-    con.print(
+    title = (
         Text("gputop-trace ncu  ", style="bold") + Text(clean(report.path)) + Text(f"  ({report.reader})", style="dim")
     )
+    title.no_wrap = True
+    title.overflow = "ellipsis"
+    con.print(title)
     for w in report.warnings:
         con.print(Text("warning: ", style="yellow") + Text(clean(w)))
     for i, v in enumerate(verdicts):
