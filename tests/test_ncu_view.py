@@ -36,7 +36,7 @@ def _point_and_ridge(lines: list[str]) -> tuple[int, int, int]:
 )
 def test_the_kernel_sits_on_its_side_of_the_ridge(corpus: Path, report: str, side: str) -> None:
     lines = _lines(RooflinePlot(_verdict(corpus, report)), 80)
-    row, col, ridge = _point_and_ridge(lines)
+    _, col, ridge = _point_and_ridge(lines)
     assert (col > ridge) if side == "right" else (col < ridge)
     assert "this kernel" in "\n".join(lines)
     assert "FLOP/byte" in lines[-1] and "ridge" in lines[-1]
