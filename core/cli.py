@@ -46,14 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_error(message: str) -> None:
-    from gputop_trace.safe_text import clean
-
     try:
         from rich.console import Console
         from rich.text import Text
     except ImportError:  # a bare GPU box without Rich: plain text
+        from gputop_trace.safe_text import clean
+
         print(f"gputop-trace: error: {clean(message)}", file=sys.stderr)
         return
+
+    from gputop_trace.safe_text import clean
 
     console = Console(stderr=True, highlight=False, soft_wrap=False)
     console.print(Text("gputop-trace: error: ", style="bold red") + Text(clean(message)))

@@ -45,6 +45,7 @@ from gputop_trace.parsers.ncu import function_name
 
 if TYPE_CHECKING:
     import numpy as np
+
     from gputop_trace.model import Trace
 
 SECTION_SETS = ("full", "detailed", "basic")
@@ -348,6 +349,7 @@ def _filter_keys(trace: Trace, kernels: np.ndarray[Any, Any]) -> np.ndarray[Any,
 def _inside_named_range(trace: Trace, lanes: np.ndarray[Any, Any], times: np.ndarray[Any, Any], name: str) -> Any:
     """For each (lane, time): is it inside any annotation range called ``name`` on that lane?"""
     import numpy as np
+
     from gputop_trace.model import Kind
 
     out = np.zeros(len(lanes), dtype=bool)
@@ -372,6 +374,7 @@ def _inside_named_range(trace: Trace, lanes: np.ndarray[Any, Any], times: np.nda
 def enclosing_ranges(trace: Trace, lane: int, time_ns: int) -> list[int]:
     """Annotation ranges (``Kind.RANGE``) on ``lane`` that contain ``time_ns``, outermost first."""
     import numpy as np
+
     from gputop_trace.model import Kind
 
     sl = trace.lane_slice(lane)
@@ -396,6 +399,7 @@ def request_for_event(trace: Trace, event: int, trace_path: str | None = None) -
       NVTX too only when made with :func:`gputop_trace.annotate` or ``torch.cuda.nvtx``, which the trace cannot tell.
     """
     import numpy as np
+
     from gputop_trace.analysis.roofline import is_compiled_kernel
     from gputop_trace.model import Kind
 
@@ -452,6 +456,7 @@ def request_for_event(trace: Trace, event: int, trace_path: str | None = None) -
 
 def _range_name_counts(trace: Trace, names: Sequence[str], rank: int) -> dict[str, int]:
     import numpy as np
+
     from gputop_trace.model import Kind
 
     out: dict[str, int] = {}

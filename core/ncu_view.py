@@ -12,14 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from gputop_trace.analysis.roofline import KernelVerdict, format_intensity
-from gputop_trace.ncu_runner import Guidance
-from gputop_trace.safe_text import clean
-from gputop_trace.units import format_ns
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
+
+from gputop_trace.analysis.roofline import KernelVerdict, format_intensity
+from gputop_trace.ncu_runner import Guidance
+from gputop_trace.safe_text import clean
+from gputop_trace.units import format_ns
 
 VERDICT_STYLE = {
     "compute-bound": "bold black on green",

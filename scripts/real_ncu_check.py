@@ -131,6 +131,7 @@ def pick_targets(trace_path: Path) -> tuple[list[dict[str, Any]], str, list[str]
 
 def _pick_with_project(trace_path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     import numpy as np
+
     from gputop_trace.drilldown import request_for_event
     from gputop_trace.loader import load_paths
     from gputop_trace.model import Kind

@@ -7,8 +7,9 @@ import threading
 import types
 from typing import Any
 
-import gputop_trace
 import pytest
+
+import gputop_trace
 from gputop_trace import annotate
 from gputop_trace.annotate import _NVTX
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gputop_trace.cli import main
 
+from gputop_trace.cli import main
 from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
@@ -42,7 +42,12 @@ JSON_FIELDS = {
 
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, object]]:
     code = main(argv)
-    return code, json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    # the envelope every command shares (README "JSON output")
+    assert doc["schema_version"] == 1 and doc["tool"] == "gputop-trace" and doc["command"] == "ncu"
+    assert set(doc["source"]) >= {"path", "format", "producer", "ranks", "truncated_bytes"}
+    assert isinstance(doc["warnings"], list) and isinstance(doc["kernels"], list)
+    return code, doc
 
 
 def test_tc_report_json_calls_the_gemm_compute_bound(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:

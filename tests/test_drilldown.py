@@ -9,6 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gputop_trace.drilldown import (
     DrilldownRequest,
     TargetCommand,
@@ -27,8 +30,6 @@ from gputop_trace.drilldown import (
 from gputop_trace.errors import TraceError
 from gputop_trace.loader import load_paths
 from gputop_trace.model import Kind, Trace
-from hypothesis import given
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "sample_traces" / "h200_train_step.json.gz")

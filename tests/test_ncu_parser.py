@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers import ncu
 from gputop_trace.parsers.ncu import (

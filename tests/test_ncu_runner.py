@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from gputop_trace.drilldown import NcuCommand, build_ncu_command
 from gputop_trace.ncu_runner import NcuRunner, NcuRunResult, available_kernels, classify_run
 from gputop_trace.parsers.ncu import load_report
-
 from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus

@@ -6,11 +6,12 @@ import math
 from pathlib import Path
 
 import pytest
+from rich.console import Console, RenderableType
+
 from gputop_trace.analysis.roofline import KernelVerdict, analyze_kernel
 from gputop_trace.ncu_runner import Guidance
 from gputop_trace.ncu_view import PctBar, RooflinePlot, render_guidance, render_verdict
 from gputop_trace.parsers.ncu import load_report
-from rich.console import Console, RenderableType
 
 
 def _lines(renderable: RenderableType, width: int) -> list[str]:

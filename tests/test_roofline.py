@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from gputop_trace.analysis.roofline import (
     SATURATED_PCT,
     analyze_kernel,

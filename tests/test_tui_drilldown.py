@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gputop_trace.drilldown import DrilldownRequest, TargetCommand, load_target, save_target
-from gputop_trace.tui.widgets.drilldown import DrilldownPanel
-from gputop_trace.tui.widgets.ncu_confirm import NcuConfirmScreen
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
+from gputop_trace.drilldown import DrilldownRequest, TargetCommand, load_target, save_target
+from gputop_trace.tui.widgets.drilldown import DrilldownPanel
+from gputop_trace.tui.widgets.ncu_confirm import NcuConfirmScreen
 from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.commands import ncu, summary
+from gputop_trace.commands import ncu, ranks, summary
 
-COMMANDS: tuple[ModuleType, ...] = (summary, ncu)
+COMMANDS: tuple[ModuleType, ...] = (summary, ranks, ncu)

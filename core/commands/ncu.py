@@ -194,10 +194,11 @@ def analyze_report(report: NcuReport, *, launch: int | None = None) -> list[Kern
 
 
 def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warnings: list[str]) -> None:
-    from gputop_trace.ncu_view import render_verdict
-    from gputop_trace.safe_text import clean
     from rich.rule import Rule
     from rich.text import Text
+
+    from gputop_trace.ncu_view import render_verdict
+    from gputop_trace.safe_text import clean
 
     con = common.stdout_console()
     title = (
@@ -368,7 +369,7 @@ def _empty_doc(path: str = "") -> dict[str, Any]:
     from gputop_trace.report import envelope
 
     doc = envelope("ncu", None, path, kernels=[])
-    doc["source"].update({"format": "ncu", "producer": "Nsight Compute"})
+    doc["source"].update({"format": "ncu", "producer": "Nsight Compute", "ranks": [0], "truncated_bytes": 0})
     return doc
 
 

@@ -32,14 +32,6 @@ import os
 from dataclasses import replace
 from typing import ClassVar
 
-from gputop_trace.analysis.roofline import KernelVerdict, analyze_kernel
-from gputop_trace.drilldown import DrilldownRequest, NcuCommand, load_target, save_target
-from gputop_trace.errors import TraceError
-from gputop_trace.ncu_runner import DEFAULT_TIMEOUT_S, Guidance, NcuRunner, NcuRunResult, find_ncu, not_installed
-from gputop_trace.ncu_view import render_guidance, render_verdict
-from gputop_trace.parsers.ncu import NcuReport, load_report
-from gputop_trace.safe_text import clean
-from gputop_trace.tui.widgets.ncu_confirm import ConfirmResult, NcuConfirmScreen
 from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
@@ -51,6 +43,15 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Log, OptionList, Static
 from textual.widgets.option_list import Option
+
+from gputop_trace.analysis.roofline import KernelVerdict, analyze_kernel
+from gputop_trace.drilldown import DrilldownRequest, NcuCommand, load_target, save_target
+from gputop_trace.errors import TraceError
+from gputop_trace.ncu_runner import DEFAULT_TIMEOUT_S, Guidance, NcuRunner, NcuRunResult, find_ncu, not_installed
+from gputop_trace.ncu_view import render_guidance, render_verdict
+from gputop_trace.parsers.ncu import NcuReport, load_report
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.widgets.ncu_confirm import ConfirmResult, NcuConfirmScreen
 
 IDLE_TEXT = (
     "Select a kernel in the timeline or the Kernels panel and press c: gputop-trace shows the exact Nsight Compute "

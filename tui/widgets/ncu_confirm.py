@@ -13,6 +13,13 @@ import os
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
 from gputop_trace.drilldown import (
     SECTION_SETS,
     DrilldownRequest,
@@ -23,12 +30,6 @@ from gputop_trace.drilldown import (
     split_command,
 )
 from gputop_trace.safe_text import clean
-from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 
 @dataclass(frozen=True)
