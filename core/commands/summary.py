@@ -165,10 +165,18 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     con.print(Text("gputop-trace summary  ", style="bold") + Text(clean(str(src["path"]))))
     con.print(Text(f"format: {src['format']} — ") + Text(clean(src["producer"])))
     render_findings(con, doc["findings"])
+    active = {(d["rank"], d["device"]) for d in doc["devices"]}
+    shown = [g for g in doc["gpus"] if (g["rank"], g["device"]) in active] or doc["gpus"]
+    multi = len(src["ranks"]) > 1
     gpus = ", ".join(
-        f"{g['device']}: {clean(g['name'])}" + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "") for g in doc["gpus"]
+        (f"rank {g['rank']} " if multi else "")
+        + f"GPU {g['device']}: {clean(g['name'])}"
+        + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "")
+        for g in shown
     )
-    con.print(Text(f"GPUs: {gpus or 'none recorded'}"))
+    idle_listed = len(doc["gpus"]) - len(shown)
+    more = f"; {idle_listed} more listed without activity" if active and idle_listed > 0 else ""
+    con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
     ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
