@@ -2,8 +2,8 @@
 
 A benchmark script (``benchmarks/bench_*.py``) exposes ``run(workdir: pathlib.Path) -> list[Result]``; see
 ``benchmarks/README.md``. Measurements run in fresh child processes (:func:`run_child`), so one measurement's
-imports, caches and heap never help or hurt the next one; the child's peak RSS comes from the kernel
-(``os.wait4``), not from the child's own bookkeeping.
+imports, caches and heap never help or hurt the next one; the child's peak RSS is the kernel's high-water mark
+of its own memory (``VmHWM``; ``os.wait4``'s figure where ``/proc`` is missing).
 """
 
 from __future__ import annotations
@@ -41,6 +41,24 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+PEAK_TAG = "__peak_rss_mb="
+#: run first in every child: at exit, print the process's own peak RSS. On Linux that is ``VmHWM`` of
+#: ``/proc/self/status``; ``wait4``'s ``ru_maxrss`` would also count the parent's memory that the child
+#: shared between fork and exec (a 300 MB parent makes every child look 300 MB large).
+PEAK_RSS_PROLOGUE = f"""
+import atexit as _atexit
+def _peak_rss():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    print("{PEAK_TAG}" + str(int(line.split()[1]) / 1024), flush=True)
+    except OSError:
+        pass
+_atexit.register(_peak_rss)
+"""
+
+
 @dataclass
 class ChildRun:
     """One child process: its wall time (s, from the parent), its peak RSS (MB) and what it printed."""
@@ -58,7 +76,7 @@ def run_child(
     full_env = {**os.environ, **(env or {})}
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, "-c", PEAK_RSS_PROLOGUE + code, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=full_env,
@@ -80,9 +98,15 @@ def run_child(
     out, err = proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"child failed ({proc.returncode}): {err.strip()[-2000:]}")
-    lines = [ln for ln in out.strip().splitlines() if ln.startswith("{")]
+    peak = usage.ru_maxrss / 1024
+    lines = []
+    for ln in out.strip().splitlines():
+        if ln.startswith(PEAK_TAG):
+            peak = float(ln[len(PEAK_TAG) :])
+        elif ln.startswith("{"):
+            lines.append(ln)
     output = json.loads(lines[-1]) if lines else {}
-    return ChildRun(wall, usage.ru_maxrss / 1024, output)
+    return ChildRun(wall, peak, output)
 
 
 def median(values: Sequence[float]) -> float:
