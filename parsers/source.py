@@ -9,19 +9,15 @@ still recover every complete event that was read.
 from __future__ import annotations
 
 import os
-import queue
-import threading
 import zlib
 from collections.abc import Callable
 from io import BufferedReader
 from types import ModuleType
-from typing import Any
 
 from gputop_trace.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-AHEAD_PIECES = 8  # inflated pieces the worker may keep ready
 READ_BLOCK = 64 << 10  # compressed bytes read per step: keeps each inflated piece near 1 MB (cache-friendly)
 
 
@@ -65,14 +61,12 @@ def read_head(path: str, n: int = 64) -> bytes:
 class ByteStream:
     """Decompressed bytes of a file, read block by block.
 
-    Gzip is inflated ahead by a worker thread (zlib and ISA-L release the GIL while inflating), so that
-    decompression runs on a second core while the caller decodes; at most :data:`AHEAD_PIECES` pieces of about
-    1 MB wait in between. After the stream is exhausted: ``truncated`` is True when a gzip stream ended before its
-    end marker; ``corrupt`` holds a description when inflating failed (bad checksum, bad data); ``bytes_out`` is
-    the number of decompressed bytes handed out; ``members`` the number of gzip members seen.
+    After the stream is exhausted: ``truncated`` is True when a gzip stream ended before its end marker;
+    ``corrupt`` holds a description when inflating failed (bad checksum, bad data); ``bytes_out`` is the number
+    of decompressed bytes produced; ``members`` the number of gzip members seen.
     """
 
-    def __init__(self, path: str, *, on_read: Callable[[int], None] | None = None, threaded: bool = True) -> None:
+    def __init__(self, path: str, *, on_read: Callable[[int], None] | None = None) -> None:
         self.path = path
         self.file_size = os.path.getsize(path)
         self._f = open_checked(path)
@@ -89,27 +83,11 @@ class ByteStream:
         self.members = 1 if self.gzip else 0
         self.eof = False
         self._on_read = on_read
-        self._left = b""  # inflated bytes not handed out yet
+        self._left = b""  # inflated bytes not handed out yet (readinto)
         self._left_pos = 0
-        # inflater state (the worker thread's when threaded)
-        self._done = False  # the inflater produced its last piece
-        self._read_in = 0  # compressed bytes read by the inflater
-        self._produced = 0  # decompressed bytes produced by the inflater
-        self._threaded = threaded and self.gzip
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=AHEAD_PIECES)
-        self._worker: threading.Thread | None = None
-        self._stop = False
 
     def close(self) -> None:
-        """Stop the inflater and close the file."""
-        self._stop = True
-        if self._worker is not None:
-            while self._worker.is_alive():
-                try:  # unblock a worker waiting for room in the queue
-                    self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            self._worker.join()
+        """Close the file."""
         self._f.close()
 
     def __enter__(self) -> ByteStream:
@@ -119,10 +97,17 @@ class ByteStream:
         self.close()
 
     def read(self, want: int) -> bytes:
-        """Up to ``want`` more decompressed bytes (fewer only at the end); ``b""`` once exhausted."""
-        if not self.gzip and not self._left:
-            if self.eof:
-                return b""
+        """About ``want`` more decompressed bytes (fewer only at the end); ``b""`` once exhausted."""
+        if self._left:
+            data = self._left[self._left_pos : self._left_pos + want]
+            self._left_pos += len(data)
+            if self._left_pos >= len(self._left):
+                self._left = b""
+            self.bytes_out += len(data)
+            return data
+        if self.eof:
+            return b""
+        if not self.gzip:
             data = self._f.read(want)
             self.bytes_in += len(data)
             self.bytes_out += len(data)
@@ -131,10 +116,16 @@ class ByteStream:
             if not data:
                 self.eof = True
             return data
-        buf = bytearray(want)
-        with memoryview(buf) as view:
-            n = self.readinto(view)
-        return bytes(buf[:n])
+        parts: list[bytes] = []
+        got = 0
+        while got < want and not self.eof:
+            out = self._inflate_step()
+            if out:
+                parts.append(out)
+                got += len(out)
+        data = b"".join(parts)
+        self.bytes_out += len(data)
+        return data
 
     def readinto(self, view: memoryview) -> int:
         """Fill ``view`` with decompressed bytes (fewer only at the end); returns how many; 0 once exhausted."""
@@ -157,11 +148,10 @@ class ByteStream:
         want = len(view)
         while got < want:
             if not self._left:
-                piece = self._next_piece()
-                if piece is None:
-                    self.eof = True
+                if self.eof:
                     break
-                self._left, self._left_pos = piece, 0
+                self._left = self._inflate_step()
+                self._left_pos = 0
                 continue
             n = min(want - got, len(self._left) - self._left_pos)
             view[got : got + n] = self._left[self._left_pos : self._left_pos + n]
@@ -172,60 +162,10 @@ class ByteStream:
         self.bytes_out += got
         return got
 
-    # ---- gzip ----------------------------------------------------------------------------------------------
-    def _next_piece(self) -> bytes | None:
-        """The next inflated piece (``None`` when there are no more); reports progress to ``on_read``."""
-        if not self._threaded:
-            while not self._done:
-                out = self._inflate_step()
-                self.bytes_in = self._read_in
-                if self._on_read:
-                    self._on_read(self.bytes_in)
-                if out:
-                    return out
-            return None
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._inflate_ahead, name="gputop-inflate", daemon=True)
-            self._worker.start()
-        if self.eof:  # the worker handed over its last piece and ended
-            return None
-        item = self._queue.get()
-        if item is None:
-            self.eof = True
-            return None
-        if isinstance(item, BaseException):
-            self.eof = True
-            raise item
-        out, self.bytes_in = item
-        if self._on_read:
-            self._on_read(self.bytes_in)
-        return out  # type: ignore[no-any-return]
-
-    def _inflate_ahead(self) -> None:
-        """The worker: inflate until done (or told to stop), handing pieces over through the queue."""
-        try:
-            while not self._done and not self._stop:
-                out = self._inflate_step()
-                if out and not self._hand_over((out, self._read_in)):
-                    return
-        except BaseException as e:
-            self._hand_over(e)
-            return
-        self._hand_over(None)
-
-    def _hand_over(self, item: Any) -> bool:
-        while not self._stop:
-            try:
-                self._queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
     def _salvage(self, piece: int = 1 << 14) -> bytes:
         """After an inflate error: inflate the file again with zlib in small pieces and return the good bytes
-        that came after what was already produced (the failing block's output is otherwise lost)."""
-        skip = self._produced
+        that came after what was already handed out (the failing block's output is otherwise lost)."""
+        skip = self.bytes_out
         parts: list[bytes] = []
         produced = 0
         dec = zlib.decompressobj(47)
@@ -252,21 +192,18 @@ class ByteStream:
         return b"".join(parts)
 
     def _inflate_step(self) -> bytes:
-        out = self._inflate_block()
-        self._produced += len(out)
-        return out
-
-    def _inflate_block(self) -> bytes:
         assert self._dec is not None
         if self._pending:
             block, self._pending = self._pending, b""
         else:
             block = self._f.read(READ_BLOCK)
-            self._read_in += len(block)
+            self.bytes_in += len(block)
+            if self._on_read:
+                self._on_read(self.bytes_in)
         if not block:
             if not self._dec.eof:
                 self.truncated = True
-            self._done = True
+            self.eof = True
             return b""
         if self._f.tell() >= self.file_size and len(block) > 8 and not self._pending:
             # feed a member's 8-byte trailer (CRC, size) on its own, so that a bad checksum cannot take the
@@ -276,7 +213,7 @@ class ByteStream:
             out: bytes = self._dec.decompress(block)
         except (zlib.error, self._zlib.error, OSError) as e:  # isal raises its own error type
             self.corrupt = _describe_inflate_error(e)
-            self._done = True
+            self.eof = True
             return self._salvage()
         if self._dec.eof:
             rest = self._dec.unused_data
@@ -287,7 +224,7 @@ class ByteStream:
                     self._pending = rest
                 else:
                     self.corrupt = f"{len(rest)} bytes of data that is not gzip follow the compressed stream"
-                    self._done = True
+                    self.eof = True
             else:
                 # the member ended; more members may follow in later blocks
                 nxt = self._f.read(2)
@@ -298,11 +235,11 @@ class ByteStream:
                         self._dec = self._zlib.decompressobj(47)
                     elif nxt.strip(b"\x00"):
                         self.corrupt = "data that is not gzip follows the compressed stream"
-                        self._done = True
+                        self.eof = True
                     else:
-                        self._done = True
+                        self.eof = True
                 else:
-                    self._done = True
+                    self.eof = True
         return out
 
 
