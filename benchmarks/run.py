@@ -404,8 +404,8 @@ def write_report(run: Run, notes: str) -> str:
     lines = [
         "# Benchmark results",
         "",
-        f"Full run of `python benchmarks/run.py` on {datetime.date.today().isoformat()}. Every number is the median",
-        "of fresh child processes; peak RSS is the child's own (kernel `wait4`), for the whole process.",
+        f"Full run of `python benchmarks/run.py --hta-1gb` on {datetime.date.today().isoformat()}. Every number is",
+        "the median of fresh child processes; peak RSS is the child's own high-water mark (`VmHWM`), whole process.",
         "",
         "| | |",
         "|---|---|",
