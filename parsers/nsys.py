@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.errors import TraceError
 from gputop_trace.model import FlowKind, Kind, Trace, TraceBuilder, TraceMeta
 from gputop_trace.parsers import nsys_cpu, nsys_gpu
 from gputop_trace.parsers.nsys_columns import ColumnReader
@@ -67,9 +67,7 @@ def load(path: str, *, progress: Progress | None = None, default_rank: int = 0) 
     conn = connect_readonly(path, decoder)
     try:
         return _load(path, conn, decoder, progress, default_rank)
-    except (sqlite3.DatabaseError, OverflowError) as e:
-        if isinstance(e, sqlite3.OperationalError) and "interrupt" in str(e):
-            raise LoadCancelled from None
+    except sqlite3.DatabaseError as e:
         raise damaged_error(path, e) from None
     finally:
         conn.close()
@@ -290,30 +288,39 @@ def _warn_about_content(ctx: Context, decoder: TextDecoder) -> None:
     if gpu_rows == 0:
         have = []
         for kind, label in (
-            (Kind.RANGE, "NVTX ranges"),
-            (Kind.MARKER, "NVTX marks"),
-            (Kind.API, "CUDA API calls"),
-            (Kind.OSRT, "OS-runtime calls"),
+            (Kind.RANGE, "NVTX range"),
+            (Kind.MARKER, "NVTX mark"),
+            (Kind.API, "CUDA API call"),
+            (Kind.OSRT, "OS-runtime call"),
         ):
-            n = sum(int((b.kind == kind).sum()) for b in ctx.batches if len(b) and b.lane.min() >= 0)
+            n = sum(int((b.kind == kind).sum()) for b in ctx.batches if len(b))
             if n:
-                have.append(f"{n:,} {label}")
-        holds = f"It holds {', '.join(have)}, shown on the CPU thread lanes. " if have else "It holds no events. "
+                have.append(f"{n:,} {label}{'' if n == 1 else 's'}")
+        listed = ", ".join(have[:-1]) + (" and " if len(have) > 1 else "") + have[-1] if have else ""
+        holds = f"It holds {listed}, shown on the CPU thread lanes. " if have else "It holds no events at all. "
         version = ctx.info.version or ctx.info.estimated
         env = _system_env(ctx)
         cuda = ""
         if env.get("CudaDriverVersion", "").isdigit():
             v = int(env["CudaDriverVersion"])
-            cuda = f" (this one, {version}, recorded a machine with CUDA driver {v // 1000}.{(v % 1000) // 10})"
+            cuda = f"CUDA driver {v // 1000}.{(v % 1000) // 10}"
         api_only = ctx.counts.get(str(ctx.schema.table("CUPTI_ACTIVITY_KIND_RUNTIME")), 0) > 0
+        fits = ""
+        if api_only:
+            fits = (
+                f"The second fits here: nsys {version} recorded "
+                + (f"a machine with {cuda}" if cuda else "this program")
+                + ", and CUDA API calls were traced but no GPU work was. "
+            )
         ctx.warn(
             "This export holds no GPU activity: it has no CUDA kernel, memory-copy or memset rows. "
             + holds
-            + "This usually means CUDA tracing was off (record with nsys profile -t cuda,nvtx,osrt ...) or "
-            + "could not attach because the nsys version is older than the CUDA version the program used"
-            + cuda
-            + (", which fits here: CUDA API calls were traced but no GPU work was" if api_only else "")
-            + ". Record again with CUDA tracing on, using an nsys at least as new as your CUDA."
+            + "The usual reasons: CUDA tracing was off (record with nsys profile -t cuda,nvtx,osrt ...), or the "
+            + "nsys that recorded it is older than the CUDA version the program used, so it could not trace the "
+            + "GPU. "
+            + fits
+            + "Record again with CUDA tracing on, using an nsys at least as new as your CUDA"
+            + (f" ({cuda} here)." if cuda and not api_only else ".")
         )
     if decoder.replaced:
         ctx.warn(

@@ -65,14 +65,14 @@ class ColumnReader:
         path: str,
         conn: sqlite3.Connection,
         *,
-        workers: int = WORKERS,
-        chunk_rows: int = CHUNK_ROWS,
+        workers: int | None = None,
+        chunk_rows: int | None = None,
         on_rows: Callable[[int], None] | None = None,
     ) -> None:
         self.path = path
         self.conn = conn
-        self.workers = workers
-        self.chunk_rows = chunk_rows
+        self.workers = WORKERS if workers is None else workers
+        self.chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
         self.on_rows = on_rows
         self.slow_tables: list[str] = []
         self._local = threading.local()

@@ -161,6 +161,18 @@ class Context:
         """Record a warning for the user."""
         self.builder.warn(message)
 
+    def event_table(self, logical: str, *required: str) -> str | None:
+        """The real name of an event table, or ``None`` when the export lacks it or it lacks the columns
+        every row needs (``start``, ``end`` and ``required``), which is reported as a warning."""
+        t = self.schema.table(logical)
+        if t is None:
+            return None
+        missing = [c for c in ("start", "end", *required) if c.lower() not in self.schema.cols(t)]
+        if missing:
+            self.warn(f"Table {t} has no {', '.join(missing)} column; its rows are left out.")
+            return None
+        return t
+
     # ---- ids ---------------------------------------------------------------------------------------------
     def process_index(self, gpids: I64) -> I64:
         """A dense index per globalPid (stable for the whole load), for (process, correlation) join keys."""

@@ -62,7 +62,7 @@ def read_runtime(ctx: Context) -> None:
     Rows of the CUDA-backtrace event class (``--cudabacktrace``) duplicate the API call they wrap with the same
     correlation id; they are left out so that every GPU op joins exactly one call.
     """
-    t = ctx.schema.table("CUPTI_ACTIVITY_KIND_RUNTIME")
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_RUNTIME")
     if t is None:
         return
     s = ctx.schema
@@ -104,7 +104,7 @@ def read_runtime(ctx: Context) -> None:
 
 def read_sync(ctx: Context) -> None:
     """``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`` → host waits, on the thread of the API call they belong to."""
-    t = ctx.schema.table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
     if t is None:
         return
     s = ctx.schema
@@ -153,7 +153,7 @@ def read_nvtx(ctx: Context) -> None:
     called ``"<domain>:<name>"`` (nsys' own report notation) and the domains are listed in
     ``meta.properties["nvtx_domains"]``. Ranges that never ended run to the end of the profile.
     """
-    t = ctx.schema.table("NVTX_EVENTS")
+    t = ctx.event_table("NVTX_EVENTS", "eventType")
     if t is None:
         return
     s = ctx.schema
@@ -236,7 +236,7 @@ def read_nvtx(ctx: Context) -> None:
 
 
 def _simple_cpu_table(ctx: Context, logical: str, kind: Kind, missing: str) -> tuple[I64, I64, I64, I64] | None:
-    t = ctx.schema.table(logical)
+    t = ctx.event_table(logical)
     if t is None:
         return None
     s = ctx.schema
@@ -272,4 +272,5 @@ def read_overhead(ctx: Context) -> None:
     rows = _simple_cpu_table(ctx, "PROFILER_OVERHEAD", Kind.OVERHEAD, "profiler overhead")
     if rows is not None:
         add_gpu_busy_overhead(ctx, *rows)
+    ctx.gpu_ops.clear()  # only needed for the overhead spans
     _simple_cpu_table(ctx, "CUPTI_ACTIVITY_KIND_OVERHEAD", Kind.OVERHEAD, "CUPTI overhead")

@@ -66,7 +66,7 @@ def _unpack_common(cols: list[I64]) -> tuple[I64, I64, I64, I64, I64, I64]:
 
 def read_kernels(ctx: Context) -> None:
     """``CUPTI_ACTIVITY_KIND_KERNEL`` → kernel events named by their full demangled name."""
-    t = ctx.schema.table("CUPTI_ACTIVITY_KIND_KERNEL")
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_KERNEL")
     if t is None:
         return
     s = ctx.schema
@@ -152,7 +152,7 @@ def _lut(mapping: dict[int, int], values: I64, default: int) -> I64:
 
 def read_memcpy(ctx: Context) -> None:
     """``CUPTI_ACTIVITY_KIND_MEMCPY`` → copies on stream lanes, unified-memory migrations on UVM lanes."""
-    t = ctx.schema.table("CUPTI_ACTIVITY_KIND_MEMCPY")
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_MEMCPY")
     if t is None:
         return
     s = ctx.schema
@@ -203,7 +203,7 @@ def read_memcpy(ctx: Context) -> None:
 
 def read_memset(ctx: Context) -> None:
     """``CUPTI_ACTIVITY_KIND_MEMSET`` → memset events (the memory kind in ``dst_kind``)."""
-    t = ctx.schema.table("CUPTI_ACTIVITY_KIND_MEMSET")
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_MEMSET")
     if t is None:
         return
     s = ctx.schema
@@ -242,7 +242,7 @@ def read_memset(ctx: Context) -> None:
 
 def read_graph_trace(ctx: Context) -> None:
     """``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (whole-graph GPU rows, nsys' default graph mode) → graph events."""
-    t = ctx.schema.table("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
     if t is None:
         return
     exprs = [*_common_exprs(ctx, t), f"ifnull({col_or(ctx.schema, t, '-1', 'graphId')}, -1)"]

@@ -5,6 +5,7 @@ triggers, old exports without metadata or ENUM tables)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sqlite3
 import stat
@@ -422,3 +423,74 @@ def test_damaged_pages(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(TraceError, match=r"damaged SQLite file|could not be read"):
         nsys.load(str(path))
+
+
+def test_a_table_without_its_time_columns_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    path = basic().write(tmp_path / "x.sqlite")
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE OSRT_API RENAME COLUMN end TO finish")
+    conn.commit()
+    conn.close()
+    t = nsys.load(str(path))
+    assert Kind.OSRT not in t.count_by_kind() and t.count_by_kind()[Kind.KERNEL] == 1
+    assert "Table OSRT_API has no end column; its rows are left out." in t.meta.warnings
+
+
+def test_progress_reports_rows_and_can_cancel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputop_trace.errors import LoadCancelled
+    from gputop_trace.parsers import nsys_columns
+
+    ex = basic()
+    for i in range(500):
+        ex.osrt(10_000 + i * 10, 10_005 + i * 10, tid=WORKER)
+    path = str(ex.write(tmp_path / "x.sqlite"))
+    monkeypatch.setattr(nsys_columns, "CHUNK_ROWS", 64)
+    seen: list[tuple[int, int]] = []
+    nsys.load(path, progress=lambda done, total, n: seen.append((done, total)))
+    total = seen[-1][1]
+    assert total == 1 + 1 + 1 + 4 + 1 + 3 + 501 + 2  # rows of every event table read
+    assert len(seen) > 10  # OS-runtime rows came in chunks of 64
+    assert seen[-1][0] == total and all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
+
+    def stop(done: int, total: int, n: int) -> None:
+        if done > 100:
+            raise LoadCancelled
+
+    with pytest.raises(LoadCancelled):
+        nsys.load(path, progress=stop)
+
+
+def test_cli_gives_exit_code_2_and_one_paragraph_for_bad_exports(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    foreign = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.commit()
+    conn.close()
+    ex = basic()
+    for i in range(3000):
+        ex.osrt(10_000 + i * 10, 10_005 + i * 10, tid=WORKER)
+    data = ex.write(tmp_path / "full.sqlite").read_bytes()
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(data[: len(data) // 3])
+    text = tmp_path / "notes.sqlite"
+    text.write_text("id,name\n1,x\n")
+    for path, needle in (
+        (foreign, "not an Nsight Systems export"),
+        (cut, "truncated SQLite file"),
+        (text, "not a SQLite database"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "gputop_trace", "summary", str(path)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "400"},
+            check=False,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        err = " ".join(proc.stderr.split())
+        assert err.startswith("gputop-trace: error:") and needle in err
+        assert "nsys export --type sqlite" in err
