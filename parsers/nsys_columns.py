@@ -38,7 +38,7 @@ class _MismatchError(Exception):
     """A chunk's column text did not parse into exactly one integer per row."""
 
 
-def _parse_ints(text: str | None, n: int) -> I64:
+def _parse_ints(text: bytes | None, n: int) -> I64:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if text is None:
@@ -89,6 +89,7 @@ class ColumnReader:
         c: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if c is None:
             c = connect_readonly(self.path, TextDecoder())
+            c.text_factory = bytes  # the aggregates are ASCII digits: skip decoding them into str
             self._local.conn = c
             with self._lock:
                 self._conns.append(c)
@@ -120,7 +121,12 @@ class ColumnReader:
         return [np.concatenate([p[i] for p in parts]) for i in range(len(exprs))]
 
     def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection) -> list[I64]:
-        row = conn.execute(sql, (lo, hi)).fetchone()
+        factory = conn.text_factory
+        conn.text_factory = bytes
+        try:
+            row = conn.execute(sql, (lo, hi)).fetchone()
+        finally:
+            conn.text_factory = factory
         n = int(row[0])
         return [_parse_ints(row[1 + i], n) for i in range(n_expr)]
 

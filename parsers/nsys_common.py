@@ -76,11 +76,22 @@ class Strings:
     def __init__(self, conn: sqlite3.Connection, schema: Schema, builder: TraceBuilder) -> None:
         self.builder = builder
         self.values: dict[int, str] = {}
+        self._ids: I64 | None = None
         t = schema.table("StringIds")
         if t and {"id", "value"} <= schema.cols(t):
             for i, v in conn.execute(f'SELECT id, value FROM "{t}"'):
                 if isinstance(i, int):
                     self.values[i] = as_text(v)
+
+    def known(self, sids: I64) -> npt.NDArray[np.bool_]:
+        """Which ids have a string."""
+        if not self.values:
+            return np.zeros(sids.shape[0], dtype=bool)
+        if self._ids is None:
+            self._ids = np.array(sorted(self.values), dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self._ids, sids), self._ids.shape[0] - 1)
+        found: npt.NDArray[np.bool_] = self._ids[pos] == sids
+        return found
 
     def get(self, sid: int) -> str | None:
         """The string with this id (``None`` when unknown)."""
@@ -181,6 +192,13 @@ class Context:
         uniq, inverse = factorize(gpids)
         idx = np.array([self._process_index.setdefault(int(g), len(self._process_index)) for g in uniq.tolist()])
         return idx.astype(np.int64)[inverse]
+
+    def gpid_of_index(self, index: int) -> int:
+        """The globalPid that :meth:`process_index` numbered ``index``."""
+        for g, i in self._process_index.items():
+            if i == index:
+                return g
+        raise KeyError(index)
 
     def join_key(self, gpids: I64, corr: I64) -> I64:
         """(process, correlationId) packed into one int64."""

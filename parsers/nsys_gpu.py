@@ -10,6 +10,8 @@ has to format (see :mod:`gputop_trace.parsers.nsys_columns`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -18,7 +20,6 @@ from gputop_trace.parsers.nsys_common import DUR_SQL, GPID_MASK, Batch, Context,
 from gputop_trace.parsers.nsys_schema import as_text
 
 I64 = npt.NDArray[np.int64]
-U64 = npt.NDArray[np.uint64]
 
 _M32 = 0xFFFFFFFF
 #: StringIds id that marks "no string" in packed name columns.
@@ -30,18 +31,16 @@ GPU_BUSY_OVERHEAD_NAMES = frozenset(
 )
 
 
-def _u(a: I64) -> U64:
-    return a.view(np.uint64)
-
-
-def _field(a: I64, shift: int, bits: int) -> I64:
-    """Bits ``shift .. shift+bits`` of packed int64 values, as non-negative int64."""
-    out: I64 = ((_u(a) >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.int64)
-    return out
+def _parts(a: I64, dtype: str) -> npt.NDArray[Any]:
+    """A packed int64 column seen as its little-endian 32-, 16- or 8-bit parts: shape (n, 2|4|8), no copy on
+    little-endian machines (column 0 is the lowest part)."""
+    le = a.astype("<i8", copy=False)
+    width = 8 // np.dtype(dtype).itemsize
+    return le.view(dtype).reshape(-1, width)
 
 
 def _common_exprs(ctx: Context, table: str) -> list[str]:
-    """start, dur, correlation|stream, globalPid|device."""
+    """start, dur, correlation (low 32 bits) | stream (high 32 bits), globalPid | device (low 24 bits)."""
     corr = col_or(ctx.schema, table, "0", "correlationId")
     stream = col_or(ctx.schema, table, "0", "streamId")
     gpid = col_or(ctx.schema, table, "0", "globalPid")
@@ -57,11 +56,12 @@ def _common_exprs(ctx: Context, table: str) -> list[str]:
 def _unpack_common(cols: list[I64]) -> tuple[I64, I64, I64, I64, I64, I64]:
     """start, dur, corr, stream, globalPid, device from :func:`_common_exprs` columns."""
     start, dur, cs, gd = cols[:4]
-    corr = _field(cs, 0, 32)
-    stream = _field(cs, 32, 32)
-    gpid = gd & GPID_MASK
+    halves = _parts(cs, "<u4")
+    corr = halves[:, 0].astype(np.int64)
+    stream = halves[:, 1].astype(np.int64)
     device = gd & 0xFFFFFF
-    return start, dur, corr, stream, gpid, device
+    gd &= GPID_MASK  # in place: the packed column becomes the globalPid column
+    return start, dur, corr, stream, gd, device
 
 
 def read_kernels(ctx: Context) -> None:
@@ -84,41 +84,49 @@ def read_kernels(ctx: Context) -> None:
         f"({c('gridX')} & {_M32}) | (({c('gridY')} & {_M32}) << 32)",
         f"({c('gridZ')} & 65535) | (({c('blockX')} & 65535) << 16) | (({c('blockY')} & 65535) << 32)"
         f" | (({c('blockZ')} & 65535) << 48)",
-        f"({c('registersPerThread')} & 65535) | (({c('staticSharedMemory')} & {_M32}) << 16)",
+        f"({c('staticSharedMemory')} & {_M32}) | (({c('registersPerThread')} & 65535) << 32)",
         f"({c('dynamicSharedMemory')} & {_M32}) | (ifnull({graph}, {_NO_STRING}) << 32)",
     ]
     cols = ctx.reader.read(t, exprs)
+    n = cols[0].shape[0]
     start, dur, corr, stream, gpid, device = _unpack_common(cols)
-    names, gx, gz, regs, dyn = cols[4:9]
-    demangled_id = _field(names, 0, 32)
-    mangled_id = _field(names, 32, 32)
-    name = ctx.strings.intern(np.where(demangled_id == _NO_STRING, -1, demangled_id), missing="(unnamed kernel)")
-    raw = np.full(name.shape[0], -1, dtype=np.int32)
-    has_raw = mangled_id != _NO_STRING
+    names = _parts(cols[4], "<u4")
+    gx, gz = _parts(cols[5], "<u4"), _parts(cols[6], "<u2")
+    res, dyn = _parts(cols[7], "<u4"), _parts(cols[8], "<u4")
+    demangled_id = names[:, 0].astype(np.int64)
+    demangled_id[demangled_id == _NO_STRING] = -1
+    name = ctx.strings.intern(demangled_id, missing="(unnamed kernel)")
+    raw = np.full(n, -1, dtype=np.int32)
+    has_raw = names[:, 1] != _NO_STRING
     if has_raw.any():
-        raw[has_raw] = ctx.strings.intern(mangled_id[has_raw], missing="")
+        raw[has_raw] = ctx.strings.intern(names[has_raw, 1].astype(np.int64), missing="")
         raw[has_raw & (raw == name)] = -1
-    grid = np.column_stack([_field(gx, 0, 32), _field(gx, 32, 32), _field(gz, 0, 16)])
-    block = np.column_stack([_field(gz, 16, 16), _field(gz, 32, 16), _field(gz, 48, 16)])
-    graph_id = _field(dyn, 32, 32)
+    grid = np.empty((n, 3), dtype=np.int32)
+    grid[:, 0], grid[:, 1], grid[:, 2] = gx[:, 0], gx[:, 1], gz[:, 0]
+    block = np.empty((n, 3), dtype=np.int32)
+    block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
+    graph_id = dyn[:, 1].astype(np.int64)
+    graph_id[graph_id == _NO_STRING] = -1
+    kernel = {
+        "grid": grid,
+        "block": block,
+        "registers": _parts(cols[7], "<u2")[:, 2].astype(np.int32),
+        "shared_static": res[:, 0].astype(np.int32),
+        "shared_dynamic": dyn[:, 0].astype(np.int32),
+        "raw_name": raw,
+        "graph_id": graph_id,
+    }
+    del cols, names, gx, gz, res, dyn
     ctx.add(
         Batch(
             table=t,
             start=start,
             dur=dur,
-            kind=kind_array(Kind.KERNEL, start.shape[0]),
+            kind=kind_array(Kind.KERNEL, n),
             lane=ctx.stream_lanes(gpid, device, stream),
             name=name,
             corr=corr,
-            kernel={
-                "grid": grid,
-                "block": block,
-                "registers": _field(regs, 0, 16),
-                "shared_static": _field(regs, 16, 32),
-                "shared_dynamic": _field(dyn, 0, 32),
-                "raw_name": raw,
-                "graph_id": np.where(graph_id == _NO_STRING, -1, graph_id),
-            },
+            kernel=kernel,
             launch_key=ctx.join_key(gpid, corr),
         )
     )
@@ -164,10 +172,10 @@ def read_memcpy(ctx: Context) -> None:
     exprs = [*_common_exprs(ctx, t), f"ifnull({col_or(s, t, '0', 'bytes')}, 0)", kinds]
     cols = ctx.reader.read(t, exprs)
     start, dur, corr, stream, gpid, device = _unpack_common(cols)
-    nbytes, packed = cols[4], cols[5]
-    direction = _lut(ctx.enums.copy_kind_lut(), _field(packed, 0, 8), int(CopyKind.UNKNOWN))
-    src = _lut(ctx.enums.mem_kind_lut(), _field(packed, 8, 8), int(MemKind.UNKNOWN))
-    dst = _lut(ctx.enums.mem_kind_lut(), _field(packed, 16, 8), int(MemKind.UNKNOWN))
+    nbytes, packed = cols[4], _parts(cols[5], "<u1")
+    direction = _lut(ctx.enums.copy_kind_lut(), packed[:, 0].astype(np.int64), int(CopyKind.UNKNOWN))
+    src = _lut(ctx.enums.mem_kind_lut(), packed[:, 1].astype(np.int64), int(MemKind.UNKNOWN))
+    dst = _lut(ctx.enums.mem_kind_lut(), packed[:, 2].astype(np.int64), int(MemKind.UNKNOWN))
     combo = direction * 65536 + src * 256 + dst
     uniq, inverse = factorize(combo)
     ids = np.array([ctx.builder.names.intern(_copy_name(c >> 16, (c >> 8) & 255, c & 255)) for c in uniq.tolist()])

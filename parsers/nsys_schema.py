@@ -25,6 +25,9 @@ from gputop_trace.model import CopyKind, MemKind
 #: Export command shown to users in error messages.
 EXPORT_HINT = "nsys export --type sqlite --output report.sqlite report.nsys-rep"
 
+#: Bytes of the database SQLite may memory-map (read-only) per connection.
+MMAP_BYTES = 1 << 34
+
 _VERSION_SUFFIX = re.compile(r"^(?P<base>.+?)_V(?P<n>\d+)$", re.IGNORECASE)
 _SAFE_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -73,6 +76,8 @@ def connect_readonly(path: str, decoder: TextDecoder | None = None) -> sqlite3.C
         try:
             conn.execute("PRAGMA query_only = ON")
             conn.execute("PRAGMA trusted_schema = OFF")
+            # read pages through a read-only memory map: no read() call and no copy per 4 KiB page
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             conn.text_factory = decoder if decoder is not None else TextDecoder()
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
