@@ -29,7 +29,7 @@ from gputop_trace.parsers.nsys_schema import TextDecoder, as_text, connect_reado
 I64 = npt.NDArray[np.int64]
 
 #: Rows read per aggregate query.
-CHUNK_ROWS = 1 << 18
+CHUNK_ROWS = 1 << 16
 #: Threads reading chunks (each on its own connection).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
 
