@@ -721,7 +721,7 @@ class TraceBuilder:
         n = s.shape[0]
         cols = {
             "start_ns": s,
-            "dur_ns": np.asarray(dur_ns, dtype=np.int64),
+            "dur_ns": _broadcast(dur_ns, n, np.int64),
             "kind": _broadcast(kind, n, np.uint8),
             "lane": _broadcast(lane, n, np.int32),
             "name": _broadcast(name, n, np.int32),

@@ -146,6 +146,8 @@ class _State:
         self.other_phases: dict[str, int] = defaultdict(int)
         self.skipped = 0
         self.skipped_example = ""
+        self.repaired = 0
+        self.repaired_example = ""
         self.negative_dur = 0
         self.seq = 0
 
@@ -179,8 +181,17 @@ def _one_ns(v: Any, exact: bool) -> int:
 
 def _process_chunk(st: _State, chunk: Chunk) -> None:
     evs = chunk.events
+    no_ts = [e for e in evs if e.ts != e.ts and e.ph != "M"]  # NaN: the event has no timestamp
+    if no_ts:
+        st.skipped += len(no_ts)
+        st.skipped_example = st.skipped_example or f"a {no_ts[0].ph!r} event named {no_ts[0].name!r} without ts"
+        evs = [e for e in evs if e.ts == e.ts or e.ph == "M"]
     st.skipped += chunk.skipped
     st.skipped_example = st.skipped_example or chunk.skipped_example
+    st.repaired += chunk.repaired
+    st.repaired_example = st.repaired_example or chunk.repaired_example
+    for note in chunk.notes:
+        st.builder.warn(f"The file is not strict JSON: {note}.")
     xs = [e for e in evs if e.ph == "X"]
     if len(xs) != len(evs):
         _process_other(st, [e for e in evs if e.ph != "X"], chunk.exact)
@@ -973,6 +984,19 @@ def _finish(
         )
     if corrupt:
         b.warn(f"{corrupt}; events up to the damage were loaded.")
+    real_damage = [d for d in info.damaged if not (info.truncated and d is info.damaged[-1])]
+    if real_damage:
+        skipped_bytes = sum(n for _, n in real_damage)
+        b.warn(
+            f"The file is damaged: {skipped_bytes:,} bytes in {len(real_damage)} place(s) could not be read (first "
+            f"at byte {real_damage[0][0]:,} of the decompressed JSON); the events there were skipped, everything "
+            "else was loaded."
+        )
+    if st.repaired:
+        b.warn(
+            f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "
+            f"those fields were ignored and the events kept; first one: {st.repaired_example}"
+        )
     if st.skipped:
         b.warn(
             f"{st.skipped} events had unreadable fields (wrong types, NaN, bad numbers) and were skipped; "

@@ -104,3 +104,27 @@ def test_cut_before_the_first_event_is_a_clear_error(tmp_path: Path) -> None:
     p.write_bytes(b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "na')
     with pytest.raises(TraceError, match="before its first complete event"):
         chrome.load(str(p))
+
+
+@pytest.mark.parametrize("chunk", [1 << 12, 1 << 16, 16 << 20])
+def test_damage_in_the_middle_skips_only_the_damaged_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    from gputop_trace.parsers import chrome_json
+
+    monkeypatch.setattr(chrome_json, "CHUNK", chunk)
+    monkeypatch.setattr(chrome_json, "MAX_ELEMENT", 4 * chunk)
+    ev = [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10.5, "dur": 2.25} for i in range(2000)]
+    text = bytearray(json.dumps({"traceEvents": ev, "traceName": "x"}, indent=1).encode())
+    # damage op1000's event: overwrite a few bytes in the middle of it with garbage
+    at = text.index(b'"op1000"')
+    text[at : at + 6] = b"\x00]]}{{"
+    p = tmp_path / "damaged.json"
+    p.write_bytes(bytes(text))
+    t = chrome.load(str(p))
+    names = {t.names[i] for i in t.name.tolist()}
+    assert "op999" in names and "op1001" in names and "op1999" in names
+    assert "op1000" not in names
+    assert 1995 <= len(t) <= 1999
+    assert any("The file is damaged" in w for w in t.meta.warnings), t.meta.warnings
+    assert not any("truncated" in w for w in t.meta.warnings)

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.commands import kernels, summary
+from gputop_trace.commands import kernels, ranks, summary
 
-COMMANDS: tuple[ModuleType, ...] = (summary, kernels)
+COMMANDS: tuple[ModuleType, ...] = (summary, kernels, ranks)
