@@ -219,13 +219,17 @@ class Context:
         return self.nvtx_thread_names.get(gtid) or self.thread_names.get(gtid) or f"thread {tid}"
 
     # ---- lanes -------------------------------------------------------------------------------------------
+    def lanes_by(self, keys: I64, make: Any) -> I32:
+        """Lane id per row where ``make(key) -> lane id`` is called once per distinct key."""
+        if keys.shape[0] == 0:
+            return np.zeros(0, dtype=np.int32)
+        uniq, inverse = factorize(keys)
+        ids = np.array([make(int(k)) for k in uniq.tolist()], dtype=np.int32)
+        return ids[inverse]
+
     def cpu_lanes(self, gtids: I64) -> I32:
         """Lane id per row for CPU-thread rows (one lane per globalTid)."""
-        if gtids.shape[0] == 0:
-            return np.zeros(0, dtype=np.int32)
-        uniq, inverse = factorize(gtids)
-        ids = np.array([self.cpu_lane(int(g)) for g in uniq.tolist()], dtype=np.int32)
-        return ids[inverse]
+        return self.lanes_by(gtids, self.cpu_lane)
 
     def cpu_lane(self, gtid: int) -> int:
         """The lane of one CPU thread."""

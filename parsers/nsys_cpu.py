@@ -127,7 +127,7 @@ def read_sync(ctx: Context) -> None:
         lane[hit] = lanes[pos[hit]]
     missing = lane < 0
     if missing.any():
-        lane[missing] = [ctx.process_other_lane(int(g), "CUDA synchronization") for g in gpid[missing].tolist()]
+        lane[missing] = ctx.lanes_by(gpid[missing], lambda g: ctx.process_other_lane(g, "CUDA synchronization"))
     uniq, inverse = factorize(sync_type)
     ids = np.array(
         [ctx.builder.names.intern(ctx.enums.sync_label.get(v, "Synchronization")) for v in uniq.tolist()],
@@ -207,7 +207,7 @@ def read_nvtx(ctx: Context) -> None:
     cross = np.isin(et, np.array(NVTX_START_END)) & (end_gtid[ev] > 0) & (end_gtid[ev] != gtid[ev])
     lane = ctx.cpu_lanes(gtid[ev])
     if cross.any():
-        lane[cross] = [ctx.async_lane(int(g)) for g in gpid[ev][cross].tolist()]
+        lane[cross] = ctx.lanes_by(gpid[ev][cross], ctx.async_lane)
     for sel, kind in ((is_mark, Kind.MARKER), (~is_mark, Kind.RANGE)):
         if not sel.any():
             continue

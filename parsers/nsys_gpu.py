@@ -185,7 +185,7 @@ def read_memcpy(ctx: Context) -> None:
         if not sel.any():
             continue
         if is_uvm:
-            lane = np.array([ctx.uvm_lane(int(d)) for d in device[sel].tolist()], dtype=np.int32)
+            lane = ctx.lanes_by(device[sel], ctx.uvm_lane)
         else:
             lane = ctx.stream_lanes(gpid[sel], device[sel], stream[sel])
         ctx.add(
