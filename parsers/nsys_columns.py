@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,10 +43,11 @@ def _parse_ints(text: bytes | None, n: int) -> I64:
     if text is None:
         raise _MismatchError
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # older numpy warns (DeprecationWarning) when it stops early
-            a = np.fromstring(text, dtype=np.int64, sep=",")
-    except ValueError:  # newer numpy raises on text that is not an integer ("8000.5", "abc")
+        # numpy ≥ 2.x raises ValueError on text that is not an integer ("8000.5", "abc"); older numpy stops there
+        # with a DeprecationWarning (an exception only where warnings are errors) and the length check catches it.
+        # (No warnings.catch_warnings here: it is not thread-safe, and this runs in worker threads.)
+        a = np.fromstring(text, dtype=np.int64, sep=",")
+    except (ValueError, DeprecationWarning):
         raise _MismatchError from None
     if a.shape[0] != n:
         raise _MismatchError
