@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +27,7 @@ import numpy.typing as npt
 from gputop_trace.parsers.nsys_schema import TextDecoder, as_text, connect_readonly
 
 I64 = npt.NDArray[np.int64]
+T = TypeVar("T")
 
 #: Rows read per aggregate query.
 CHUNK_ROWS = 1 << 16
@@ -97,13 +99,30 @@ class ColumnReader:
 
     def read(self, table: str, exprs: Sequence[str], *, where: str = "") -> list[I64]:
         """One int64 array per expression, rows in rowid order, restricted by the SQL condition ``where``."""
+        parts = self.read_decoded(table, exprs, lambda cols: cols, where=where)
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return [np.zeros(0, dtype=np.int64) for _ in exprs]
+        return [np.concatenate([p[i] for p in parts]) for i in range(len(exprs))]
+
+    def read_decoded(
+        self, table: str, exprs: Sequence[str], decode: Callable[[list[I64]], T], *, where: str = ""
+    ) -> list[T]:
+        """``decode`` applied to every chunk of rows (its int64 columns, one per expression), in rowid order.
+
+        Chunks are fetched by the worker threads ahead of the one being decoded, so decoding (numpy, in this
+        thread) overlaps the SQL scans, and decoding works on chunk-sized arrays. When a chunk turns out not to
+        parse, the chunks decoded so far are dropped and the whole table is decoded once from the safe reader
+        (``decode`` must not count anything twice: lane and name registration are idempotent).
+        """
         try:
             bounds = self.conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
         except sqlite3.OperationalError:
-            return self._read_slow(table, exprs, where, order_by_rowid=False)
+            return [decode(self._read_slow(table, exprs, where, order_by_rowid=False))]
         lo, hi = bounds
         if lo is None:
-            return [np.zeros(0, dtype=np.int64) for _ in exprs]
+            return []
         ranges = [(a, min(a + self.chunk_rows, hi + 1)) for a in range(int(lo), int(hi) + 1, self.chunk_rows)]
         sql = (
             "SELECT count(*), "
@@ -112,13 +131,10 @@ class ColumnReader:
             + (f" AND ({where})" if where else "")
         )
         try:
-            parts = self._run_chunks(sql, ranges, len(exprs))
+            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
         except _MismatchError:
             self.slow_tables.append(table)
-            return self._read_slow(table, exprs, where, order_by_rowid=True)
-        if not parts:
-            return [np.zeros(0, dtype=np.int64) for _ in exprs]
-        return [np.concatenate([p[i] for p in parts]) for i in range(len(exprs))]
+            return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
 
     def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection) -> list[I64]:
         factory = conn.text_factory
@@ -133,27 +149,23 @@ class ColumnReader:
     def _chunk_in_thread(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64]:
         return self._chunk(sql, lo, hi, n_expr, self._thread_conn())
 
-    def _run_chunks(self, sql: str, ranges: list[tuple[int, int]], n_expr: int) -> list[list[I64]]:
-        parts: list[list[I64]] = []
+    def _run_chunks(self, sql: str, ranges: list[tuple[int, int]], n_expr: int) -> Iterator[list[I64]]:
+        """Chunks in order; with workers, every chunk is queued at once and handed out as it completes."""
         if self.workers <= 1 or len(ranges) == 1:
             for lo, hi in ranges:
                 part = self._chunk(sql, lo, hi, n_expr, self.conn)
-                parts.append(part)
                 self._report(part)
-            return parts
+                yield part
+            return
         pool = ThreadPoolExecutor(max_workers=self.workers)
         try:
-            futures = [
-                pool.submit(lambda a, b: self._chunk(sql, a, b, n_expr, self._thread_conn()), lo, hi)
-                for lo, hi in ranges
-            ]
+            futures = [pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr) for lo, hi in ranges]
             for fut in futures:
                 part = fut.result()
-                parts.append(part)
                 self._report(part)
+                yield part
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        return parts
 
     def _report(self, part: list[I64]) -> None:
         if self.on_rows is not None and part:

@@ -163,7 +163,7 @@ class Context:
     gpus: dict[int, GpuInfo] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
-    gpu_ops: list[tuple[I64, I64, I64, I64]] = field(default_factory=list)
+    gpu_spans: dict[tuple[int, int], tuple[int, int, int]] = field(default_factory=dict)
     api_lookup: tuple[I64, I32] | None = None
     cpu_lane_gtid: dict[int, int] = field(default_factory=dict)
     _process_index: dict[int, int] = field(default_factory=dict)
@@ -192,6 +192,29 @@ class Context:
         uniq, inverse = factorize(gpids)
         idx = np.array([self._process_index.setdefault(int(g), len(self._process_index)) for g in uniq.tolist()])
         return idx.astype(np.int64)[inverse]
+
+    def note_gpu_span(self, start: I64, dur: I64, gpid: I64, device: I64) -> None:
+        """Extend the (pid, device) spans of GPU work (rows with ``start > 0``, as nsys' GPU reports count them):
+        ``gpu_spans[(pid, device)] = (first start, last end, a globalPid of that pid)``."""
+        keep = start > 0
+        if not keep.any():
+            return
+        s, g, d = start[keep], gpid[keep], device[keep]
+        e = np.where(dur[keep] == NULL_DUR, np.iinfo(np.int64).min, s + dur[keep])
+        keys, code = factorize((pid_of(g) << 32) | (d & 0xFFFFFFFF))
+        if keys.shape[0] == 1:
+            lo, hi = s.min(keepdims=True), e.max(keepdims=True)
+        else:
+            lo = np.full(keys.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
+            hi = np.full(keys.shape[0], np.iinfo(np.int64).min, dtype=np.int64)
+            np.minimum.at(lo, code, s)
+            np.maximum.at(hi, code, e)
+        first = np.zeros(keys.shape[0], dtype=np.int64)
+        first[code[::-1]] = g[::-1]
+        for k, a, b, gp in zip(keys.tolist(), lo.tolist(), hi.tolist(), first.tolist(), strict=True):
+            key = (k >> 32, k & 0xFFFFFFFF)
+            old = self.gpu_spans.get(key)
+            self.gpu_spans[key] = (min(a, old[0]), max(b, old[1]), old[2]) if old else (a, b, gp)
 
     def gpid_of_index(self, index: int) -> int:
         """The globalPid that :meth:`process_index` numbered ``index``."""

@@ -300,5 +300,4 @@ def read_overhead(ctx: Context) -> None:
     rows = _simple_cpu_table(ctx, "PROFILER_OVERHEAD", Kind.OVERHEAD, "profiler overhead")
     if rows is not None:
         add_gpu_busy_overhead(ctx, *rows)
-    ctx.gpu_ops.clear()  # only needed for the overhead spans
     _simple_cpu_table(ctx, "CUPTI_ACTIVITY_KIND_OVERHEAD", Kind.OVERHEAD, "CUPTI overhead")

@@ -20,6 +20,7 @@ from gputop_trace.parsers.nsys_common import DUR_SQL, GPID_MASK, Batch, Context,
 from gputop_trace.parsers.nsys_schema import as_text
 
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 
 _M32 = 0xFFFFFFFF
 #: StringIds id that marks "no string" in packed name columns.
@@ -64,6 +65,28 @@ def _unpack_common(cols: list[I64]) -> tuple[I64, I64, I64, I64, I64, I64]:
     return start, dur, corr, stream, gd, device
 
 
+def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-chunk decoded columns joined into one array per column."""
+    if len(parts) == 1:
+        return parts[0]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _names_for(ctx: Context, codes: I64, label: Any) -> I32:
+    """Name ids for small integer codes, ``label(code) -> str`` called once per distinct code."""
+    uniq, inverse = factorize(codes)
+    ids = np.array([ctx.builder.names.intern(label(int(c))) for c in uniq.tolist()], dtype=np.int32)
+    return ids[inverse] if uniq.shape[0] else np.zeros(0, dtype=np.int32)
+
+
+def _gpu_columns(ctx: Context, cols: list[I64]) -> tuple[dict[str, Any], I64, I64, I64]:
+    """Decode the common columns of one chunk: the event columns, and (globalPid, device, stream) for lanes.
+    Records the chunk in the per-(process, device) GPU spans."""
+    start, dur, corr, stream, gpid, device = _unpack_common(cols)
+    ctx.note_gpu_span(start, dur, gpid, device)
+    return {"start": start, "dur": dur, "corr": corr}, gpid, device, stream
+
+
 def read_kernels(ctx: Context) -> None:
     """``CUPTI_ACTIVITY_KIND_KERNEL`` → kernel events named by their full demangled name."""
     t = ctx.event_table("CUPTI_ACTIVITY_KIND_KERNEL")
@@ -87,50 +110,58 @@ def read_kernels(ctx: Context) -> None:
         f"({c('staticSharedMemory')} & {_M32}) | (({c('registersPerThread')} & 65535) << 32)",
         f"({c('dynamicSharedMemory')} & {_M32}) | (ifnull({graph}, {_NO_STRING}) << 32)",
     ]
-    cols = ctx.reader.read(t, exprs)
-    n = cols[0].shape[0]
-    start, dur, corr, stream, gpid, device = _unpack_common(cols)
-    names = _parts(cols[4], "<u4")
-    gx, gz = _parts(cols[5], "<u4"), _parts(cols[6], "<u2")
-    res, dyn = _parts(cols[7], "<u4"), _parts(cols[8], "<u4")
-    demangled_id = names[:, 0].astype(np.int64)
-    demangled_id[demangled_id == _NO_STRING] = -1
-    name = ctx.strings.intern(demangled_id, missing="(unnamed kernel)")
-    raw = np.full(n, -1, dtype=np.int32)
-    has_raw = names[:, 1] != _NO_STRING
-    if has_raw.any():
-        raw[has_raw] = ctx.strings.intern(names[has_raw, 1].astype(np.int64), missing="")
-        raw[has_raw & (raw == name)] = -1
-    grid = np.empty((n, 3), dtype=np.int32)
-    grid[:, 0], grid[:, 1], grid[:, 2] = gx[:, 0], gx[:, 1], gz[:, 0]
-    block = np.empty((n, 3), dtype=np.int32)
-    block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
-    graph_id = dyn[:, 1].astype(np.int64)
-    graph_id[graph_id == _NO_STRING] = -1
-    kernel = {
-        "grid": grid,
-        "block": block,
-        "registers": _parts(cols[7], "<u2")[:, 2].astype(np.int32),
-        "shared_static": res[:, 0].astype(np.int32),
-        "shared_dynamic": dyn[:, 0].astype(np.int32),
-        "raw_name": raw,
-        "graph_id": graph_id,
-    }
-    del cols, names, gx, gz, res, dyn
+
+    def decode(cols: list[I64]) -> dict[str, Any]:
+        out, gpid, device, stream = _gpu_columns(ctx, cols)
+        n = out["start"].shape[0]
+        names = _parts(cols[4], "<u4")
+        gx, gz = _parts(cols[5], "<u4"), _parts(cols[6], "<u2")
+        res, dyn = _parts(cols[7], "<u4"), _parts(cols[8], "<u4")
+        demangled_id = names[:, 0].astype(np.int64)
+        demangled_id[demangled_id == _NO_STRING] = -1
+        out["name"] = name = ctx.strings.intern(demangled_id, missing="(unnamed kernel)")
+        raw = np.full(n, -1, dtype=np.int32)
+        has_raw = names[:, 1] != _NO_STRING
+        if has_raw.any():
+            raw[has_raw] = ctx.strings.intern(names[has_raw, 1].astype(np.int64), missing="")
+            raw[has_raw & (raw == name)] = -1
+        grid = np.empty((n, 3), dtype=np.int32)
+        grid[:, 0], grid[:, 1], grid[:, 2] = gx[:, 0], gx[:, 1], gz[:, 0]
+        block = np.empty((n, 3), dtype=np.int32)
+        block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
+        graph_id = dyn[:, 1].astype(np.int64)
+        graph_id[graph_id == _NO_STRING] = -1
+        out.update(
+            grid=grid,
+            block=block,
+            registers=_parts(cols[7], "<u2")[:, 2].astype(np.int32),
+            shared_static=res[:, 0].astype(np.int32),
+            shared_dynamic=dyn[:, 0].astype(np.int32),
+            raw_name=raw,
+            graph_id=graph_id,
+            lane=ctx.stream_lanes(gpid, device, stream),
+            launch_key=ctx.join_key(gpid, out["corr"]),
+        )
+        return out
+
+    parts = ctx.reader.read_decoded(t, exprs, decode)
+    if not parts:
+        return
+    d = _concat(parts)
+    del parts
     ctx.add(
         Batch(
             table=t,
-            start=start,
-            dur=dur,
-            kind=kind_array(Kind.KERNEL, n),
-            lane=ctx.stream_lanes(gpid, device, stream),
-            name=name,
-            corr=corr,
-            kernel=kernel,
-            launch_key=ctx.join_key(gpid, corr),
+            start=d.pop("start"),
+            dur=d.pop("dur"),
+            kind=kind_array(Kind.KERNEL, d["name"].shape[0]),
+            lane=d.pop("lane"),
+            name=d.pop("name"),
+            corr=d.pop("corr"),
+            launch_key=d.pop("launch_key"),
+            kernel=d,
         )
     )
-    ctx.gpu_ops.append((start, dur, gpid, device))
 
 
 def _copy_name(direction: int, src: int, dst: int, *, memset: bool = False) -> str:
@@ -142,9 +173,8 @@ def _copy_name(direction: int, src: int, dst: int, *, memset: bool = False) -> s
         return f"Unified memory {('HtoD', 'DtoH', 'DtoD')[direction - 11]}"
     if src == MemKind.UNKNOWN and dst == MemKind.UNKNOWN:
         return f"Memcpy {label}"
-    return (
-        f"Memcpy {label} ({MEM_KIND_LABEL.get(src, 'unknown').title()} -> {MEM_KIND_LABEL.get(dst, 'unknown').title()})"
-    )
+    src_label = MEM_KIND_LABEL.get(src, "unknown").title()
+    return f"Memcpy {label} ({src_label} -> {MEM_KIND_LABEL.get(dst, 'unknown').title()})"
 
 
 def _lut(mapping: dict[int, int], values: I64, default: int) -> I64:
@@ -170,43 +200,55 @@ def read_memcpy(ctx: Context) -> None:
         f" | ((ifnull({col_or(s, t, '7', 'dstKind')}, 7) & 255) << 16)"
     )
     exprs = [*_common_exprs(ctx, t), f"ifnull({col_or(s, t, '0', 'bytes')}, 0)", kinds]
-    cols = ctx.reader.read(t, exprs)
-    start, dur, corr, stream, gpid, device = _unpack_common(cols)
-    nbytes, packed = cols[4], _parts(cols[5], "<u1")
-    direction = _lut(ctx.enums.copy_kind_lut(), packed[:, 0].astype(np.int64), int(CopyKind.UNKNOWN))
-    src = _lut(ctx.enums.mem_kind_lut(), packed[:, 1].astype(np.int64), int(MemKind.UNKNOWN))
-    dst = _lut(ctx.enums.mem_kind_lut(), packed[:, 2].astype(np.int64), int(MemKind.UNKNOWN))
-    combo = direction * 65536 + src * 256 + dst
-    uniq, inverse = factorize(combo)
-    ids = np.array([ctx.builder.names.intern(_copy_name(c >> 16, (c >> 8) & 255, c & 255)) for c in uniq.tolist()])
-    name = ids.astype(np.int32)[inverse] if len(uniq) else np.zeros(0, dtype=np.int32)
-    uvm = np.isin(direction, np.array(_UVM, dtype=np.int64))
-    for sel, is_uvm in ((~uvm, False), (uvm, True)):
+    copy_lut, mem_lut = ctx.enums.copy_kind_lut(), ctx.enums.mem_kind_lut()
+
+    def decode(cols: list[I64]) -> dict[str, Any]:
+        out, gpid, device, stream = _gpu_columns(ctx, cols)
+        packed = _parts(cols[5], "<u1")
+        direction = _lut(copy_lut, packed[:, 0].astype(np.int64), int(CopyKind.UNKNOWN))
+        src = _lut(mem_lut, packed[:, 1].astype(np.int64), int(MemKind.UNKNOWN))
+        dst = _lut(mem_lut, packed[:, 2].astype(np.int64), int(MemKind.UNKNOWN))
+        uvm = np.isin(direction, np.array(_UVM, dtype=np.int64))
+        lane = np.empty(direction.shape[0], dtype=np.int32)
+        lane[~uvm] = ctx.stream_lanes(gpid[~uvm], device[~uvm], stream[~uvm])
+        lane[uvm] = ctx.lanes_by(device[uvm], ctx.uvm_lane)
+        out.update(
+            name=_names_for(
+                ctx, direction * 65536 + src * 256 + dst, lambda c: _copy_name(c >> 16, (c >> 8) & 255, c & 255)
+            ),
+            lane=lane,
+            uvm=uvm,
+            launch_key=ctx.join_key(gpid, out["corr"]),
+            bytes=cols[4],
+            direction=direction,
+            src_kind=src,
+            dst_kind=dst,
+        )
+        return out
+
+    parts = ctx.reader.read_decoded(t, exprs, decode)
+    if not parts:
+        return
+    d = _concat(parts)
+    del parts
+    uvm = d.pop("uvm")
+    for sel, kind in ((~uvm, Kind.MEMCPY), (uvm, Kind.UVM)):
         if not sel.any():
             continue
-        if is_uvm:
-            lane = ctx.lanes_by(device[sel], ctx.uvm_lane)
-        else:
-            lane = ctx.stream_lanes(gpid[sel], device[sel], stream[sel])
+        part = {k: v[sel] for k, v in d.items()} if not sel.all() else d
         ctx.add(
             Batch(
                 table=t,
-                start=start[sel],
-                dur=dur[sel],
-                kind=kind_array(Kind.UVM if is_uvm else Kind.MEMCPY, int(sel.sum())),
-                lane=lane,
-                name=name[sel],
-                corr=corr[sel],
-                copy={
-                    "bytes": nbytes[sel],
-                    "direction": direction[sel],
-                    "src_kind": src[sel],
-                    "dst_kind": dst[sel],
-                },
-                launch_key=None if is_uvm else ctx.join_key(gpid[sel], corr[sel]),
+                start=part["start"],
+                dur=part["dur"],
+                kind=kind_array(kind, part["start"].shape[0]),
+                lane=part["lane"],
+                name=part["name"],
+                corr=part["corr"],
+                copy={k: part[k] for k in ("bytes", "direction", "src_kind", "dst_kind")},
+                launch_key=None if kind == Kind.UVM else part["launch_key"],
             )
         )
-    ctx.gpu_ops.append((start, dur, gpid, device))
 
 
 def read_memset(ctx: Context) -> None:
@@ -220,56 +262,75 @@ def read_memset(ctx: Context) -> None:
         f"ifnull({col_or(s, t, '0', 'bytes')}, 0)",
         f"ifnull({col_or(s, t, '7', 'memKind')}, 7)",
     ]
-    cols = ctx.reader.read(t, exprs)
-    start, dur, corr, stream, gpid, device = _unpack_common(cols)
-    nbytes, memkind = cols[4], _lut(ctx.enums.mem_kind_lut(), cols[5], int(MemKind.UNKNOWN))
-    uniq, inverse = factorize(memkind)
-    ids = np.array([ctx.builder.names.intern(_copy_name(0, 0, k, memset=True)) for k in uniq.tolist()])
-    name = ids.astype(np.int32)[inverse] if len(uniq) else np.zeros(0, dtype=np.int32)
-    n = start.shape[0]
+    mem_lut = ctx.enums.mem_kind_lut()
+
+    def decode(cols: list[I64]) -> dict[str, Any]:
+        out, gpid, device, stream = _gpu_columns(ctx, cols)
+        memkind = _lut(mem_lut, cols[5], int(MemKind.UNKNOWN))
+        n = memkind.shape[0]
+        out.update(
+            name=_names_for(ctx, memkind, lambda k: _copy_name(0, 0, k, memset=True)),
+            lane=ctx.stream_lanes(gpid, device, stream),
+            launch_key=ctx.join_key(gpid, out["corr"]),
+            bytes=cols[4],
+            direction=np.zeros(n, dtype=np.int64),
+            src_kind=np.zeros(n, dtype=np.int64),
+            dst_kind=memkind,
+        )
+        return out
+
+    parts = ctx.reader.read_decoded(t, exprs, decode)
+    if not parts:
+        return
+    d = _concat(parts)
     ctx.add(
         Batch(
             table=t,
-            start=start,
-            dur=dur,
-            kind=kind_array(Kind.MEMSET, n),
-            lane=ctx.stream_lanes(gpid, device, stream),
-            name=name,
-            corr=corr,
-            copy={
-                "bytes": nbytes,
-                "direction": np.zeros(n, dtype=np.int64),
-                "src_kind": np.zeros(n, dtype=np.int64),
-                "dst_kind": memkind,
-            },
-            launch_key=ctx.join_key(gpid, corr),
+            start=d["start"],
+            dur=d["dur"],
+            kind=kind_array(Kind.MEMSET, d["start"].shape[0]),
+            lane=d["lane"],
+            name=d["name"],
+            corr=d["corr"],
+            copy={k: d[k] for k in ("bytes", "direction", "src_kind", "dst_kind")},
+            launch_key=d["launch_key"],
         )
     )
-    ctx.gpu_ops.append((start, dur, gpid, device))
 
 
 def read_graph_trace(ctx: Context) -> None:
-    """``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (whole-graph GPU rows, nsys' default graph mode) → graph events."""
+    """``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (whole-graph GPU rows, nsys' default graph mode) → graph events.
+    (Not part of nsys' GPU-busy span, which only counts kernels, memcpys and memsets.)"""
     t = ctx.event_table("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
     if t is None:
         return
     exprs = [*_common_exprs(ctx, t), f"ifnull({col_or(ctx.schema, t, '-1', 'graphId')}, -1)"]
-    cols = ctx.reader.read(t, exprs)
-    start, dur, corr, stream, gpid, device = _unpack_common(cols)
-    graph_ids = cols[4]
-    uniq, inverse = factorize(graph_ids)
-    ids = np.array([ctx.builder.names.intern(f"CUDA graph {g}" if g >= 0 else "CUDA graph") for g in uniq.tolist()])
-    name = ids.astype(np.int32)[inverse] if len(uniq) else np.zeros(0, dtype=np.int32)
+
+    def decode(cols: list[I64]) -> dict[str, Any]:
+        start, dur, corr, stream, gpid, device = _unpack_common(cols)
+        return {
+            "start": start,
+            "dur": dur,
+            "corr": corr,
+            "name": _names_for(ctx, cols[4], lambda g: f"CUDA graph {g}" if g >= 0 else "CUDA graph"),
+            "lane": ctx.stream_lanes(gpid, device, stream),
+            "launch_key": ctx.join_key(gpid, corr),
+        }
+
+    parts = ctx.reader.read_decoded(t, exprs, decode)
+    if not parts:
+        return
+    d = _concat(parts)
     ctx.add(
         Batch(
             table=t,
-            start=start,
-            dur=dur,
-            kind=kind_array(Kind.GRAPH, start.shape[0]),
-            lane=ctx.stream_lanes(gpid, device, stream),
-            name=name,
-            corr=corr,
-            launch_key=ctx.join_key(gpid, corr),
+            start=d["start"],
+            dur=d["dur"],
+            kind=kind_array(Kind.GRAPH, d["start"].shape[0]),
+            lane=d["lane"],
+            name=d["name"],
+            corr=d["corr"],
+            launch_key=d["launch_key"],
         )
     )
 
@@ -278,11 +339,10 @@ def add_gpu_busy_overhead(ctx: Context, start: I64, dur: I64, gtid: I64, name_si
     """Copy the ``PROFILER_OVERHEAD`` rows nsys counts as GPU busy onto per-(process, device) lanes.
 
     As nsys' GPU reports do: only rows named in :data:`GPU_BUSY_OVERHEAD_NAMES`, duplicated onto every device
-    the process used, and only where the row lies strictly inside that (process, device)'s span of GPU
-    kernels, memcpys and memsets with ``start > 0`` (``start > first.start and end < last.end``).
+    the process used, and only where the row lies strictly inside that (pid, device)'s span of GPU kernels,
+    memcpys and memsets with ``start > 0`` (``start > first.start and end < last.end``).
     """
-    ops = ctx.gpu_ops
-    if not ops or not start.shape[0]:
+    if not ctx.gpu_spans or not start.shape[0]:
         return
     busy_ids = [sid for sid, s in ctx.strings.values.items() if s in GPU_BUSY_OVERHEAD_NAMES]
     sel = np.isin(name_sid, np.array(busy_ids, dtype=np.int64)) & (dur >= 0)
@@ -290,18 +350,8 @@ def add_gpu_busy_overhead(ctx: Context, start: I64, dur: I64, gtid: I64, name_si
         return
     o_start, o_end, o_pid = start[sel], start[sel] + dur[sel], pid_of(gtid[sel])
     o_name = name_sid[sel]
-    s_all = np.concatenate([o[0] for o in ops])
-    e_all = s_all + np.concatenate([o[1] for o in ops])
-    g_all = np.concatenate([o[2] for o in ops])
-    d_all = np.concatenate([o[3] for o in ops])
-    keep = s_all > 0
-    spans: dict[tuple[int, int], list[int]] = {}
-    for g in np.unique(g_all[keep]).tolist():
-        for d in np.unique(d_all[keep & (g_all == g)]).tolist():
-            m = keep & (g_all == g) & (d_all == d)
-            spans[(g, d)] = [int(s_all[m].min()), int(e_all[m].max())]
-    for (g, d), (lo, hi) in sorted(spans.items()):
-        inside = (o_pid == ((g >> 24) & 0xFFFFFF)) & (o_start > lo) & (o_end < hi)
+    for (pid, device), (lo, hi, gpid) in sorted(ctx.gpu_spans.items()):
+        inside = (o_pid == pid) & (o_start > lo) & (o_end < hi)
         if not inside.any():
             continue
         n = int(inside.sum())
@@ -311,7 +361,7 @@ def add_gpu_busy_overhead(ctx: Context, start: I64, dur: I64, gtid: I64, name_si
                 start=o_start[inside],
                 dur=o_end[inside] - o_start[inside],
                 kind=kind_array(Kind.OVERHEAD, n),
-                lane=np.full(n, ctx.overhead_lane(g, d), dtype=np.int32),
+                lane=np.full(n, ctx.overhead_lane(gpid, device), dtype=np.int32),
                 name=ctx.strings.intern(o_name[inside], missing="profiler overhead"),
             )
         )
