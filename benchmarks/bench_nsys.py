@@ -34,11 +34,28 @@ SECTION = "## nsys SQLite loading"
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, resource, sys, threading, time
 t0 = time.perf_counter()
-from gputop_trace.parsers import nsys
-from gputop_trace.model import Kind
+from gputop_trace.parsers import nsys, nsys_columns
+from gputop_trace.model import Kind, TraceBuilder
 t1 = time.perf_counter()
+phases = {"sql_cpu_s": 0.0, "build_s": 0.0}
+lock = threading.Lock()
+scan = nsys_columns.ColumnReader._chunk
+def timed_scan(*a, **k):
+    c = time.thread_time()
+    out = scan(*a, **k)
+    with lock:
+        phases["sql_cpu_s"] += time.thread_time() - c
+    return out
+nsys_columns.ColumnReader._chunk = timed_scan
+build = TraceBuilder.build
+def timed_build(*a, **k):
+    c = time.perf_counter()
+    out = build(*a, **k)
+    phases["build_s"] += time.perf_counter() - c
+    return out
+TraceBuilder.build = timed_build
 r1 = resource.getrusage(resource.RUSAGE_SELF)
 trace = nsys.load(sys.argv[1])
 t2 = time.perf_counter()
@@ -46,7 +63,7 @@ r2 = resource.getrusage(resource.RUSAGE_SELF)
 kinds = trace.count_by_kind()
 gpu = sum(kinds.get(k, 0) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.UVM, Kind.GRAPH))
 cpu = r2.ru_utime - r1.ru_utime + r2.ru_stime - r1.ru_stime
-print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "cpu_s": cpu, "events": len(trace), "gpu_rows": gpu,
+print(json.dumps({**phases, "import_s": t1 - t0, "load_s": t2 - t1, "cpu_s": cpu, "events": len(trace), "gpu_rows": gpu,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -114,6 +131,8 @@ def report(results: list[dict[str, float]], rows: int, size: int) -> str:
     load = statistics.median(r["load_s"] for r in results)
     best = min(r["load_s"] for r in results)
     cpu = statistics.median(r["cpu_s"] for r in results)
+    sql = statistics.median(r["sql_cpu_s"] for r in results)
+    build = statistics.median(r["build_s"] for r in results)
     rss = statistics.median(r["peak_rss_mb"] for r in results)
     loadavg = statistics.median(r["loadavg"] for r in results)
     gpu = int(results[0]["gpu_rows"])
@@ -137,6 +156,8 @@ def report(results: list[dict[str, float]], rows: int, size: int) -> str:
         f"| GPU activity rows into the model | {gpu / load / 1e6:.2f} M rows/s | {', '.join(rates)} | ≥ 1 M rows/s |",
         f"| fastest run | {gpu / best / 1e6:.2f} M rows/s ({best:.2f} s) | | |",
         f"| CPU time of the load (user + system, both threads) | {cpu:.2f} s | | |",
+        f"| … of which SQLite scans + text parsing (worker threads) | {sql:.2f} s | | |",
+        f"| … of which `TraceBuilder.build` (sort, rows, side tables) | {build:.2f} s wall | | |",
         f"| peak RSS of the loading process (includes the memory-mapped export) | {rss:,.0f} MB | | |",
         "",
         f"The machine is shared with other jobs: the 1-minute load average during the runs was {loadavg:.1f} on "
