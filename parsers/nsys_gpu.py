@@ -2,10 +2,11 @@
 profiler overhead that nsys counts as GPU busy, and the GPUs themselves.
 
 Rows become events on one lane per (process, device, stream); unified-memory migrations (copyKind 11–13,
-stream 0, correlation 0) go to one lane per device. Several small integer columns are packed into one SQL
-expression per row and unpacked with numpy (every field is at most its CUPTI type's width: correlation, stream
-and shared-memory sizes are uint32, block dimensions ≤ 1024, grid y/z ≤ 65535), which halves the text SQLite
-has to format (see :mod:`gputop_trace.parsers.nsys_columns`).
+stream 0, correlation 0) go to one lane per device. Small integer columns are packed two to four per SQL
+expression, on 32/16/8-bit boundaries so that numpy unpacks them as array views (every field fits its CUPTI
+type's width: correlation, stream and shared-memory sizes are uint32, block dimensions ≤ 1024, grid y/z ≤ 65535);
+that halves the number of values SQLite formats per row (see :mod:`gputop_trace.parsers.nsys_columns`). Each
+chunk of rows is decoded as soon as a worker thread has read it, while the next chunks are being read.
 """
 
 from __future__ import annotations
