@@ -66,13 +66,6 @@ def _unpack_common(cols: list[I64]) -> tuple[I64, I64, I64, I64, I64, I64]:
     return start, dur, corr, stream, gd, device
 
 
-def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-chunk decoded columns joined into one array per column."""
-    if len(parts) == 1:
-        return parts[0]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
 def _names_for(ctx: Context, codes: I64, label: Any) -> I32:
     """Name ids for small integer codes, ``label(code) -> str`` called once per distinct code."""
     uniq, inverse = factorize(codes)
@@ -145,24 +138,20 @@ def read_kernels(ctx: Context) -> None:
         )
         return out
 
-    parts = ctx.reader.read_decoded(t, exprs, decode)
-    if not parts:
-        return
-    d = _concat(parts)
-    del parts
-    ctx.add(
-        Batch(
-            table=t,
-            start=d.pop("start"),
-            dur=d.pop("dur"),
-            kind=kind_array(Kind.KERNEL, d["name"].shape[0]),
-            lane=d.pop("lane"),
-            name=d.pop("name"),
-            corr=d.pop("corr"),
-            launch_key=d.pop("launch_key"),
-            kernel=d,
+    for d in ctx.reader.read_decoded(t, exprs, decode):
+        ctx.add(
+            Batch(
+                table=t,
+                start=d.pop("start"),
+                dur=d.pop("dur"),
+                kind=kind_array(Kind.KERNEL, d["name"].shape[0]),
+                lane=d.pop("lane"),
+                name=d.pop("name"),
+                corr=d.pop("corr"),
+                launch_key=d.pop("launch_key"),
+                kernel=d,
+            )
         )
-    )
 
 
 def _copy_name(direction: int, src: int, dst: int, *, memset: bool = False) -> str:
@@ -227,29 +216,25 @@ def read_memcpy(ctx: Context) -> None:
         )
         return out
 
-    parts = ctx.reader.read_decoded(t, exprs, decode)
-    if not parts:
-        return
-    d = _concat(parts)
-    del parts
-    uvm = d.pop("uvm")
-    for sel, kind in ((~uvm, Kind.MEMCPY), (uvm, Kind.UVM)):
-        if not sel.any():
-            continue
-        part = {k: v[sel] for k, v in d.items()} if not sel.all() else d
-        ctx.add(
-            Batch(
-                table=t,
-                start=part["start"],
-                dur=part["dur"],
-                kind=kind_array(kind, part["start"].shape[0]),
-                lane=part["lane"],
-                name=part["name"],
-                corr=part["corr"],
-                copy={k: part[k] for k in ("bytes", "direction", "src_kind", "dst_kind")},
-                launch_key=None if kind == Kind.UVM else part["launch_key"],
+    for d in ctx.reader.read_decoded(t, exprs, decode):
+        uvm = d.pop("uvm")
+        for sel, kind in ((~uvm, Kind.MEMCPY), (uvm, Kind.UVM)):
+            if not sel.any():
+                continue
+            part = {k: v[sel] for k, v in d.items()} if not sel.all() else d
+            ctx.add(
+                Batch(
+                    table=t,
+                    start=part["start"],
+                    dur=part["dur"],
+                    kind=kind_array(kind, part["start"].shape[0]),
+                    lane=part["lane"],
+                    name=part["name"],
+                    corr=part["corr"],
+                    copy={k: part[k] for k in ("bytes", "direction", "src_kind", "dst_kind")},
+                    launch_key=None if kind == Kind.UVM else part["launch_key"],
+                )
             )
-        )
 
 
 def read_memset(ctx: Context) -> None:
@@ -280,23 +265,20 @@ def read_memset(ctx: Context) -> None:
         )
         return out
 
-    parts = ctx.reader.read_decoded(t, exprs, decode)
-    if not parts:
-        return
-    d = _concat(parts)
-    ctx.add(
-        Batch(
-            table=t,
-            start=d["start"],
-            dur=d["dur"],
-            kind=kind_array(Kind.MEMSET, d["start"].shape[0]),
-            lane=d["lane"],
-            name=d["name"],
-            corr=d["corr"],
-            copy={k: d[k] for k in ("bytes", "direction", "src_kind", "dst_kind")},
-            launch_key=d["launch_key"],
+    for d in ctx.reader.read_decoded(t, exprs, decode):
+        ctx.add(
+            Batch(
+                table=t,
+                start=d["start"],
+                dur=d["dur"],
+                kind=kind_array(Kind.MEMSET, d["start"].shape[0]),
+                lane=d["lane"],
+                name=d["name"],
+                corr=d["corr"],
+                copy={k: d[k] for k in ("bytes", "direction", "src_kind", "dst_kind")},
+                launch_key=d["launch_key"],
+            )
         )
-    )
 
 
 def read_graph_trace(ctx: Context) -> None:
@@ -318,22 +300,19 @@ def read_graph_trace(ctx: Context) -> None:
             "launch_key": ctx.join_key(gpid, corr),
         }
 
-    parts = ctx.reader.read_decoded(t, exprs, decode)
-    if not parts:
-        return
-    d = _concat(parts)
-    ctx.add(
-        Batch(
-            table=t,
-            start=d["start"],
-            dur=d["dur"],
-            kind=kind_array(Kind.GRAPH, d["start"].shape[0]),
-            lane=d["lane"],
-            name=d["name"],
-            corr=d["corr"],
-            launch_key=d["launch_key"],
+    for d in ctx.reader.read_decoded(t, exprs, decode):
+        ctx.add(
+            Batch(
+                table=t,
+                start=d["start"],
+                dur=d["dur"],
+                kind=kind_array(Kind.GRAPH, d["start"].shape[0]),
+                lane=d["lane"],
+                name=d["name"],
+                corr=d["corr"],
+                launch_key=d["launch_key"],
+            )
         )
-    )
 
 
 def add_gpu_busy_overhead(ctx: Context, start: I64, dur: I64, gtid: I64, name_sid: I64) -> None:
