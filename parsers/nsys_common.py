@@ -48,6 +48,8 @@ def factorize(values: I64) -> tuple[I64, I64]:
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     lo, hi = int(values.min()), int(values.max())
+    if lo == hi:
+        return np.array([lo], dtype=np.int64), np.zeros(n, dtype=np.int64)
     if hi - lo < 1 << 22:
         present = np.zeros(hi - lo + 1, dtype=bool)
         present[values - lo] = True
@@ -55,7 +57,7 @@ def factorize(values: I64) -> tuple[I64, I64]:
         lut = np.zeros(hi - lo + 1, dtype=np.int64)
         lut[uniq] = np.arange(uniq.shape[0], dtype=np.int64)
         return uniq.astype(np.int64) + lo, lut[values - lo]
-    sample = np.unique(np.concatenate([values[:4096], values[:: max(1, n // 65536)], values[-4096:]]))
+    sample = np.unique(np.concatenate([values[:256], values[:: max(1, n // 1024)], values[-256:]]))
     pos = np.searchsorted(sample, values)
     np.minimum(pos, sample.shape[0] - 1, out=pos)
     if np.array_equal(sample[pos], values):
