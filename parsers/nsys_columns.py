@@ -9,12 +9,15 @@ on their own read-only connections (SQLite releases the GIL while it scans).
 Expressions must yield one non-NULL integer per row (wrap nullable columns in ``ifnull``); ``group_concat``
 skips NULLs, so a column with an unexpected NULL, a REAL or a TEXT value comes back short or unparsable. Every
 array is checked against the chunk's row count, and on any mismatch the table is read again the slow, safe way
-(``CAST(... AS INTEGER)`` per row). Tables without a rowid take the safe way directly.
+(``CAST(... AS INTEGER)`` per row). Tables without a rowid take the safe way directly. Because a NULL cannot slip
+through unnoticed, the fast path drops the ``ifnull(<column>, 0)`` guards (:func:`lean`): columns that hold NULL
+in practice are guarded with another default, which stays.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +36,14 @@ T = TypeVar("T")
 CHUNK_ROWS = 1 << 16
 #: Threads reading chunks (each on its own connection).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+_ZERO_GUARD = re.compile(r'ifnull\(("[A-Za-z_][A-Za-z0-9_]*"), 0\)')
+
+
+def lean(expr: str) -> str:
+    """``expr`` without its ``ifnull("column", 0)`` guards (a NULL then shows up as a short chunk)."""
+    return _ZERO_GUARD.sub(r"\1", expr)
 
 
 class _MismatchError(Exception):
@@ -126,7 +137,7 @@ class ColumnReader:
         ranges = [(a, min(a + self.chunk_rows, hi + 1)) for a in range(int(lo), int(hi) + 1, self.chunk_rows)]
         sql = (
             "SELECT count(*), "
-            + ", ".join(f"group_concat({e})" for e in exprs)
+            + ", ".join(f"group_concat({lean(e)})" for e in exprs)
             + f' FROM "{table}" WHERE rowid >= ? AND rowid < ?'
             + (f" AND ({where})" if where else "")
         )

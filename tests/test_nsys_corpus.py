@@ -222,6 +222,12 @@ def test_kernel_times_are_the_files_own(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", FILES)
+def test_real_exports_take_the_fast_column_reader(name: str) -> None:
+    # every table of every real export parses through the bulk path (no row-by-row fallback)
+    assert "tables_read_row_by_row" not in loaded(name).meta.properties
+
+
+@pytest.mark.parametrize("name", FILES)
 def test_producer_version(name: str) -> None:
     assert loaded(name).meta.producer == f"Nsight Systems {VERSIONS[name]}"
 
