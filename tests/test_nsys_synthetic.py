@@ -494,3 +494,15 @@ def test_cli_gives_exit_code_2_and_one_paragraph_for_bad_exports(tmp_path: Path)
         err = " ".join(proc.stderr.split())
         assert err.startswith("gputop-trace: error:") and needle in err
         assert "nsys export --type sqlite" in err
+
+
+def test_a_null_in_a_column_the_fast_reader_does_not_guard_falls_back_safely(tmp_path: Path) -> None:
+    ex = basic()
+    ex.kernel(8000, 8100, corr=60, name="orphan")
+    ex.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["correlationId"] = None
+    t = load(ex, tmp_path)
+    assert t.meta.properties["tables_read_row_by_row"] == ["CUPTI_ACTIVITY_KIND_KERNEL"]
+    names = {name_of(t, int(i)): int(i) for i in events(t, Kind.KERNEL)}
+    assert set(names) == {"void kern<int>(int *)", "orphan"}
+    assert int(t.corr[names["orphan"]]) == 0 and int(t.launch_of[names["orphan"]]) == -1
+    assert name_of(t, int(t.launch_of[names["void kern<int>(int *)"]])) == "cudaLaunchKernel"
