@@ -62,6 +62,20 @@ def test_merge_devices_reproduces_nsys_stats_cuda_gpu_kern_sum(stem: str, capsys
 
 
 @pytest.mark.corpus
+@pytest.mark.parametrize("stem", ["kmcho2019__Rodinia_3.1_Gaussian__report3", "lockfuehrer__beast_ressoruces__report2"])
+def test_on_one_gpu_the_default_per_device_rows_are_nsys_stats_rows(
+    stem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(NSYS / f"{stem}.sqlite")
+    merged = run_json(capsys, "--merge-devices", path)["kernels"]
+    per_device = run_json(capsys, path)["kernels"]
+    assert isinstance(merged, list) and isinstance(per_device, list)
+    assert {r["device"] for r in per_device} == {0}
+    keys = ("name", "count", "total_ns", "mean_ns", "median_ns", "min_ns", "max_ns", "std_ns", "pct")
+    assert [[r[k] for k in keys] for r in per_device] == [[r[k] for k in keys] for r in merged]
+
+
+@pytest.mark.corpus
 def test_per_device_rows_split_the_two_gpu_export(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(NSYS / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite")
     per_device = run_json(capsys, path)["kernels"]
