@@ -3,6 +3,7 @@ numpy and Rich only."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,7 @@ def histogram_text(durations: I64, *, width: int, title: str = "", bins: int = 8
         out.append("no launches", style="dim")
         return out
     d = np.asarray(durations)
-    out.append(f"{d.size:,}× median {format_ns(float(np.median(d)))}, max {format_ns(float(d.max()))}\n", style="dim")
+    out.append(f"{d.size:,}× · median {format_ns(float(np.median(d)))} · max {format_ns(float(d.max()))}\n", style="dim")
     label_w = max(len(format_ns(b.lo_ns)) for b in hb)
     count_w = max(len(f"{b.count:,}") for b in hb)
     bar_w = max(1, width - label_w - count_w - 3)
