@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.analysis.intervals import union
 from gputop_trace.model import GPU_BUSY_KINDS, Trace
 

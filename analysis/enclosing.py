@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.model import Kind, Trace
 
 I64 = npt.NDArray[np.int64]

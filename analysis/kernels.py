@@ -13,6 +13,7 @@ from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.model import Kind, Trace
 

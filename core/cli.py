@@ -46,9 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_error(message: str) -> None:
-    from gputop_trace.safe_text import clean
     from rich.console import Console
     from rich.text import Text
+
+    from gputop_trace.safe_text import clean
 
     console = Console(stderr=True, highlight=False, soft_wrap=False)
     console.print(Text("gputop-trace: error: ", style="bold red") + Text(clean(message)))

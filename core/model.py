@@ -276,6 +276,31 @@ class CopyTable:
 
 
 @dataclass(frozen=True)
+class CollectiveTable:
+    """What the profiler recorded about collective (NCCL) kernels, one row per kernel event (``event`` sorted).
+
+    ``op`` is the interned collective name as the framework wrote it (``allreduce``), ``group`` the interned
+    process-group name (``-1`` unknown), ``group_size`` ranks in the group (0 unknown), ``bytes_in``/``bytes_out``
+    message sizes in bytes (``-1`` unknown), ``dtype`` the interned element type name (``-1`` unknown).
+    """
+
+    event: I64
+    op: I32
+    group: I32
+    group_size: I32
+    bytes_in: I64
+    bytes_out: I64
+    dtype: I32
+
+    @staticmethod
+    def empty() -> CollectiveTable:
+        return CollectiveTable(**_empty_columns(CollectiveTable))
+
+    def __len__(self) -> int:
+        return int(self.event.shape[0])
+
+
+@dataclass(frozen=True)
 class FlowTable:
     """Arrows between events: ``src`` → ``dst`` event indices, with a :class:`FlowKind`."""
 
@@ -314,6 +339,15 @@ _SIDE_DTYPES: dict[str, dict[str, Any]] = {
         "is_async": np.int8,
     },
     "FlowTable": {"src": np.int64, "dst": np.int64, "kind": np.uint8},
+    "CollectiveTable": {
+        "event": np.int64,
+        "op": np.int32,
+        "group": np.int32,
+        "group_size": np.int32,
+        "bytes_in": np.int64,
+        "bytes_out": np.int64,
+        "dtype": np.int32,
+    },
 }
 
 
@@ -368,6 +402,7 @@ class Trace:
     flows: FlowTable
     counters: tuple[CounterSeries, ...]
     meta: TraceMeta
+    collectives: CollectiveTable = field(default_factory=CollectiveTable.empty)
 
     # ---- sizes -------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -637,6 +672,7 @@ class TraceBuilder:
         self._kernels: list[dict[str, np.ndarray[Any, Any]]] = []
         self._copies: list[dict[str, np.ndarray[Any, Any]]] = []
         self._flows: list[dict[str, np.ndarray[Any, Any]]] = []
+        self._collectives: list[dict[str, np.ndarray[Any, Any]]] = []
         self.counters: list[CounterSeries] = []
         self.warnings: list[str] = []
 
@@ -685,7 +721,7 @@ class TraceBuilder:
         n = s.shape[0]
         cols = {
             "start_ns": s,
-            "dur_ns": np.asarray(dur_ns, dtype=np.int64),
+            "dur_ns": _broadcast(dur_ns, n, np.int64),
             "kind": _broadcast(kind, n, np.uint8),
             "lane": _broadcast(lane, n, np.int32),
             "name": _broadcast(name, n, np.int32),
@@ -709,6 +745,10 @@ class TraceBuilder:
     def add_copies(self, **cols: npt.ArrayLike) -> None:
         """Append copy side-table rows (``event`` = provisional indices); missing columns get defaults."""
         self._copies.append(_side_columns(CopyTable, cols))
+
+    def add_collectives(self, **cols: npt.ArrayLike) -> None:
+        """Append collective side-table rows (``event`` = provisional indices; name columns are interned ids)."""
+        self._collectives.append(_side_columns(CollectiveTable, cols))
 
     def add_flows(self, src: npt.ArrayLike, dst: npt.ArrayLike, kind: FlowKind | npt.ArrayLike) -> None:
         """Append arrows between provisional event indices."""
@@ -747,6 +787,7 @@ class TraceBuilder:
         kernels = _build_side(KernelTable, self._kernels, inverse)
         copies = _build_side(CopyTable, self._copies, inverse)
         flows = _build_flows(self._flows, inverse)
+        collectives = _build_side(CollectiveTable, self._collectives, inverse)
         counters = tuple(
             dataclasses.replace(c, ts_ns=_frozen(c.ts_ns - np.int64(t0_ns)), values=_frozen(c.values))
             for c in self.counters
@@ -773,6 +814,7 @@ class TraceBuilder:
             flows=flows,
             counters=counters,
             meta=meta,
+            collectives=collectives,
         )
 
 
@@ -788,6 +830,10 @@ _SIDE_DEFAULTS: dict[str, Any] = {
     "raw_name": -1,
     "graph_id": -1,
     "is_async": -1,
+    "group": -1,
+    "bytes_in": -1,
+    "bytes_out": -1,
+    "dtype": -1,
 }
 
 
@@ -851,6 +897,7 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
     cols: dict[str, list[np.ndarray[Any, Any]]] = {k: [] for k in EVENT_COLUMNS}
     kernels: list[dict[str, np.ndarray[Any, Any]]] = []
     copies: list[dict[str, np.ndarray[Any, Any]]] = []
+    colls: list[dict[str, np.ndarray[Any, Any]]] = []
     flows: list[dict[str, np.ndarray[Any, Any]]] = []
     counters: list[CounterSeries] = []
     offset = 0
@@ -878,6 +925,12 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
         c = {f.name: getattr(t.copies, f.name) for f in dataclasses.fields(CopyTable)}
         c["event"] = c["event"] + offset
         copies.append(c)
+        co = {f.name: getattr(t.collectives, f.name) for f in dataclasses.fields(CollectiveTable)}
+        co["event"] = co["event"] + offset
+        for col in ("op", "group", "dtype"):
+            ids = co[col]
+            co[col] = np.where(ids >= 0, remap[np.maximum(ids, 0)], -1).astype(np.int32) if len(remap) else ids
+        colls.append(co)
         flows.append({"src": t.flows.src + offset, "dst": t.flows.dst + offset, "kind": t.flows.kind})
         counters.extend(dataclasses.replace(cs, ts_ns=cs.ts_ns + shift) for cs in t.counters)
         offset += len(t)
@@ -907,4 +960,5 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
         flows=_build_flows(flows, np.arange(offset, dtype=np.int64)),
         counters=tuple(counters),
         meta=meta,
+        collectives=CollectiveTable(**{k: _frozen(v) for k, v in _concat_side(CollectiveTable, colls).items()}),
     )

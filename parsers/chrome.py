@@ -19,6 +19,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import numpy as np
+
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import (
     CopyKind,
@@ -135,6 +136,7 @@ class _State:
         # side info by provisional event index
         self.kern_rows: list[tuple[Any, ...]] = []
         self.copy_rows: list[tuple[int, int]] = []
+        self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
@@ -144,6 +146,8 @@ class _State:
         self.other_phases: dict[str, int] = defaultdict(int)
         self.skipped = 0
         self.skipped_example = ""
+        self.repaired = 0
+        self.repaired_example = ""
         self.negative_dur = 0
         self.seq = 0
 
@@ -177,8 +181,17 @@ def _one_ns(v: Any, exact: bool) -> int:
 
 def _process_chunk(st: _State, chunk: Chunk) -> None:
     evs = chunk.events
+    no_ts = [e for e in evs if e.ts != e.ts and e.ph != "M"]  # NaN: the event has no timestamp
+    if no_ts:
+        st.skipped += len(no_ts)
+        st.skipped_example = st.skipped_example or f"a {no_ts[0].ph!r} event named {no_ts[0].name!r} without ts"
+        evs = [e for e in evs if e.ts == e.ts or e.ph == "M"]
     st.skipped += chunk.skipped
     st.skipped_example = st.skipped_example or chunk.skipped_example
+    st.repaired += chunk.repaired
+    st.repaired_example = st.repaired_example or chunk.repaired_example
+    for note in chunk.notes:
+        st.builder.warn(f"The file is not strict JSON: {note}.")
     xs = [e for e in evs if e.ph == "X"]
     if len(xs) != len(evs):
         _process_other(st, [e for e in evs if e.ph != "X"], chunk.exact)
@@ -222,6 +235,8 @@ def _process_chunk(st: _State, chunk: Chunk) -> None:
             )
         elif a.bytes >= 0:
             st.copy_rows.append((base + i, a.bytes))
+        if a.collective is not None:
+            st.coll_rows.append((base + i, a.collective, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
         if a.kernel_details is not None:
             st.details.append((base + i, "kernel", a.kernel_details))
         elif a.memcpy_details is not None:
@@ -744,6 +759,19 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             blocks_per_sm=np.array(bps, dtype=np.float32),
             warps_per_sm=np.array(wps, dtype=np.float32),
         )
+    # collectives (Kineto writes the framework's view of the NCCL call on the kernel)
+    colls = [r for r in st.coll_rows if kind[r[0]] == Kind.KERNEL]
+    if colls:
+        intern = b.names.intern
+        b.add_collectives(
+            event=np.array([r[0] for r in colls], dtype=np.int64),
+            op=np.array([intern(r[1]) for r in colls], dtype=np.int32),
+            group=np.array([intern(r[2]) if r[2] is not None else -1 for r in colls], dtype=np.int32),
+            group_size=np.array([max(r[3], 0) for r in colls], dtype=np.int32),
+            bytes_in=np.array([_coll_bytes(r[4], r[6]) for r in colls], dtype=np.int64),
+            bytes_out=np.array([_coll_bytes(r[5], r[6]) for r in colls], dtype=np.int64),
+            dtype=np.array([intern(r[6]) if r[6] is not None else -1 for r in colls], dtype=np.int32),
+        )
     # copies and memsets from Kineto args; direction and memory kinds from the name
     byte_of = dict(st.copy_rows)
     copy_like = np.flatnonzero((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))
@@ -780,6 +808,19 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             dst_kind=np.array(copy_dst, dtype=np.uint8),
             is_async=np.array(copy_async, dtype=np.int8),
         )
+
+
+_DTYPE_BYTES = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
+    "int": 4, "int32": 4, "long": 8, "int64": 8, "short": 2, "int16": 2, "char": 1, "byte": 1, "int8": 1,
+    "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+}  # fmt: skip
+
+
+def _coll_bytes(nelems: int, dtype: str | None) -> int:
+    """Message size in bytes from an element count and a dtype name (``-1`` when either is unknown)."""
+    size = _DTYPE_BYTES.get((dtype or "").lower())
+    return nelems * size if nelems >= 0 and size else -1
 
 
 def _triple(v: str | None) -> tuple[int, int, int]:
@@ -943,6 +984,19 @@ def _finish(
         )
     if corrupt:
         b.warn(f"{corrupt}; events up to the damage were loaded.")
+    real_damage = [d for d in info.damaged if not (info.truncated and d is info.damaged[-1])]
+    if real_damage:
+        skipped_bytes = sum(n for _, n in real_damage)
+        b.warn(
+            f"The file is damaged: {skipped_bytes:,} bytes in {len(real_damage)} place(s) could not be read (first "
+            f"at byte {real_damage[0][0]:,} of the decompressed JSON); the events there were skipped, everything "
+            "else was loaded."
+        )
+    if st.repaired:
+        b.warn(
+            f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "
+            f"those fields were ignored and the events kept; first one: {st.repaired_example}"
+        )
     if st.skipped:
         b.warn(
             f"{st.skipped} events had unreadable fields (wrong types, NaN, bad numbers) and were skipped; "
@@ -959,6 +1013,15 @@ def _finish(
             "Re-copy the file or re-record the profile.",
             path=path,
         )
+    if st.n == 0 and not st.be and not st.asyncs:
+        if st.skipped:
+            raise TraceError(
+                f"{path} is JSON, but none of its {st.skipped} trace entries is a usable event (first one: "
+                f"{st.skipped_example}). Open a trace written by torch.profiler, jax.profiler or another Chrome-trace "
+                "exporter.",
+                path=path,
+            )
+        b.warn("The trace holds no events (its traceEvents list is empty).")
     # end of the trace, for B/async events that never ended
     ends = [int((c_s + c_d).max()) for c_s, c_d in zip(st.cols.start, st.cols.dur, strict=True) if len(c_s)]
     be_ts = [r[1] for r in st.be] + [r[4] for r in st.asyncs]

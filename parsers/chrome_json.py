@@ -17,37 +17,50 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
+
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import ByteStream
 
 CHUNK = 16 << 20  # decompressed bytes per decoded chunk
 HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
 MAX_SPLIT_TRIES = 24
+MAX_ELEMENT = 64 << 20  # a window that still holds no complete element is treated as damaged
+RESYNC_PROBES = 256  # element boundaries tried after damage before giving up on a window
 
 
 # --------------------------------------------------------------------------------------------------------
 # typed structs: only the fields the loader reads are decoded; everything else is skipped by msgspec
 # --------------------------------------------------------------------------------------------------------
+#: an integer that fits int64 (a larger one in the file fails typed decoding and takes the lenient path)
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
 class Args(msgspec.Struct, gc=False):
     """The ``args`` fields the loader reads (Kineto, JAX and metadata events)."""
 
-    external_id: int = msgspec.field(default=-1, name="External id")
-    correlation: int = -1
-    device: int = -1
-    stream: int = -1
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    registers: int = msgspec.field(default=-1, name="registers per thread")
-    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    external_id: Int64 = msgspec.field(default=-1, name="External id")
+    correlation: Int64 = -1
+    device: Int64 = -1
+    stream: Int64 = -1
+    grid: tuple[Int64, Int64, Int64] | None = None
+    block: tuple[Int64, Int64, Int64] | None = None
+    registers: Int64 = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: Int64 = msgspec.field(default=-1, name="shared memory")
     blocks_per_sm: float = msgspec.field(default=-1.0, name="blocks per SM")
     warps_per_sm: float = msgspec.field(default=-1.0, name="warps per SM")
     occupancy: float = msgspec.field(default=-1.0, name="est. achieved occupancy %")
-    bytes: int = -1
+    bytes: Int64 = -1
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: Int64 = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: Int64 = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: Int64 = msgspec.field(default=0, name="Group size")
+    group: str | None = msgspec.field(default=None, name="Process Group Name")
+    dtype: str | None = None
     name: str | None = None
-    sort_index: int | None = None
+    sort_index: Int64 | None = None
     labels: str | None = None
     correlation_id: str | None = None
     memcpy_details: str | None = None
@@ -60,11 +73,11 @@ class Event(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
-    pid: Union[int, str] = 0  # noqa: UP007 - msgspec needs typing.Union on 3.10
-    tid: Union[int, str] = 0  # noqa: UP007
-    ts: float = 0.0
+    pid: Union[Int64, str] = 0  # noqa: UP007 - msgspec needs typing.Union on 3.10
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: float = math.nan  # NaN = missing (metadata events need none; other events without one are skipped)
     dur: float = 0.0
-    id: Union[int, str, None] = None  # noqa: UP007
+    id: Union[Int64, str, None] = None  # noqa: UP007
     id2: Any = None
     s: str = ""
     bp: str = ""
@@ -77,11 +90,11 @@ class ExactEvent(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
-    pid: Union[int, str] = 0  # noqa: UP007
-    tid: Union[int, str] = 0  # noqa: UP007
-    ts: Decimal = Decimal(0)
+    pid: Union[Int64, str] = 0  # noqa: UP007
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: Decimal = Decimal("NaN")
     dur: Decimal = Decimal(0)
-    id: Union[int, str, None] = None  # noqa: UP007
+    id: Union[Int64, str, None] = None  # noqa: UP007
     id2: Any = None
     s: str = ""
     bp: str = ""
@@ -93,10 +106,10 @@ class CounterEvent(msgspec.Struct, gc=False):
 
     ph: str = ""
     name: str = ""
-    pid: Union[int, str] = 0  # noqa: UP007
-    tid: Union[int, str] = 0  # noqa: UP007
+    pid: Union[Int64, str] = 0  # noqa: UP007
+    tid: Union[Int64, str] = 0  # noqa: UP007
     ts: float = 0.0
-    id: Union[int, str, None] = None  # noqa: UP007
+    id: Union[Int64, str, None] = None  # noqa: UP007
     args: dict[str, Any] | None = None
 
 
@@ -121,6 +134,9 @@ class Chunk:
     exact: bool = False
     skipped: int = 0
     skipped_example: str = ""
+    repaired: int = 0  # events kept after fields of the wrong type or range were dropped or converted
+    repaired_example: str = ""
+    notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
 
 
 @dataclass
@@ -133,6 +149,7 @@ class DocumentInfo:
     total: int = 0  # decompressed bytes read
     truncated: bool = False
     chunks: int = 0
+    damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
 
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -182,13 +199,28 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
             _read_trailer(src, buf[pos + 1 :], info)
             break
         end, chunk = _decode_some(buf, pos)
-        if end < 0:
-            if src.eof:
-                info.truncated = True
-                break
+        if end < 0 and src.eof:
+            end, chunk = _decode_last(buf, pos)
+        if end < 0 and not src.eof and len(buf) - pos < MAX_ELEMENT:
             # an element larger than the window: read more and try again
             base += pos
             buf, pos = buf[pos:] + src.read(CHUNK), 0
+            continue
+        if end < 0:
+            # damaged bytes: keep what decodes before them, skip to where decoding works again
+            good, chunk_or_none, resync = _recover_damage(buf, pos)
+            if chunk_or_none is not None:
+                info.chunks += 1
+                info.consumed = base + good
+                yield chunk_or_none
+            if resync < 0:
+                if src.eof:
+                    info.truncated = True
+                    info.damaged.append((base + good, len(buf) - good))
+                    break
+                resync = len(buf)  # nothing readable in this window: skip it
+            info.damaged.append((base + good, resync - good))
+            pos = resync
             continue
         info.chunks += 1
         info.consumed = base + end
@@ -295,6 +327,60 @@ def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
     return -1, Chunk([])
 
 
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,")
+
+
+def _recover_damage(buf: bytes, pos: int) -> tuple[int, Chunk | None, int]:
+    """Around damaged bytes: (end of the longest decodable run of elements from ``pos``, its chunk or None, the
+    position where decoding works again or -1).
+
+    Decodability of a prefix is monotone (every shorter run of whole elements decodes too), so the longest one
+    is found by bisection over the element-boundary candidates.
+    """
+    cands = [m.start() + 1 for m in _BOUNDARY.finditer(buf, pos)]
+    lo, hi = -1, len(cands) - 1
+    best: Chunk | None = None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            chunk = _decode_chunk(b"[" + buf[pos : cands[mid]] + b"]")
+        except _NotAnArray:
+            hi = mid - 1
+        else:
+            lo, best = mid, chunk
+    good = cands[lo] if lo >= 0 else pos
+    if lo >= 0 and best is None:  # pragma: no cover - lo only moves on success
+        best = _decode_chunk(b"[" + buf[pos:good] + b"]")
+    for j in range(lo + 1, min(len(cands), lo + 1 + RESYNC_PROBES)):
+        start = _skip_ws_comma(buf, cands[j])
+        if buf[start : start + 1] != b"{":
+            continue
+        probe = cands[j + 1] if j + 1 < len(cands) else None
+        if probe is None:
+            if _decode_last(buf, start)[0] >= 0:
+                return good, best, start
+            continue
+        try:
+            _DEC_RAW_LIST.decode(b"[" + buf[start:probe] + b"]")
+        except msgspec.DecodeError:
+            continue
+        return good, best, start
+    return good, best, -1
+
+
+def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
+    """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``."""
+    close = buf.rfind(b"]", pos)
+    tries = 0
+    while close >= pos and tries < MAX_SPLIT_TRIES:
+        try:
+            return close, _decode_chunk(b"[" + buf[pos:close] + b"]")
+        except _NotAnArray:
+            close = buf.rfind(b"]", pos, close)
+            tries += 1
+    return -1, Chunk([])
+
+
 class _NotAnArray(Exception):  # noqa: N818 - a control-flow signal
     """The cut was not at an element boundary."""
 
@@ -307,23 +393,32 @@ def _decode_chunk(text: bytes) -> Chunk:
     try:
         events = _DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
-        return _lenient_chunk(text)
-    except msgspec.DecodeError as e:
-        # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that
-        # only a lenient parser accepts (NaN, raw control characters, invalid UTF-8)
-        if "UTF-8" in str(e):
-            return _python_chunk(text)
-        m = _ERR_POS.search(str(e))
-        if m is None or int(m.group(1)) >= len(text) - 2:
-            raise _NotAnArray from None
+        # valid types failed somewhere; the JSON itself may still be malformed further on
         try:
-            _DEC_RAW_LIST.decode(text)
-        except msgspec.DecodeError:
-            return _python_chunk(text)
-        return _lenient_chunk(text)
+            return _lenient_chunk(text)
+        except msgspec.DecodeError as e:
+            return _malformed_chunk(text, e)
+    except msgspec.DecodeError as e:
+        return _malformed_chunk(text, e)
     chunk = Chunk(events)
     _finish_chunk(chunk, text)
     return chunk
+
+
+def _malformed_chunk(text: bytes, e: msgspec.DecodeError) -> Chunk:
+    """msgspec rejected the bytes: either a bad cut (not an array), or content only a lenient parser reads."""
+    if "UTF-8" in str(e):
+        return _python_chunk(text)
+    # a bad cut fails at the very end (unbalanced, or inside a string); anything earlier is content that only a
+    # lenient parser accepts (NaN, raw control characters) — or real damage, which the lenient parser rejects too
+    m = _ERR_POS.search(str(e))
+    if m is None or int(m.group(1)) >= len(text) - 2:
+        raise _NotAnArray from None
+    try:
+        _DEC_RAW_LIST.decode(text)
+    except msgspec.DecodeError:
+        return _python_chunk(text)
+    return _lenient_chunk(text)
 
 
 def _finish_chunk(chunk: Chunk, text: bytes) -> None:
@@ -347,8 +442,8 @@ def _lenient_chunk(text: bytes) -> Chunk:
     raws = _DEC_RAW_LIST.decode(text)
     events: list[Any] = []
     counters: list[CounterEvent] = []
-    skipped = 0
-    example = ""
+    skipped = repaired = 0
+    example = repaired_example = ""
     for raw in raws:
         ev: Event | None
         try:
@@ -363,20 +458,34 @@ def _lenient_chunk(text: bytes) -> Chunk:
                 skipped += 1
                 example = example or bytes(raw)[:120].decode("utf-8", "replace")
                 continue
+            repaired += 1
+            repaired_example = repaired_example or bytes(raw)[:120].decode("utf-8", "replace")
         events.append(ev)
         if ev.ph == "C":
             try:
                 counters.append(msgspec.json.decode(raw, type=CounterEvent))
             except msgspec.MsgspecError:
                 pass
-    chunk = Chunk(events, counters, skipped=skipped, skipped_example=example)
-    return chunk
+    return Chunk(
+        events,
+        counters,
+        skipped=skipped,
+        skipped_example=example,
+        repaired=repaired,
+        repaired_example=repaired_example,
+    )
 
 
 def _python_chunk(text: bytes) -> Chunk:
     """Last resort for bytes msgspec rejects (NaN, Infinity, raw control characters, invalid UTF-8)."""
     try:
-        items = json.loads(text.decode("utf-8", "replace"), strict=False)
+        decoded = text.decode("utf-8")
+        note = "non-standard JSON (NaN, Infinity or raw control characters in strings) was read leniently"
+    except UnicodeDecodeError:
+        decoded = text.decode("utf-8", "replace")
+        note = "bytes that are not valid UTF-8 were replaced with U+FFFD in names"
+    try:
+        items = json.loads(decoded, strict=False)
     except (ValueError, RecursionError):
         raise _NotAnArray from None
     if not isinstance(items, list):
@@ -404,7 +513,7 @@ def _python_chunk(text: bytes) -> Chunk:
                     args=args if isinstance(args, dict) else None,
                 )
             )
-    return Chunk(events, counters, skipped=skipped, skipped_example=example)
+    return Chunk(events, counters, skipped=skipped, skipped_example=example, notes=(note,))
 
 
 def _num(v: Any) -> float | None:
@@ -431,7 +540,7 @@ def _coerce(obj: Any) -> Event | None:
     ph = obj.get("ph")
     if not isinstance(ph, str):
         return None
-    ts = _num(obj.get("ts", 0))
+    ts = _num(obj.get("ts"))
     if ts is None:
         if ph == "M":
             ts = 0.0

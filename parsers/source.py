@@ -167,7 +167,7 @@ class ByteStream:
             block, self._pending = block[:-8], block[-8:]
         try:
             out: bytes = self._dec.decompress(block)
-        except (zlib.error, OSError) as e:  # isal raises its own error type, a subclass of OSError
+        except (zlib.error, self._zlib.error, OSError) as e:  # isal raises its own error type
             self.corrupt = _describe_inflate_error(e)
             self.eof = True
             return self._salvage()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from gputop_trace.model import (
     CopyKind,
     FlowKind,

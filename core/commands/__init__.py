@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.commands import summary, view
+from gputop_trace.commands import ranks, summary, view
 
-COMMANDS: tuple[ModuleType, ...] = (view, summary)
+COMMANDS: tuple[ModuleType, ...] = (view, summary, ranks)

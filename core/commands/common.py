@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.units import parse_duration_ns
 
 if TYPE_CHECKING:
-    from gputop_trace.model import Trace
     from rich.console import Console
+
+    from gputop_trace.model import Trace
 
 
 def duration_arg(text: str) -> int:
@@ -93,8 +94,9 @@ def emit_json(doc: dict[str, Any]) -> None:
 
 def print_warnings(console: Console, trace: Trace) -> None:
     """The trace's warnings, one per line, in yellow."""
-    from gputop_trace.safe_text import clean
     from rich.text import Text
+
+    from gputop_trace.safe_text import clean
 
     for w in trace.meta.warnings:
         console.print(Text("warning: ", style="yellow") + Text(clean(w)))

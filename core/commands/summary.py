@@ -82,11 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
 def render(doc: dict[str, Any], trace: Trace) -> None:
     """Print the summary with Rich tables."""
+    from rich.table import Table
+    from rich.text import Text
+
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
-    from rich.table import Table
-    from rich.text import Text
 
     con = common.stdout_console()
     src = doc["source"]

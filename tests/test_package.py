@@ -1,0 +1,117 @@
+"""The package as users get it: the built wheel installs and runs from anywhere; import boundaries hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (whl,) = out.glob("gputop_trace-*.whl")
+    return whl
+
+
+def test_wheel_holds_the_package_under_its_import_name(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "gputop_trace/__init__.py" in names
+    assert "gputop_trace/parsers/chrome.py" in names
+    assert "gputop_trace/analysis/kernels.py" in names
+    assert "gputop_trace/sample_traces/h200_train_step.json.gz" in names
+    # never top-level modules called parsers / tui / analysis / core
+    assert not any(n.split("/")[0] in ("parsers", "tui", "analysis", "core", "tests") for n in names)
+
+
+def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # the installed package must win over the checkout: run from a directory outside it, checkout off the path
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["PYTHONPATH"] = str(site)
+    script = site / "bin" / "gputop-trace"
+    assert script.exists()
+    ver = subprocess.run(
+        [sys.executable, str(script), "--version"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ver.returncode == 0, ver.stderr
+    from gputop_trace import __version__
+
+    assert ver.stdout.strip() == f"gputop-trace {__version__}"
+    where = subprocess.run(
+        [sys.executable, "-c", "import gputop_trace; print(gputop_trace.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert where.stdout.strip().startswith(str(site))
+    summ = subprocess.run(
+        [sys.executable, str(script), "summary", "--json"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert summ.returncode == 0, summ.stderr
+    doc = json.loads(summ.stdout)
+    assert doc["source"]["format"] == "kineto"
+    assert doc["devices"][0]["name"] == "NVIDIA H200"
+
+
+def test_parsers_and_analysis_never_import_textual_or_pandas() -> None:
+    code = (
+        "import sys, gputop_trace.loader, gputop_trace.parsers.chrome, gputop_trace.parsers.sniff, "
+        "gputop_trace.analysis.kernels, gputop_trace.analysis.busy, gputop_trace.analysis.intervals, "
+        "gputop_trace.analysis.enclosing, gputop_trace.cli, gputop_trace.report\n"
+        "import pkgutil, importlib, gputop_trace.analysis as a, gputop_trace.parsers as p\n"
+        "for pkg in (a, p):\n"
+        "    for m in pkgutil.iter_modules(pkg.__path__):\n"
+        "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "", f"textual imported outside tui/: {out.stdout}"
+
+
+def test_cli_start_up_imports_stay_light() -> None:
+    code = (
+        "import sys\nfrom gputop_trace.cli import build_parser\nbuild_parser()\n"
+        "print(','.join(m for m in ('textual', 'pandas', 'numpy', 'msgspec') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == ""
