@@ -141,10 +141,9 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="write the TUI section of benchmarks/RESULTS.md")
     args = ap.parse_args()
 
+    from benchmarks.tile_model import tiled_to_events
     from gputop_trace.loader import load_paths
     from gputop_trace.samples import default_sample
-
-    from benchmarks.tile_model import tiled_to_events
 
     source = args.source or default_sample()
     base = load_paths([source])

@@ -15,6 +15,7 @@ import dataclasses
 import math
 
 import numpy as np
+
 from gputop_trace.model import CopyTable, FlowTable, KernelTable, Trace
 
 

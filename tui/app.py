@@ -11,6 +11,11 @@ import os
 import time
 from typing import Any, ClassVar
 
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import get_current_worker
+
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import Trace
 from gputop_trace.safe_text import clean
@@ -20,10 +25,6 @@ from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.timeline_data import TimelineData
-from textual import work
-from textual.app import App
-from textual.binding import Binding
-from textual.worker import get_current_worker
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 PROGRESS_INTERVAL_S = 0.05
@@ -142,7 +143,7 @@ class GputopApp(App[int]):
 
     def on_load_failed(self, message: LoadFailed) -> None:
         def close(_: None) -> None:
-            self.exit(message.exit_code)
+            self.exit(message.exit_code, return_code=message.exit_code)
 
         self.push_screen(ErrorDialog("Could not open the trace", message.text), close)
 
@@ -203,9 +204,9 @@ class GputopApp(App[int]):
         """Quit (q, Ctrl+C). While loading, this cancels the load (exit code 130, as the command line)."""
         if self.trace is None:
             self.workers.cancel_group(self, "load")
-            self.exit(EXIT_INTERRUPTED)
+            self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
             return
-        self.exit(EXIT_OK)
+        self.exit(EXIT_OK, return_code=EXIT_OK)
 
     @property
     def main_screen(self) -> MainScreen | None:

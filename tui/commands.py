@@ -7,11 +7,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
 from gputop_trace.model import Kind
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
-from rich.text import Text
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from gputop_trace.tui.screens.main import MainScreen

@@ -8,15 +8,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
 from gputop_trace.model import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind, Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.timeline_data import TimelineData
 from gputop_trace.units import format_bytes, format_ns, format_rate
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 KIND_LABEL: dict[int, str] = {
     Kind.KERNEL: "kernel",

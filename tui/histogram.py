@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from gputop_trace.units import format_ns
 from rich.text import Text
+
+from gputop_trace.units import format_ns
 
 I64 = npt.NDArray[np.int64]
 
@@ -51,7 +52,10 @@ def histogram_text(durations: I64, *, width: int, title: str = "", bins: int = 8
         out.append("no launches", style="dim")
         return out
     d = np.asarray(durations)
-    out.append(f"{d.size:,}× · median {format_ns(float(np.median(d)))} · max {format_ns(float(d.max()))}\n", style="dim")
+    summary = f"{d.size:,}× · median {format_ns(float(np.median(d)))} · max {format_ns(float(d.max()))}"
+    if len(summary) > width:
+        summary = summary.replace(" · max", "\nmax")
+    out.append(summary + "\n", style="dim")
     label_w = max(len(format_ns(b.lo_ns)) for b in hb)
     count_w = max(len(f"{b.count:,}") for b in hb)
     bar_w = max(1, width - label_w - count_w - 3)

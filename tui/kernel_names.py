@@ -134,9 +134,15 @@ def kernel_hint(name: str) -> str:
     return ""
 
 
+def _looks_like_cpp(name: str) -> bool:
+    return "(" in name or "<" in name or "::" in name
+
+
 def kernel_label(name: str) -> str:
     """A short label for a kernel: the last part of its short name, prefixed with its hint when there is one
-    (``add·vectorized_elementwise_kernel``)."""
+    (``add·vectorized_elementwise_kernel``). Names that are not C++ signatures are kept as they are."""
+    if not _looks_like_cpp(name):
+        return name.strip()
     base = short_name(name)
     tail = base.rsplit("::", 1)[-1] or base
     hint = kernel_hint(name)
@@ -147,6 +153,8 @@ def kernel_label(name: str) -> str:
 
 def kernel_display_name(name: str) -> str:
     """The kernel's short name with its hint, for tables (``at::native::vectorized_elementwise_kernel (add)``)."""
+    if not _looks_like_cpp(name):
+        return name.strip()
     base = short_name(name)
     hint = kernel_hint(name)
     return f"{base} ({hint})" if hint and hint != base else base

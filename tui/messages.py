@@ -7,10 +7,11 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from textual.message import Message
+
 from gputop_trace.model import Trace
 from gputop_trace.tui.navigation import FlowIndex
 from gputop_trace.tui.timeline_data import TimelineData
-from textual.message import Message
 
 
 class LoadProgress(Message):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.model import FlowKind, Kind, LaneKind, Trace
 from gputop_trace.tui.timeline_math import RowData
 

@@ -12,10 +12,11 @@ from enum import IntEnum
 
 import numpy as np
 import numpy.typing as npt
-from gputop_trace.model import CopyKind, Kind
-from gputop_trace.tui.kernel_names import Family
 from rich.color import Color
 from rich.style import Style
+
+from gputop_trace.model import CopyKind, Kind
+from gputop_trace.tui.kernel_names import Family
 
 U8 = npt.NDArray[np.uint8]
 

@@ -1,12 +1,12 @@
 """What each terminal cell of a timeline row shows: characters, style keys and the event drawn there.
 
-Rows are first binned (:func:`~gputop_trace.tui.timeline_math.bin_row`). A run of two or more cells whose
-dominant event is the same event is drawn as a *box*: filled, labelled with the event's name (and duration when
-it fits), the label cut with an ellipsis when it does not fit and left out when even three letters do not; a box
-that touches the previous box starts with a ``▏`` so that neighbours never merge. Every other non-empty cell is
-a *dense* cell: a block whose height is the busy fraction of the cell (at least one eighth, so no event ever
-disappears), ``▉`` when several events fill it (so a run of many short kernels reads as a comb, not as one long
-one). No Textual; Rich only in :func:`to_segments`.
+Rows are first binned (:func:`~gputop_trace.tui.timeline_math.bin_row`). A run of two or more cells that each
+hold one and the same event (and nothing else) is drawn as a *box*: filled, labelled with the event's name (and
+duration when it fits), the label cut with an ellipsis when it does not fit and left out when even three letters
+do not; a box that touches the previous box starts with a ``▏`` so that neighbours never merge. Every other
+non-empty cell is a *dense* cell: a block whose height is the busy fraction of the cell (at least one eighth, so
+no event ever disappears), ``▉`` when several events fill it (so a run of many short kernels reads as a comb, not
+as one long one). No Textual; Rich only in :func:`to_segments`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from rich.segment import Segment
+from rich.style import Style
+
 from gputop_trace.tui.palette import Overlay, Role, Sid, style_key
 from gputop_trace.tui.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.timeline_math import EIGHTHS, Bins, RowData, bin_row, fit_label, label_with_duration, runs
-from rich.segment import Segment
-from rich.style import Style
 
 I64 = npt.NDArray[np.int64]
 
@@ -101,8 +102,11 @@ def event_row_cells(
         sid[has] = data.sids(hit)
     role = np.where(has, _DENSE, _BLANK)
     chars = _glyphs(bins)
-    rs, rl = runs(dom)
-    boxes = (rl >= 2) & (dom[rs] >= 0)
+    # a box is a run of cells showing one event alone; a cell shared with other events stays a dense cell so
+    # that the smaller events in it remain visible
+    alone = np.where(bins.count == 1, dom, -2 - np.arange(width, dtype=np.int64))
+    rs, rl = runs(alone)
+    boxes = (rl >= 2) & (alone[rs] >= 0)
     if boxes.any():
         label = label_of or data.label
         durs = data.trace.dur_ns

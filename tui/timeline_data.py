@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
 from gputop_trace.analysis.busy import DeviceBusy, device_busy
 from gputop_trace.model import COPY_KIND_LABEL, Kind, LaneKind, Trace
 from gputop_trace.safe_text import clean

@@ -359,10 +359,11 @@ def ruler_ticks(w: Window, *, gap: int = 2) -> list[Tick]:
 
 
 def cursor_label(w: Window, t: int) -> str:
-    """The cursor's time with enough decimals to tell neighbouring columns apart (``53.1204 ms``)."""
+    """The cursor's time with one decimal more than it takes to tell neighbouring columns apart
+    (``53.12402 ms``), so that rounding never shows a neighbouring column's time."""
     step = nice_steps(max(w.ns_per_col, 1.0))[0]
     unit, factor, decimals = tick_format(step, max(abs(w.t0), abs(w.t1), 1))
-    return format_tick(t, unit, factor, decimals)
+    return format_tick(t, unit, factor, min(decimals + 1, 9) if factor > 1 else 0)
 
 
 @dataclass(frozen=True)

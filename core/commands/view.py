@@ -40,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
     from gputop_trace.tui.app import GputopApp
 
     app = GputopApp(paths)
-    code = app.run()
-    return int(code if isinstance(code, int) else (app.return_code or 0))
+    app.run()
+    return int(app.return_code or 0)

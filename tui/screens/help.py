@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gputop_trace.tui.palette import LEGEND, Palette
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,6 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from gputop_trace.tui.palette import LEGEND, Palette
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class HelpEntry:
     keys: str
     description: str
     action: str
+    raw_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from gputop_trace.safe_text import clean
-from gputop_trace.units import format_bytes
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Vertical
 from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
+
+from gputop_trace.safe_text import clean
+from gputop_trace.units import format_bytes
 
 
 class LoadingScreen(Screen[None]):
@@ -68,4 +69,4 @@ class LoadingScreen(Screen[None]):
     def action_cancel(self) -> None:
         """Stop loading and quit."""
         self.app.workers.cancel_group(self.app, "load")
-        self.app.exit(130)
+        self.app.exit(130, return_code=130)

@@ -10,6 +10,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Footer, Static
+
 from gputop_trace.model import Kind, Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.kernel_names import kernel_label
@@ -41,15 +51,6 @@ from gputop_trace.tui.widgets.pending_panel import PendingPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Interval, Timeline
 from gputop_trace.units import format_ns, parse_duration_ns
-from rich.text import Text
-from textual import work
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
-from textual.message import Message
-from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Static
 
 I64 = npt.NDArray[np.int64]
 
@@ -563,7 +564,7 @@ class MainScreen(Screen[None]):
         seen: dict[tuple[str, str], HelpEntry] = {}
         for key, active in self.active_bindings.items():
             b = active.binding
-            if b.system or not b.description:
+            if b.system or not b.description or b.action in _HIDDEN_ACTIONS:
                 continue
             node = active.node
             title = _section_title(node)
@@ -571,18 +572,16 @@ class MainScreen(Screen[None]):
             shown = _key_name(key)
             if ident in seen:
                 prev = seen[ident]
-                if shown not in prev.keys.split(" "):
-                    entry = HelpEntry(f"{prev.keys} {shown}", prev.description, prev.action)
+                if key not in prev.raw_keys:
+                    entry = HelpEntry(f"{prev.keys} {shown}", prev.description, prev.action, (*prev.raw_keys, key))
                     lst = sections[title]
                     lst[lst.index(prev)] = entry
                     seen[ident] = entry
                 continue
-            entry = HelpEntry(shown, b.description, b.action)
+            description = _DESCRIPTIONS.get(b.action, b.description)
+            entry = HelpEntry(shown, description, b.action, (key,))
             seen[ident] = entry
             sections.setdefault(title, []).append(entry)
-        sections.setdefault("Anywhere", []).extend(
-            [HelpEntry("ctrl+p", "Command palette: go to kernel / range / time, panels, lanes", "command_palette")]
-        )
         return [HelpSection(t, tuple(e)) for t, e in sections.items()]
 
     def action_help(self) -> None:
@@ -624,6 +623,13 @@ class MainScreen(Screen[None]):
             return None
 
 
+#: Textual's own bindings that do nothing useful here (no text selection in a timeline)
+_HIDDEN_ACTIONS = frozenset({"screen.copy_text", "app.copy_text"})
+_DESCRIPTIONS = {
+    "command_palette": "Command palette: go to kernel / range / time, panels, lanes",
+    "quit": "Quit",
+}
+
 _KEY_NAMES = {
     "left_square_bracket": "[",
     "right_square_bracket": "]",
@@ -642,11 +648,15 @@ _KEY_NAMES = {
     "up": "↑",
     "down": "↓",
     "home": "Home",
+    "end": "End",
     "pageup": "PgUp",
     "pagedown": "PgDn",
     "tab": "Tab",
     "shift+tab": "Shift+Tab",
 }
+
+
+_WIDGET_TITLES = {"DataTable": "Table", "Input": "Text field"}
 
 
 def _key_name(key: str) -> str:
@@ -657,6 +667,6 @@ def _section_title(node: Any) -> str:
     if isinstance(node, MainScreen):
         return "Timeline and panels"
     if isinstance(node, Widget):
-        title = getattr(node, "title", "") or type(node).__name__
+        title = getattr(node, "title", "") or _WIDGET_TITLES.get(type(node).__name__, type(node).__name__)
         return f"{title} (focused)"
     return "Anywhere"

@@ -3,13 +3,14 @@ holds and how to select something."""
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
 from gputop_trace.tui.details import describe_event, details_text
 from gputop_trace.tui.navigation import FlowIndex, NameIndex
 from gputop_trace.tui.timeline_data import TimelineData
 from gputop_trace.units import format_ns
-from rich.text import Text
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 HINT = (
     "Nothing selected. Enter selects the event under the cursor ▼ (move it with , and .); [ ] step through the "

@@ -6,12 +6,13 @@ one line in the app's handler (mount it here and hand it the request)."""
 
 from __future__ import annotations
 
-from gputop_trace.safe_text import clean
-from gputop_trace.tui.messages import DrilldownRequest
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.messages import DrilldownRequest
 
 IDLE = (
     "Drill-down with Nsight Compute. Select a kernel on the timeline (or in Kernels, panel 1) and press c: "

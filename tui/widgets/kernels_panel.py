@@ -8,6 +8,12 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Static
+
 from gputop_trace.analysis.kernels import KernelRow
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.histogram import histogram_text
@@ -15,17 +21,14 @@ from gputop_trace.tui.kernel_names import FAMILY_LABEL, kernel_display_name, ker
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_ns
-from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal
-from textual.widgets import Static
 
 SORTS: tuple[str, ...] = ("total", "count", "mean", "max", "name")
 
 
 class KernelTable(TablePanel):
     """The sortable, filterable kernel table."""
+
+    title = "Kernels panel"
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding("o", "cycle_sort", "Sort"),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from gputop_trace.tui.widgets.table_panel import TablePanel
 from rich.text import Text
+
+from gputop_trace.tui.widgets.table_panel import TablePanel
 
 
 class PendingPanel(TablePanel):

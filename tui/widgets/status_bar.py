@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 
+from rich.text import Text
+from textual.widgets import Static
+
 from gputop_trace.model import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.timeline_math import fit_label
 from gputop_trace.units import format_ns
-from rich.text import Text
-from textual.widgets import Static
 
 
 def source_label(trace: Trace, paths: list[str]) -> str:
@@ -29,23 +30,33 @@ def status_text(
     cursor_ns: int,
     search: str = "",
 ) -> Text:
-    """The status line for a terminal ``width`` columns wide."""
+    """The status line for a terminal ``width`` columns wide: the roomiest layout that fits, the file name cut
+    last."""
     gpus = len(trace.devices)
     fmt = trace.meta.format
     warn = len(trace.meta.warnings)
-    right = f" │ win {format_ns(window_ns)} │ @ {format_ns(cursor_ns, precision=6)} │ {len(trace):,} ev"
-    if warn:
-        right += f" · ⚠ {warn} warning{'s' if warn != 1 else ''}"
-    if search:
-        right += f" │ {search}"
-    left_info = f" {fmt} · {gpus} GPU{'s' if gpus != 1 else ''} · span {format_ns(trace.span_ns)}"
     src = source_label(trace, paths)
-    room = width - len(right) - len(left_info)
-    if room < 6:
-        left_info = f" {fmt}"
-        room = width - len(right) - len(left_info)
+    gpu_text = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    layouts = [
+        (
+            f" {fmt} · {gpu_text} · span {format_ns(trace.span_ns)}",
+            f" │ win {format_ns(window_ns)} │ @ {format_ns(cursor_ns, precision=6)} │ {len(trace):,} events"
+            + (f" · ⚠ {warn} warning{'s' if warn != 1 else ''}" if warn else ""),
+        ),
+        (
+            f" {fmt} {gpu_text} {format_ns(trace.span_ns)}",
+            f"│win {format_ns(window_ns)}│@{format_ns(cursor_ns, precision=6)}│{len(trace):,} ev"
+            + (f"│⚠{warn}" if warn else ""),
+        ),
+    ]
+    for left, right in layouts:
+        if search:
+            right += f" │ {search}"
+        if len(src) + len(left) + len(right) <= width:
+            break
+    room = width - len(right) - len(left)
     name = fit_label(src, max(room, 0), min_chars=3)
-    out = Text(name, style="bold") + Text(left_info) + Text(right)
+    out = Text(name, style="bold") + Text(left) + Text(right)
     out.truncate(width, overflow="ellipsis")
     return out
 

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gputop_trace.tui.navigation import compile_search
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
+
+from gputop_trace.tui.navigation import compile_search
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class TablePanel(Vertical):
     TablePanel { height: 1fr; }
     TablePanel > Input.panel-filter { height: 1; border: none; padding: 0 1; background: $boost; }
     TablePanel > DataTable { height: 1fr; }
-    TablePanel > .panel-note { height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    TablePanel > .panel-note {
+        height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     """
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]

@@ -14,6 +14,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
 from gputop_trace.model import Kind
 from gputop_trace.tui.lanes import DisplayRow, RowKind
 from gputop_trace.tui.navigation import FlowIndex, step_in_row
@@ -33,12 +40,6 @@ from gputop_trace.tui.timeline_math import (
     zoom_window,
 )
 from gputop_trace.units import format_ns
-from rich.segment import Segment
-from rich.style import Style
-from textual import events
-from textual.message import Message
-from textual.strip import Strip
-from textual.widget import Widget
 
 ZOOM_STEP = 0.5  # w / + halve the window, s / - double it
 PAN_STEP = 0.25  # a / d move by a quarter of the window
@@ -410,6 +411,7 @@ class Timeline(Widget, can_focus=True):
         self._width, self._height = max(1, event.size.width), max(1, event.size.height)
         self._cache.clear()
         self._scroll_to_current()
+        self.refresh()
 
     def on_mount(self) -> None:
         self._width, self._height = max(1, self.size.width or 80), max(1, self.size.height or 24)
@@ -439,6 +441,10 @@ class Timeline(Widget, can_focus=True):
         return st
 
     def render_line(self, y: int) -> Strip:
+        size = self.size
+        if size.width and (size.width, size.height) != (self._width, self._height):
+            self._width, self._height = size.width, size.height
+            self._cache.clear()
         self._frame()
         width = self._width
         if y == 0:
