@@ -153,8 +153,17 @@ class GputopApp(App[int]):
         self.load_seconds = message.seconds
         self.switch_screen(MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono))
         self.call_after_refresh(self._first_screen_shown)
-        for w in message.trace.meta.warnings[:3]:
-            self.notify(clean(w), title="warning", severity="warning", timeout=8)
+        warnings = message.trace.meta.warnings
+        if warnings:
+            first = clean(warnings[0])
+            first = first if len(first) <= 90 else first[:89] + "…"
+            more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
+            self.notify(
+                f"{first}{more} — all warnings are in panel 6 (Findings).",
+                title=f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading",
+                severity="warning",
+                timeout=6,
+            )
         if self.run_analyses_after_load:
             self.run_analyses(message.trace)
 
@@ -166,11 +175,18 @@ class GputopApp(App[int]):
     def run_analyses(self, trace: Trace) -> None:
         """Build the name index and run the analyses, posting each result as soon as it is ready."""
         from gputop_trace.analysis.kernels import kernel_table
-        from gputop_trace.tui.navigation import NameIndex
+        from gputop_trace.tui.navigation import NameIndex, range_names
 
         worker = get_current_worker()
+        names: list[NameIndex] = []
+
+        def build_names() -> NameIndex:
+            names.append(NameIndex(trace))
+            return names[0]
+
         jobs: list[tuple[str, Any]] = [
-            ("names", lambda: NameIndex(trace)),
+            ("names", build_names),
+            ("range_names", lambda: range_names(trace, names[0]) if names else []),
             ("kernels", lambda: kernel_table(trace)),
         ]
         for name, job in jobs:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from gputop_trace.model import Kind
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
 
@@ -30,7 +29,7 @@ def _main(provider: Provider) -> MainScreen | None:
 
 def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
     """Every palette entry as ``(text, help, callback)``."""
-    from gputop_trace.tui.kernel_names import kernel_display_name
+    from gputop_trace.tui.kernel_names import kernel_label
     from gputop_trace.tui.screens.main import PANELS
 
     out: list[tuple[str, str, Callable[[], Any]]] = []
@@ -61,9 +60,14 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
     out.append(("Export findings…", "write Markdown or JSON (e)", main.action_export))
     out.append(("Help: keys", "every key of the focused pane (?)", main.action_help))
     rows = main.kernel_rows or []
+    multi = len({(r.rank, r.device) for r in rows}) > 1
     for r in rows[:MAX_KERNELS]:
         if len(r.events):
-            name = clean(kernel_display_name(r.name))
+            name = clean(kernel_label(r.name))
+            if len(name) > 60:
+                name = name[:59] + "…"
+            if multi:
+                name += f"  (rank {r.rank}, GPU {r.device})"
             out.append(
                 (
                     f"Go to kernel: {name}",
@@ -72,24 +76,17 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
                     partial(tl.select, int(r.events[0]), rezoom=True),
                 )
             )
-    if main.names is not None:
-        t = main.trace
-        ranges = t.of_kind(Kind.RANGE, Kind.GPU_RANGE)
-        if len(ranges):
-            import numpy as np
-
-            ids, first = np.unique(t.name[ranges], return_index=True)
-            for nid, pos in list(zip(ids.tolist(), first.tolist(), strict=True))[:MAX_RANGES]:
-                ev = int(main.names.instances(int(nid))[0])
-                n = main.names.count(int(nid))
-                what = "GPU annotation" if int(t.kind[ranges[pos]]) == Kind.GPU_RANGE else "range"
-                out.append(
-                    (
-                        f"Go to range: {clean(t.names[nid])}",
-                        f"{what}, {n:,} instance{'s' if n != 1 else ''}; first at {format_ns(int(t.start_ns[ev]))}",
-                        partial(tl.select, ev, rezoom=True),
-                    )
-                )
+    t = main.trace
+    for rn in main.range_names[:MAX_RANGES]:
+        what = "GPU annotation" if rn.on_gpu else "range"
+        out.append(
+            (
+                f"Go to range: {clean(t.names[rn.name_id])}",
+                f"{what}, {rn.count:,} instance{'s' if rn.count != 1 else ''}; "
+                f"first at {format_ns(int(t.start_ns[rn.first]))}",
+                partial(tl.select, rn.first, rezoom=True),
+            )
+        )
     return out
 
 
@@ -118,7 +115,7 @@ class TraceCommands(Provider):
         t = main.parse_time(q) if q else None
         if t is not None:
             yield Hit(
-                1.0,
+                1e6,  # above any fuzzy match: a time typed is a time meant
                 Text(f"Go to time {format_ns(t, precision=6)}"),
                 partial(main.goto_time, t),
                 text=f"Go to time {format_ns(t, precision=6)}",

@@ -183,3 +183,27 @@ def enclosing_ranges(trace: Trace, rows: dict[tuple[int, int], RowData], event: 
                 if len(ev):
                     out.append(Enclosing(other, tuple(int(x) for x in ev)))
     return out
+
+
+@dataclass(frozen=True)
+class RangeName:
+    """One annotation name for the palette: its id, how many ranges carry it, the first one, GPU or CPU."""
+
+    name_id: int
+    count: int
+    first: int
+    on_gpu: bool
+
+
+def range_names(trace: Trace, index: NameIndex) -> list[RangeName]:
+    """Every distinct annotation-range name (CPU ranges and GPU annotations), most frequent first."""
+    r = trace.of_kind(Kind.RANGE, Kind.GPU_RANGE)
+    if not len(r):
+        return []
+    ids, pos = np.unique(trace.name[r], return_index=True)
+    out = []
+    for nid, p in zip(ids.tolist(), pos.tolist(), strict=True):
+        inst = index.instances(int(nid))
+        out.append(RangeName(int(nid), len(inst), int(inst[0]), int(trace.kind[r[p]]) == int(Kind.GPU_RANGE)))
+    out.sort(key=lambda x: (-x.count, trace.names[x.name_id]))
+    return out

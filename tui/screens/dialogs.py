@@ -96,7 +96,8 @@ class PromptScreen(ModalScreen[str | None]):
             yield Static(Text(self.hint), id="prompt-hint")
 
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        for field in self.query(Input):  # absent only if the app is already shutting down
+            field.focus()
 
     def show_error(self, message: str) -> None:
         """Say why the answer was not accepted (the prompt stays open)."""

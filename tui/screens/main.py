@@ -46,6 +46,7 @@ from gputop_trace.tui.screens.help import HelpEntry, HelpScreen, HelpSection
 from gputop_trace.tui.timeline_data import TimelineData
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown_slot import DrilldownSlot
+from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
 from gputop_trace.tui.widgets.pending_panel import PendingPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
@@ -87,10 +88,11 @@ class PanelTabs(Static):
 class SearchDone(Message):
     """The search worker finished: the events matching ``pattern`` sorted by start."""
 
-    def __init__(self, pattern: str, matches: I64) -> None:
+    def __init__(self, pattern: str, matches: I64, starts: I64) -> None:
         super().__init__()
         self.pattern = pattern
         self.matches = matches
+        self.starts = starts
 
 
 class MainScreen(Screen[None]):
@@ -105,40 +107,88 @@ class MainScreen(Screen[None]):
     """
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", key_display="w"),
-        Binding("s,minus", "zoom(2.0)", "Zoom out", key_display="s"),
-        Binding("a,h,left", "pan(-0.25)", "Pan left", show=False),
-        Binding("d,l,right", "pan(0.25)", "Pan right", show=False),
-        Binding("j,down", "line(1)", "Next lane", show=False),
-        Binding("k,up", "line(-1)", "Previous lane", show=False),
-        Binding("pagedown", "line(10)", "Lanes page down", show=False),
-        Binding("pageup", "line(-10)", "Lanes page up", show=False),
-        Binding("0,home", "fit", "Fit whole trace", show=False),
-        Binding("f", "zoom_selection", "Zoom to selection", show=False),
-        Binding("left_square_bracket", "step_event(-1)", "Previous event in lane", show=False),
-        Binding("right_square_bracket", "step_event(1)", "Next event in lane", show=False),
-        Binding("n", "instance(1)", "Next instance / match", show=False),
-        Binding("N", "instance(-1)", "Previous instance / match", show=False),
-        Binding("comma", "cursor(-1)", "Cursor left one column", show=False),
-        Binding("full_stop", "cursor(1)", "Cursor right one column", show=False),
-        Binding("enter", "select", "Select / open", show=False),
-        Binding("space", "fold", "Collapse / expand group or lane", show=False),
-        Binding("x", "follow_flow", "Follow launch ↔ GPU op", show=False),
-        Binding("slash", "search", "Search"),
-        Binding("c", "drilldown", "ncu drill-down", show=False),
-        Binding("e", "export", "Export findings", show=False),
-        Binding("1", "panel('kernels')", "Kernels panel", show=False),
-        Binding("2", "panel('gaps')", "Gaps panel", show=False),
-        Binding("3", "panel('transfers')", "Transfers panel", show=False),
-        Binding("4", "panel('ranges')", "Ranges panel", show=False),
-        Binding("5", "panel('drilldown')", "Drill-down panel", show=False),
-        Binding("6", "panel('findings')", "Findings panel", show=False),
-        Binding("tab", "cycle_panel(1)", "Panels", key_display="tab"),
-        Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False),
-        Binding("escape", "back", "Back", show=False),
-        Binding("ctrl+d", "scroll_details(1)", "Scroll details down", show=False),
-        Binding("ctrl+u", "scroll_details(-1)", "Scroll details up", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", key_display="w", tooltip="Zoom in around the cursor ▼"),
+        Binding("s,minus", "zoom(2.0)", "Zoom out", key_display="s", tooltip="Zoom out around the cursor ▼"),
+        Binding("a,h,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan left by a quarter of the window"),
+        Binding("d,l,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan right by a quarter of the window"),
+        Binding("j,down", "line(1)", "Next lane", show=False, tooltip="Next lane row (down)"),
+        Binding("k,up", "line(-1)", "Previous lane", show=False, tooltip="Previous lane row (up)"),
+        Binding("pagedown", "line(10)", "Lanes page down", show=False, tooltip="Ten lane rows down"),
+        Binding("pageup", "line(-10)", "Lanes page up", show=False, tooltip="Ten lane rows up"),
+        Binding("0,home", "fit", "Fit whole trace", show=False, tooltip="Fit the whole trace"),
+        Binding("f", "zoom_selection", "Zoom to selection", show=False, tooltip="Zoom to the selected event"),
+        Binding(
+            "left_square_bracket",
+            "step_event(-1)",
+            "Previous event",
+            show=False,
+            tooltip="Previous event in the current lane row",
+        ),
+        Binding(
+            "right_square_bracket",
+            "step_event(1)",
+            "Next event",
+            show=False,
+            tooltip="Next event in the current lane row",
+        ),
+        Binding(
+            "n",
+            "instance(1)",
+            "Next instance",
+            show=False,
+            tooltip="Next instance of the selected name on its GPU/rank; after a search, the next match",
+        ),
+        Binding(
+            "N",
+            "instance(-1)",
+            "Previous instance",
+            show=False,
+            tooltip="Previous instance of the selected name; after a search, the previous match",
+        ),
+        Binding("comma", "cursor(-1)", "Cursor left", show=False, tooltip="Move the cursor ▼ one column left"),
+        Binding("full_stop", "cursor(1)", "Cursor right", show=False, tooltip="Move the cursor ▼ one column right"),
+        Binding(
+            "enter",
+            "select",
+            "Select / open",
+            show=False,
+            tooltip="Select the event under the cursor ▼; on a group header, collapse or expand it",
+        ),
+        Binding(
+            "space",
+            "fold",
+            "Fold",
+            show=False,
+            tooltip="Collapse / expand the lane group or multi-row lane under the cursor",
+        ),
+        Binding("x", "follow_flow", "Follow flow", show=False, tooltip="Follow the flow: launch call ↔ GPU op"),
+        Binding("slash", "search", "Search", tooltip="Search event names (regex); n / N walk the matches, Esc clears"),
+        Binding(
+            "c",
+            "drilldown",
+            "ncu drill-down",
+            show=False,
+            tooltip="ncu drill-down for the selected kernel (shows the exact command first)",
+        ),
+        Binding("e", "export", "Export", show=False, tooltip="Export the findings as Markdown or JSON"),
+        Binding("1", "panel('kernels')", "Kernels", show=False, tooltip="Kernels panel (again: back to details)"),
+        Binding("2", "panel('gaps')", "Gaps", show=False, tooltip="Gaps panel: idle GPU time and why"),
+        Binding("3", "panel('transfers')", "Transfers", show=False, tooltip="Transfers panel: copies, exposed time"),
+        Binding("4", "panel('ranges')", "Ranges", show=False, tooltip="Ranges panel: NVTX / annotation summary"),
+        Binding("5", "panel('drilldown')", "Drill-down", show=False, tooltip="Drill-down panel (ncu)"),
+        Binding("6", "panel('findings')", "Findings", show=False, tooltip="Findings panel: what to fix first"),
+        Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 6)"),
+        Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False, tooltip="Previous panel"),
+        Binding(
+            "escape",
+            "back",
+            "Back",
+            show=False,
+            tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection",
+        ),
+        Binding("ctrl+d", "scroll_details(1)", "Details down", show=False, tooltip="Scroll the details down"),
+        Binding("ctrl+u", "scroll_details(-1)", "Details up", show=False, tooltip="Scroll the details up"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="This help"),
     ]
 
     def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str], *, mono: bool) -> None:
@@ -150,9 +200,11 @@ class MainScreen(Screen[None]):
         self.mono = mono
         self.names: NameIndex | None = None
         self.kernel_rows: list[Any] | None = None
+        self.range_names: list[Any] = []
         self.panel = "details"
         self.search_pattern = ""
         self.matches: I64 | None = None
+        self.match_starts: I64 | None = None
         self.results: dict[str, Any] = {}
 
     # ---- layout ----------------------------------------------------------------------------------------------
@@ -167,7 +219,7 @@ class MainScreen(Screen[None]):
                 yield PendingPanel("Transfers", "transfers", id="transfers")
                 yield PendingPanel("Ranges", "ranges", id="ranges")
                 yield DrilldownSlot(id="drilldown")
-                yield PendingPanel("Findings", "findings", id="findings")
+                yield FindingsPanel(id="findings")
         yield StatusBar(id="status")
         yield Footer(compact=True)
 
@@ -180,6 +232,12 @@ class MainScreen(Screen[None]):
         self.query_one(PanelTabs).show(self.panel)
         self.refresh_status()
         self.refresh_details()
+        self.query_one(FindingsPanel).show(
+            [],
+            self.trace.meta.warnings,
+            "The findings analysis (analysis/findings.py) is not in this build yet; only the loader's warnings "
+            "are listed.",
+        )
         # results that arrived before this screen was mounted
         app: Any = self.app
         for name, result in dict(getattr(app, "results", {})).items():
@@ -199,7 +257,8 @@ class MainScreen(Screen[None]):
         sel = self.timeline.selected
         pos = ""
         if n and sel >= 0:
-            p = position_in(self.matches, self.trace.start_ns[self.matches], sel, int(self.trace.start_ns[sel]))
+            assert self.match_starts is not None
+            p = position_in(self.matches, self.match_starts, sel, int(self.trace.start_ns[sel]))
             if p >= 0:
                 pos = f"{p + 1}/"
         return f"/{clean(self.search_pattern)}/ {pos}{n:,} match{'es' if n != 1 else ''}"
@@ -232,10 +291,13 @@ class MainScreen(Screen[None]):
             pane.show_rows(iv.label or "interval", rows)
         else:
             info = tl.cell_at_cursor()
-            if info is None:
+            line = tl.current_line
+            if info is None or line is None:
                 pane.show_hint(None)
+            elif line.kind == RowKind.UTIL:
+                pane.show_hint(None, util=(info.fraction, info.t0, info.t1))
             else:
-                label = self.data.label(info.event) if info.event >= 0 else "GPU busy"
+                label = self.data.label(info.event) if info.event >= 0 else ""
                 pane.show_hint((info.count, info.fraction, label, info.t0, info.t1))
 
     def on_timeline_changed(self, message: Timeline.Changed) -> None:
@@ -249,6 +311,8 @@ class MainScreen(Screen[None]):
         if message.name == "names":
             self.names = message.result
             self.refresh_details()
+        elif message.name == "range_names":
+            self.range_names = message.result
         elif message.name == "kernels":
             self.kernel_rows = message.result
             self.query_one(KernelsPanel).set_rows(self.trace, message.result)
@@ -345,7 +409,8 @@ class MainScreen(Screen[None]):
             if not len(events):
                 self.notify(f"No events match /{self.search_pattern}/.", timeout=3)
                 return
-            starts = self.trace.start_ns[events]
+            assert self.match_starts is not None
+            starts = self.match_starts
             cur = tl.selected
             t = int(self.trace.start_ns[cur]) if cur >= 0 else tl.cursor_t
             nxt = step_in_sorted(events, starts, cur, t, direction)
@@ -399,6 +464,7 @@ class MainScreen(Screen[None]):
                 return
             self.search_pattern = text
             self.matches = None
+            self.match_starts = None
             self.refresh_status()
             self.run_search(text)
 
@@ -417,16 +483,16 @@ class MainScreen(Screen[None]):
     def run_search(self, text: str) -> None:
         names = self.names or NameIndex(self.trace)
         matches = search_events(self.trace, names, compile_search(text))
-        self.post_message(SearchDone(text, matches))
+        self.post_message(SearchDone(text, matches, self.trace.start_ns[matches]))
 
     def on_search_done(self, message: SearchDone) -> None:
         if message.pattern != self.search_pattern:
             return
         self.matches = message.matches
+        self.match_starts = message.starts
         if len(message.matches):
             tl = self.timeline
-            starts = self.trace.start_ns[message.matches]
-            nxt = step_in_sorted(message.matches, starts, -1, tl.cursor_t - 1, 1)
+            nxt = step_in_sorted(message.matches, message.starts, -1, tl.cursor_t - 1, 1)
             if nxt < 0:
                 nxt = int(message.matches[0])
             tl.select(nxt)
@@ -437,6 +503,7 @@ class MainScreen(Screen[None]):
     def clear_search(self) -> None:
         self.search_pattern = ""
         self.matches = None
+        self.match_starts = None
         self.refresh_status()
 
     # ---- drill-down and export -------------------------------------------------------------------------------
@@ -578,11 +645,17 @@ class MainScreen(Screen[None]):
                     lst[lst.index(prev)] = entry
                     seen[ident] = entry
                 continue
-            description = _DESCRIPTIONS.get(b.action, b.description)
+            description = _DESCRIPTIONS.get(b.action, b.tooltip or b.description)
             entry = HelpEntry(shown, description, b.action, (key,))
             seen[ident] = entry
             sections.setdefault(title, []).append(entry)
-        return [HelpSection(t, tuple(e)) for t, e in sections.items()]
+        order = {b.action: i for i, b in enumerate(self.BINDINGS) if isinstance(b, Binding)}
+        out = []
+        for title, entries in sections.items():
+            if title == "Timeline and panels":
+                entries = sorted(entries, key=lambda e: order.get(e.action, len(order)))
+            out.append(HelpSection(title, tuple(entries)))
+        return out
 
     def action_help(self) -> None:
         """?: the keys of the focused pane and the screen, generated from the bindings."""

@@ -45,10 +45,18 @@ class DetailsPane(VerticalScroll, can_focus=False):
         self.body.update(details_text(title, rows))
         self.scroll_home(animate=False)
 
-    def show_hint(self, cell: tuple[int, float, str, int, int] | None = None) -> None:
-        """The hint, with what the cursor's cell holds: ``(count, busy fraction, dominant label, t0, t1)``."""
+    def show_hint(
+        self, cell: tuple[int, float, str, int, int] | None = None, *, util: tuple[float, int, int] | None = None
+    ) -> None:
+        """The hint, with what the cursor's cell holds: ``(count, busy fraction, dominant label, t0, t1)`` on a
+        lane, ``(busy fraction, t0, t1)`` on a GPU's busy strip."""
         text = Text(HINT, style="dim")
-        if cell is not None:
+        if util is not None:
+            frac, t0, t1 = util
+            line = Text(f"cursor cell {format_ns(t0, precision=6)} – {format_ns(t1, precision=6)}: ")
+            line.append(f"GPU busy {100 * frac:.0f}% of the cell" if frac > 0 else "GPU idle")
+            text = line + Text("\n") + text
+        elif cell is not None:
             count, frac, label, t0, t1 = cell
             line = Text(f"cursor cell {format_ns(t0, precision=6)} – {format_ns(t1, precision=6)}: ")
             if count:

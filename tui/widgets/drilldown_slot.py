@@ -6,6 +6,8 @@ one line in the app's handler (mount it here and hand it the request)."""
 
 from __future__ import annotations
 
+import os
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -45,7 +47,8 @@ class DrilldownSlot(VerticalScroll):
         text.append(f"\nlaunch   {req.launch_index + 1} of {req.launch_count} with this name on rank {req.rank}, ")
         text.append(f"GPU {req.device} (ncu --launch-skip {req.launch_index})\n")
         text.append("range    " + (clean(" › ".join(req.nvtx_path)) if req.nvtx_path else "(none around the launch)"))
-        text.append("\ntrace    " + clean(req.trace_path))
+        shown = ", ".join(os.path.basename(p) for p in req.trace_path.split(os.pathsep))
+        text.append("\ntrace    " + clean(shown))
         text.append("\n\nOnce wired, c will offer to run, after you confirm:\n", style="dim")
         text.append("  " + clean(req.command_text()))
         for w in self.query("#drilldown-placeholder"):

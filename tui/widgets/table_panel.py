@@ -190,6 +190,12 @@ class TablePanel(Vertical):
             self.highlighted(item)
 
     # actions -----------------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A panel without a filter has no ``/`` key (so neither the footer nor the help lists one)."""
+        if action == "focus_filter" and not self.has_filter:
+            return False
+        return True
+
     def action_row(self, delta: int) -> None:
         """Move the table cursor."""
         t = self.table
