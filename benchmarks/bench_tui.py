@@ -25,7 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DEFAULT_SOURCE = ROOT.parent / "shared" / "corpus" / "kineto" / "h200_gpt_train_small.json.gz"
+DEFAULT_SOURCE = (
+    Path(os.environ.get("GPUTOP_CORPUS", ROOT.parent / "shared" / "corpus")) / "kineto" / "h200_gpt_train_small.json.gz"
+)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -22,6 +22,7 @@ class RowKind(IntEnum):
     GROUP = 0  # a group header (rank, GPU, CPU process, other lanes)
     UTIL = 1  # a GPU's utilization strip (busy union of all its streams), gaps marked
     EVENTS = 2  # one row of a lane's events
+    NOTE = 3  # a sentence about what the trace lacks (no events, no GPU activity)
 
 
 @dataclass(frozen=True)
@@ -226,9 +227,18 @@ class LaneLayout:
         """The keys that must not be collapsed for a GPU's utilization strip to be shown."""
         return list(self._chain.get(util_key(rank, device), []))
 
+    def notes(self) -> list[str]:
+        """Sentences about what is missing, shown above the lanes."""
+        t = self.trace
+        if not len(t):
+            return ["This trace holds no events (see the warnings in panel 6, Findings)."]
+        if not any(n.kind == RowKind.GROUP and "/gpu" in n.key for n in self._walk()):
+            return ["No GPU activity was recorded in this profile: only CPU threads are shown."]
+        return []
+
     def rows(self, collapsed: set[str] | frozenset[str]) -> list[DisplayRow]:
         """The lines shown, top to bottom, when the groups and lanes in ``collapsed`` are closed."""
-        out: list[DisplayRow] = []
+        out: list[DisplayRow] = [DisplayRow(RowKind.NOTE, f"note:{i}", s, 0) for i, s in enumerate(self.notes())]
 
         def rec(n: _Node, level: int) -> None:
             if n.kind == RowKind.GROUP:

@@ -108,10 +108,8 @@ class KernelTable(TablePanel):
         self.set_items(self.items, self._note())
 
     def _note(self) -> str:
-        order = "largest first" if self.descending else "smallest first"
-        if self.sort == "name":
-            order = "A→Z" if self.descending else "Z→A"
-        return f"{len(self.items):,} kernels · sorted by {self.sort}, {order} · o sort · r reverse · Enter show"
+        arrow = "↓" if self.descending else "↑"
+        return f"{len(self.items):,} kernels · by {self.sort} {arrow} · o sort · r reverse · Enter show"
 
     def activate(self, item: Any) -> None:
         r: KernelRow = item

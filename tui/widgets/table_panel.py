@@ -38,6 +38,7 @@ class TablePanel(Vertical):
     TablePanel > .panel-note {
         height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
     }
+    TablePanel > .panel-note.-message { height: auto; text-wrap: wrap; }
     """
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
@@ -98,6 +99,8 @@ class TablePanel(Vertical):
     # filling -----------------------------------------------------------------------------------------------
     def set_items(self, items: Sequence[Any], note: str | Text = "") -> None:
         """Replace the rows."""
+        self.table.display = True
+        self.note.remove_class("-message")
         self.items = list(items)
         self.refill()
         self.note.update(note if isinstance(note, Text) else Text(note))
@@ -106,6 +109,8 @@ class TablePanel(Vertical):
         """No rows; say why."""
         self.items = []
         self.refill()
+        self.table.display = False
+        self.note.add_class("-message")
         self.note.update(text if isinstance(text, Text) else Text(text))
 
     def visible_columns(self) -> list[Column]:
@@ -192,9 +197,7 @@ class TablePanel(Vertical):
     # actions -----------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A panel without a filter has no ``/`` key (so neither the footer nor the help lists one)."""
-        if action == "focus_filter" and not self.has_filter:
-            return False
-        return True
+        return not (action == "focus_filter" and not self.has_filter)
 
     def action_row(self, delta: int) -> None:
         """Move the table cursor."""

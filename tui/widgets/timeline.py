@@ -165,7 +165,7 @@ class Timeline(Widget, can_focus=True):
 
     def _first_content_line(self) -> None:
         for idx, ln in enumerate(self.lines):
-            if ln.kind != RowKind.GROUP:
+            if ln.kind in (RowKind.UTIL, RowKind.EVENTS):
                 self.current = idx
                 return
 
@@ -269,7 +269,7 @@ class Timeline(Widget, can_focus=True):
         """Collapse or expand the group or multi-row lane under the lane cursor (or ``key``); returns the key."""
         if key is None:
             line = self.current_line
-            if line is None or line.kind == RowKind.UTIL:
+            if line is None or line.kind in (RowKind.UTIL, RowKind.NOTE):
                 return None
             if line.kind == RowKind.EVENTS and line.rows_in_lane <= 1:
                 return None
@@ -358,7 +358,7 @@ class Timeline(Widget, can_focus=True):
     def cell_at_cursor(self) -> CellInfo | None:
         """What the cursor's cell holds on the current line (None on a group line)."""
         line = self.current_line
-        if line is None or line.kind == RowKind.GROUP:
+        if line is None or line.kind in (RowKind.GROUP, RowKind.NOTE):
             return None
         w = self.window
         col = w.col_of(self.cursor_t)
@@ -545,6 +545,9 @@ class Timeline(Widget, can_focus=True):
 
     def _line_segments(self, idx: int) -> list[Segment]:
         line = self.lines[idx]
+        if line.kind == RowKind.NOTE:
+            style = self._base_style + Style(color="yellow", italic=True)
+            return [Segment(fit_label(" " + line.label, self._width, min_chars=1), style)]
         gutter = self._gutter_segments(idx, line)
         w = self._frame()
         cursor_col = w.col_of(self.cursor_t)
