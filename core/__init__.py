@@ -7,4 +7,6 @@ package imports Textual, and only the ``tui`` package and the command line print
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from gputop_trace.annotate import annotate  # one range for NVTX and torch.profiler
+
+__all__ = ["__version__", "annotate"]

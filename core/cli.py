@@ -46,8 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_error(message: str) -> None:
-    from rich.console import Console
-    from rich.text import Text
+    try:
+        from rich.console import Console
+        from rich.text import Text
+    except ImportError:  # a bare GPU box without Rich: plain text
+        from gputop_trace.safe_text import clean
+
+        print(f"gputop-trace: error: {clean(message)}", file=sys.stderr)
+        return
 
     from gputop_trace.safe_text import clean
 

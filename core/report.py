@@ -7,10 +7,12 @@ import io
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop_trace import __version__
-from gputop_trace.model import Trace
+
+if TYPE_CHECKING:  # the model (numpy) is not needed to write a document
+    from gputop_trace.model import Trace
 
 SCHEMA_VERSION = 1
 

@@ -41,3 +41,48 @@ def corpus() -> Path:
 def corpus_file(rel: str) -> str:
     """Absolute path of a corpus file (for parametrization at import time)."""
     return str(CORPUS / rel)
+
+
+FAKE_NCU_DIR = ROOT / "tests" / "fake_ncu"
+
+
+@pytest.fixture
+def fake_ncu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The stand-in ``ncu`` (tests/fake_ncu/ncu, replaying corpus outputs) first on PATH, the user cache dir in
+    ``tmp_path``; returns the file where the stand-in logs every argv it receives (one JSON list per line).
+    Pick the scenario with ``monkeypatch.setenv("FAKE_NCU_SCENARIO", ...)``. Tests using it need the corpus marker."""
+    monkeypatch.setenv("PATH", f"{FAKE_NCU_DIR}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_NCU_CORPUS", str(CORPUS / "ncu"))
+    argv_log = tmp_path / "ncu-argv.jsonl"
+    monkeypatch.setenv("FAKE_NCU_ARGV_LOG", str(argv_log))
+    monkeypatch.setenv("GPUTOP_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("GPUTOP_NCU", "FAKE_NCU_SCENARIO", "FAKE_NCU_REPORT", "FAKE_NCU_CHILD_PID", "FAKE_NCU_SLEEP"):
+        monkeypatch.delenv(var, raising=False)
+    return argv_log
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process still runs (a zombie waiting for a parent that never reaps it counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def wait_gone(pid: int, timeout_s: float = 5.0) -> bool:
+    """Poll until ``pid`` is gone; True when it went."""
+    import time
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not process_alive(pid):
+            return True
+        time.sleep(0.05)
+    return not process_alive(pid)

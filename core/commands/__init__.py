@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.commands import ranks, summary, view
+from gputop_trace.commands import ncu, ranks, summary, view
 
-COMMANDS: tuple[ModuleType, ...] = (view, summary, ranks)
+COMMANDS: tuple[ModuleType, ...] = (view, summary, ranks, ncu)
