@@ -41,7 +41,8 @@ async def _loaded(pilot: Any) -> None:
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 @pytest.mark.parametrize("pane", list(PANES))
-def test_pane_snapshot(snap_compare: Any, pane: str, size: tuple[int, int]) -> None:
+def test_pane_snapshot(snap_compare: Any, pane: str, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUTOP_NCU", "/nonexistent/ncu")  # the drill-down shows the same guidance everywhere
     app = GputopApp([default_sample()])
     assert snap_compare(app, press=PANES[pane], terminal_size=size, run_before=_loaded)
 

@@ -1,14 +1,12 @@
-"""Typed messages between the app's workers, panels and screens, and the drill-down request (what ``c`` asks the
-ncu drill-down to profile)."""
+"""Typed messages between the app's workers, panels and screens."""
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
 
+from gputop_trace.drilldown import DrilldownRequest
 from gputop_trace.model import Trace
 from gputop_trace.tui.navigation import FlowIndex
 from gputop_trace.tui.timeline_data import TimelineData
@@ -87,42 +85,8 @@ class JumpToInterval(Message):
         self.details = details
 
 
-@dataclass(frozen=True)
-class DrilldownRequest:
-    """What the ncu drill-down should profile: one launch of one kernel of the traced program.
-
-    ``launch_index`` is 0-based among the kernels with the same name on the same rank and device, in time order
-    (ncu's ``--launch-skip``); ``nvtx_range`` the innermost annotation range around the launch call, and
-    ``nvtx_path`` the whole chain (outermost first).
-    """
-
-    event: int
-    kernel_name: str
-    raw_name: str
-    short_name: str
-    launch_index: int
-    launch_count: int
-    nvtx_range: str | None
-    nvtx_path: tuple[str, ...]
-    trace_path: str
-    rank: int
-    device: int
-
-    def command(self) -> list[str]:
-        """The ``gputop-trace ncu`` argument list that would profile this launch (the program to run comes after
-        ``--``; a trace does not record it)."""
-        argv = ["gputop-trace", "ncu", "--kernel", self.short_name, "--launch", str(self.launch_index)]
-        if self.nvtx_range:
-            argv += ["--nvtx", self.nvtx_range]
-        return [*argv, "--", "YOUR_PROGRAM", "ARGS..."]
-
-    def command_text(self) -> str:
-        """:meth:`command` as one shell-quoted line, for display only (nothing runs it)."""
-        return " ".join(shlex.quote(a) if a not in ("YOUR_PROGRAM", "ARGS...") else a for a in self.command())
-
-
 class DrilldownRequested(Message):
-    """``c`` was pressed on a kernel: the drill-down panel (``#drilldown``) should offer to profile it."""
+    """``c`` was pressed on a kernel: the drill-down panel (``#drilldown``) offers to profile this launch."""
 
     def __init__(self, request: DrilldownRequest) -> None:
         super().__init__()

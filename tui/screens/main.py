@@ -20,14 +20,13 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Static
 
+from gputop_trace.errors import TraceError
 from gputop_trace.model import Kind, Trace
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.kernel_names import kernel_label
 from gputop_trace.tui.lanes import RowKind
 from gputop_trace.tui.messages import (
     AnalysisFailed,
     AnalysisReady,
-    DrilldownRequest,
     DrilldownRequested,
     JumpToEvent,
     JumpToInterval,
@@ -36,7 +35,6 @@ from gputop_trace.tui.navigation import (
     FlowIndex,
     NameIndex,
     compile_search,
-    enclosing_on_lane,
     position_in,
     search_events,
     step_in_sorted,
@@ -45,7 +43,7 @@ from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.help import HelpEntry, HelpScreen, HelpSection
 from gputop_trace.tui.timeline_data import TimelineData
 from gputop_trace.tui.widgets.details_pane import DetailsPane
-from gputop_trace.tui.widgets.drilldown_slot import DrilldownSlot
+from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
 from gputop_trace.tui.widgets.pending_panel import PendingPanel
@@ -218,7 +216,7 @@ class MainScreen(Screen[None]):
                 yield PendingPanel("Gaps", "gaps", id="gaps")
                 yield PendingPanel("Transfers", "transfers", id="transfers")
                 yield PendingPanel("Ranges", "ranges", id="ranges")
-                yield DrilldownSlot(id="drilldown")
+                yield DrilldownPanel(id="drilldown")
                 yield FindingsPanel(id="findings")
         yield StatusBar(id="status")
         yield Footer(compact=True)
@@ -338,8 +336,9 @@ class MainScreen(Screen[None]):
         )
 
     def on_drilldown_requested(self, message: DrilldownRequested) -> None:
-        # Wiring the ncu drill-down: mount DrilldownPanel in #drilldown and hand it message.request here.
-        self.query_one(DrilldownSlot).show_request(message.request)
+        """Show panel 5 and let the drill-down confirm and run ncu for the requested launch."""
+        self.show_panel("drilldown")
+        self.query_one(DrilldownPanel).start(message.request)
 
     # ---- timeline actions ------------------------------------------------------------------------------------
     def action_zoom(self, factor: float) -> None:
@@ -507,44 +506,20 @@ class MainScreen(Screen[None]):
         self.refresh_status()
 
     # ---- drill-down and export -------------------------------------------------------------------------------
-    def drilldown_request(self, event: int) -> DrilldownRequest:
-        """The drill-down request for a kernel event."""
-        t = self.trace
-        name = t.event_name(event)
-        k = t.kernel_row(event)
-        raw = t.names[int(t.kernels.raw_name[k])] if k >= 0 and int(t.kernels.raw_name[k]) >= 0 else name
-        names = self.names or NameIndex(t)
-        inst, starts = names.instances_like(event)
-        pos = position_in(inst, starts, event, int(t.start_ns[event]))
-        path: tuple[str, ...] = ()
-        launch = int(t.launch_of[event])
-        if launch >= 0:
-            enc = enclosing_on_lane(
-                t, self.data.rows, int(t.lane[launch]), int(t.start_ns[launch]), int(t.depth[launch])
-            )
-            path = tuple(t.event_name(int(e)) for e in enc if int(t.kind[int(e)]) == Kind.RANGE)
-        return DrilldownRequest(
-            event=event,
-            kernel_name=name,
-            raw_name=raw,
-            short_name=kernel_label(name),
-            launch_index=max(pos, 0),
-            launch_count=len(inst),
-            nvtx_range=path[-1] if path else None,
-            nvtx_path=path,
-            trace_path=os.pathsep.join(os.path.abspath(p) for p in self.paths),
-            rank=int(t.event_rank[event]),
-            device=int(t.event_device[event]),
-        )
-
     def action_drilldown(self) -> None:
         """c: ask the ncu drill-down to profile the selected kernel."""
         tl = self.timeline
         if tl.selected < 0 or int(self.trace.kind[tl.selected]) != Kind.KERNEL:
             self.notify("Select a kernel first (Enter on a kernel, or a row of the Kernels panel).", timeout=3)
             return
-        self.post_message(DrilldownRequested(self.drilldown_request(tl.selected)))
-        self.show_panel("drilldown")
+        from gputop_trace.drilldown import request_for_event
+
+        try:
+            request = request_for_event(self.trace, tl.selected, self.paths[0] if len(self.paths) == 1 else None)
+        except TraceError as e:
+            self.notify(e.message, severity="warning", timeout=5)
+            return
+        self.post_message(DrilldownRequested(request))
 
     def action_export(self) -> None:
         """e: write the findings as Markdown or JSON."""
@@ -596,7 +571,10 @@ class MainScreen(Screen[None]):
         if callable(focus):
             focus()
         else:
-            self.timeline.focus()
+            # a focusable part of the panel takes the keyboard, so that the panel's own keys apply while it is
+            # shown (the drill-down's x cancels ncu there); the timeline otherwise
+            inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
+            (inner or self.timeline).focus()
 
     def action_panel(self, name: str) -> None:
         """Show panel ``name``; pressing its number again goes back to the details."""
