@@ -311,3 +311,64 @@ def test_sample_first_screen_at_80x24() -> None:
             assert "h200_train_step.json.gz" in lines[-2] and "6,387 ev" in lines[-2]
 
     run(body())
+
+
+def test_click_selects_the_event_under_the_mouse() -> None:
+    async def body() -> None:
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=(62, 20)) as pilot:
+            await wait_loaded(app, pilot)
+            tl = timeline(app)
+            assert app.trace is not None
+            line = line_of_lane(tl, lane_named(app.trace, "stream 7"))
+            # 12-column gutter, 20 ns per column: column 5 is inside sgemm_big [0, 300)
+            await pilot.click("#timeline", offset=(12 + 5, line - tl.top + 1))
+            await pilot.pause()
+            assert app.trace.event_name(tl.selected) == "sgemm_big"
+            # a click on a group label folds the group
+            await pilot.click("#timeline", offset=(2, 1))
+            await pilot.pause()
+            assert tl.lines[0].folded
+
+    run(body())
+
+
+def test_palette_goes_to_a_range_a_kernel_and_folds_lanes() -> None:
+    async def body() -> None:
+        from gputop_trace.tui.commands import palette_entries
+
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=(80, 24)) as pilot:
+            main = await wait_loaded(app, pilot)
+            entries = {text: cb for text, _, cb in palette_entries(main)}
+            assert "Go to range: step" in entries and "Go to kernel: sgemm_big" in entries
+            entries["Go to kernel: tiny"]()
+            await pilot.pause()
+            tl = timeline(app)
+            assert app.trace is not None and app.trace.event_name(tl.selected) == "tiny"
+            assert tl.t0 <= 600 < tl.t1  # brought into view
+            entries["Go to range: step"]()
+            await pilot.pause()
+            assert app.trace.event_name(tl.selected) == "step"
+            n = len(tl.lines)
+            entries["Lanes: collapse every CPU process"]()
+            await pilot.pause()
+            assert len(tl.lines) < n
+            entries["Lanes: expand everything"]()
+            await pilot.pause()
+            assert len(tl.lines) == n
+
+    run(body())
+
+
+def test_export_writes_markdown_with_the_top_kernels(tmp_path: Path) -> None:
+    from gputop_trace.tui.export import export_path, findings_document, findings_markdown
+
+    path, fmt = export_path("report", cwd=str(tmp_path))
+    assert path == str(tmp_path / "report.md") and fmt == "markdown"
+    assert export_path(str(tmp_path), cwd="/")[0] == str(tmp_path / "gputop-findings.md")
+    assert export_path("x.JSON", cwd=str(tmp_path))[1] == "json"
+    text = findings_markdown(findings_document(synthetic_trace(), ["synthetic.json"]))
+    assert text.startswith("# gputop-trace findings")
+    assert "| 0 | 0 |" in text  # GPU busy table row for rank 0, GPU 0
+    assert "`sgemm_big`" in text

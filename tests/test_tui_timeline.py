@@ -182,3 +182,38 @@ def test_labels_never_overwrite_a_neighbour() -> None:
                 ch for ch, n, role in zip(text, cells.bins.count, roles, strict=True) if n > 0 and role != Role.BOX
             ]
             assert " " not in shown
+
+
+def test_idle_gaps_are_marked_on_the_busy_strip(mono: None) -> None:
+    """Gap marks (from the gap detector) replace the empty cells of the busy strip with ╌ and a label."""
+    from gputop_trace.tui.row_render import util_row_cells
+    from gputop_trace.tui.timeline_data import GapMarks
+
+    busy = RowData.from_intervals(np.array([-1, -1]), np.array([0, 800]), np.array([400, 900]))
+    gaps = GapMarks(RowData.from_intervals(np.array([-1]), np.array([400]), np.array([800])), ("idle 400ns sync",))
+    cells = util_row_cells(busy, gaps, column_bounds(Window(0, 1000, 50)))
+    # 20 ns per cell: busy 0-19, the gap fills cells 20-39 (label after one ╌), busy again 40-44
+    assert cells.text == "█" * 20 + "╌idle 400ns sync" + "╌" * 4 + "█" * 5 + " " * 5
+    roles = (cells.keys >> 8) & 0xFF
+    assert set(roles[20:40].tolist()) == {Role.BOX}
+    # zoomed out so that the gap covers less than half of a cell: no mark, the busy fraction shows instead
+    coarse = util_row_cells(busy, gaps, column_bounds(Window(0, 1000, 1)))
+    assert coarse.text == "▄"  # 500 of 1000 ns busy
+
+
+def test_gap_marks_reach_the_screen() -> None:
+    from gputop_trace.tui.timeline_data import GapMarks
+
+    async def body() -> None:
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_loaded(app, pilot, analyses=False)
+            tl = timeline(app)
+            row = RowData.from_intervals(np.array([-1]), np.array([400]), np.array([600]))
+            tl.data.set_gaps({(0, 0): GapMarks(row, ("idle 200ns",))})
+            tl.invalidate()
+            await pilot.pause()
+            util = next(i for i, ln in enumerate(tl.lines) if ln.kind == 1)
+            assert plot_of(tl, util)[20:30] == "╌idle 200…"
+
+    run(body())

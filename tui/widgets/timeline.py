@@ -558,7 +558,7 @@ class Timeline(Widget, can_focus=True):
                 self._cache.move_to_end(key)
                 return gutter + cached
         cells = self._plot_cells(line, self._bounds)
-        if line.kind != RowKind.GROUP and 0 <= cursor_col < w.width and cells.chars[cursor_col] == " ":
+        if line.kind != RowKind.GROUP and 0 <= cursor_col < w.width and (int(cells.keys[cursor_col]) >> 8) == 0:
             cells.chars[cursor_col] = CURSOR_LINE
             cells.keys[cursor_col] = style_key(int(Sid.RULE), int(Role.LABEL))
         overlaid = self._overlays(idx, line, cells)
