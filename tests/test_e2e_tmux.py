@@ -113,3 +113,24 @@ def test_view_in_a_real_terminal() -> None:
         assert tm.dead_status() == 0
     finally:
         tm.close()
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_resize_and_ctrl_c_in_a_real_terminal() -> None:
+    if not shutil.which("tmux"):
+        pytest.fail("tmux is needed for the end-to-end test (apt-get install tmux)")
+    tm = Tmux([_gputop(), "view", corpus_file("kineto/h200_ddp_2gpu")])
+    try:
+        first = tm.wait_for(lambda s: "rank 0" in s and " ev" in s)
+        assert len(first.splitlines()[0]) <= 80
+        tm._run("resize-window", "-t", "e2e", "-x", "120", "-y", "40")
+        wide = tm.wait_for(lambda s: len(s.splitlines()) >= 39 and "events" in s.splitlines()[-2])
+        assert "2 GPUs" in wide.splitlines()[-2]  # the roomier status line at 120 columns
+        tm.keys("C-c")
+        end = time.monotonic() + 10
+        while tm.dead_status() is None and time.monotonic() < end:
+            time.sleep(0.1)
+        assert tm.dead_status() == 0
+    finally:
+        tm.close()
