@@ -16,11 +16,13 @@ def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[I64, I64]:
     s = np.asarray(starts, dtype=np.int64)
     e = np.asarray(ends, dtype=np.int64)
     keep = e > s
-    s, e = s[keep], e[keep]
+    if not bool(keep.all()):
+        s, e = s[keep], e[keep]
     if s.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
+    if s.size > 1 and not bool(np.all(s[1:] >= s[:-1])):  # events of one lane arrive sorted: skip the sort
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
     run_end = np.maximum.accumulate(e)
     # a new merged interval starts where the start is beyond every earlier end
     new = np.empty(s.size, dtype=bool)
@@ -85,3 +87,58 @@ def gaps(us: I64, ue: I64) -> tuple[I64, I64]:
     if us.size < 2:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return ue[:-1].copy(), us[1:].copy()
+
+
+def holes(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[I64, I64, I64, I64]:
+    """Idle holes between intervals, the way ``nsys analyze -r gpu_gaps`` finds them.
+
+    Sort the starts and, separately, the ends; the j-th smallest end and the (j+1)-th smallest start bound a
+    hole when the end comes first. Returns ``(hole_start, hole_end, before, after)``: ``before`` is the
+    position (in the input) of the interval whose end opens the hole, ``after`` the one whose start closes it.
+    Unlike :func:`gaps` over a :func:`union`, a zero-length interval splits a hole in two (it is GPU work at an
+    instant); touching intervals leave no hole. Intervals must have ``end >= start``.
+    """
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    if s.size < 2:
+        return empty, empty.copy(), empty.copy(), empty.copy()
+    so = np.argsort(s, kind="stable")
+    eo = np.argsort(e, kind="stable")
+    hs = e[eo[:-1]]
+    he = s[so[1:]]
+    keep = hs < he
+    return hs[keep], he[keep], eo[:-1][keep].astype(np.int64), so[1:][keep].astype(np.int64)
+
+
+def segmented_union_total(group: npt.ArrayLike, starts: npt.ArrayLike, ends: npt.ArrayLike, n_groups: int) -> I64:
+    """Length of the union of the intervals of each group (ns), for groups ``0 .. n_groups-1``, vectorized.
+
+    Intervals of one group are merged with each other only; zero-length intervals count nothing.
+    """
+    g = np.asarray(group, dtype=np.int64)
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    out = np.zeros(n_groups, dtype=np.int64)
+    keep = e > s
+    g, s, e = g[keep], s[keep], e[keep]
+    if g.size == 0:
+        return out
+    order = np.lexsort((s, g))
+    g, s, e = g[order], s[order], e[order]
+    # make every group's running maximum independent: shift each group onto its own stretch of the time axis
+    first = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1])))
+    base = np.repeat(s[first], np.diff(np.concatenate((first, [g.size]))))
+    extent = int((e - base).max()) + 1
+    n_seg = first.size
+    if n_seg * extent < np.iinfo(np.int64).max // 4:
+        seg = np.repeat(np.arange(n_seg, dtype=np.int64), np.diff(np.concatenate((first, [g.size]))))
+        off = seg * extent - base
+        us, ue = union(s + off, e + off)
+        seg_of = us // extent
+        np.add.at(out, g[first][seg_of], ue - us)
+        return out
+    for a, b in zip(first.tolist(), [*first[1:].tolist(), g.size], strict=True):  # pragma: no cover - huge spans
+        us, ue = union(s[a:b], e[a:b])
+        out[g[a]] += int((ue - us).sum())
+    return out

@@ -97,6 +97,16 @@ def _launcher_names(trace: Trace, kernels: I64) -> list[str]:
     return [trace.names[int(trace.name[e])] if e >= 0 else "(no launching operator)" for e in enc.tolist()]
 
 
+def _config_hash(grid: npt.NDArray[np.int32], block: npt.NDArray[np.int32]) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash per launch configuration (rows of grid and block dims), for counting configurations."""
+    h = np.full(grid.shape[0], 0xCBF29CE484222325, dtype=np.uint64)
+    prime = np.uint64(0x100000001B3)
+    with np.errstate(over="ignore"):
+        for col in (*grid.T, *block.T):
+            h = (h ^ col.astype(np.uint32).astype(np.uint64)) * prime
+    return h
+
+
 def kernel_table(
     trace: Trace,
     *,
@@ -151,17 +161,25 @@ def kernel_table(
     else:
         label = trace.name[k].astype(np.int64)
         label_text = []
-    keys = np.column_stack([rk, dev, label])
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))))
+    # one int64 key per kernel: (rank, device) through a small dense code, then the label; one sort groups them
+    rd = (rk + 1) * (int(dev.max()) + 2) + (dev + 1)
+    rd_present = np.flatnonzero(np.bincount(rd))
+    rd_code = np.zeros(int(rd.max()) + 1, dtype=np.int64)
+    rd_code[rd_present] = np.arange(len(rd_present))
+    n_labels = int(label.max()) + 1
+    key = rd_code[rd] * n_labels + label
+    order = np.argsort(key)
+    key_sorted = key[order]
+    cut = np.flatnonzero(key_sorted[1:] != key_sorted[:-1]) + 1
+    bounds = np.concatenate(([0], cut, [len(key)]))
+    first_member = order[bounds[:-1]]
+    uniq = np.column_stack([rk[first_member], dev[first_member], label[first_member]])
     grand_total = int(dur.sum())
     api = trace.launch_of[k]
     launch_dur = np.where(api >= 0, trace.dur_ns[np.maximum(api, 0)], 0)
     rows_out: list[KernelRow] = []
     for gi in range(len(uniq)):
-        members = order[bounds[gi] : bounds[gi + 1]]
+        members = np.sort(order[bounds[gi] : bounds[gi + 1]])  # back in trace order
         d = dur[members]
         cnt = int(d.size)
         tot = int(d.sum())
@@ -175,11 +193,19 @@ def kernel_table(
         side = has_side[members]
         if side.any():
             rows = krow[members][side]
-            combo = np.column_stack([trace.kernels.grid[rows], trace.kernels.block[rows]])
-            vals, counts = np.unique(combo, axis=0, return_counts=True)
-            top = vals[int(np.argmax(counts))]
-            grid = (int(top[0]), int(top[1]), int(top[2]))
-            block = (int(top[3]), int(top[4]), int(top[5]))
+            # most frequent (grid, block): count a 64-bit hash of the six numbers, read the winner back exactly
+            _, first_row, counts = np.unique(
+                _config_hash(trace.kernels.grid[rows], trace.kernels.block[rows]),
+                return_index=True,
+                return_counts=True,
+            )
+            tied = rows[first_row[counts == counts.max()]]  # ties: the smallest (grid, block) wins
+            top_row = int(
+                min(tied.tolist(), key=lambda r: (*trace.kernels.grid[r].tolist(), *trace.kernels.block[r].tolist()))
+            )
+            g3, b3 = trace.kernels.grid[top_row], trace.kernels.block[top_row]
+            grid = (int(g3[0]), int(g3[1]), int(g3[2]))
+            block = (int(b3[0]), int(b3[1]), int(b3[2]))
             regs = int(np.bincount(np.maximum(trace.kernels.registers[rows], 0)).argmax())
             sh = trace.kernels.shared_static[rows].astype(np.int64) + trace.kernels.shared_dynamic[rows]
             shared = int(np.bincount(np.maximum(sh, 0)).argmax()) if sh.max() < 1 << 24 else int(np.median(sh))

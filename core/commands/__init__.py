@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.commands import ncu, ranks, summary, view
+from gputop_trace.commands import gaps, ncu, ranges, ranks, summary, transfers, view
 
-COMMANDS: tuple[ModuleType, ...] = (view, summary, ranks, ncu)
+COMMANDS: tuple[ModuleType, ...] = (view, summary, gaps, transfers, ranges, ranks, ncu)

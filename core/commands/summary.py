@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.commands import common
+from gputop_trace.commands.fail_on import add_fail_on, failed_conditions
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gputop_trace.analysis.findings import Finding
+    from gputop_trace.analysis.gaps import DeviceGaps
+    from gputop_trace.analysis.ranges import RangeRow
+    from gputop_trace.analysis.transfers import TransferReport
     from gputop_trace.model import Trace
 
 TOP_KERNELS = 10
+TOP_RANGES = 10
+TOP_GAPS = 5
 
 
 def register(sub: Any) -> None:
@@ -23,16 +33,58 @@ def register(sub: Any) -> None:
     )
     common.add_paths(p, optional=True)
     common.add_output(p, csv=False)
+    p.add_argument(
+        "--gap-threshold",
+        type=common.duration_arg,
+        default=None,
+        metavar="TIME",
+        help="shortest GPU idle gap the findings count (units: ns, us, ms, s; default 20us)",
+    )
+    add_fail_on(p)
     p.set_defaults(func=run)
 
 
-def build(trace: Trace, paths: list[str]) -> dict[str, Any]:
+@dataclass
+class Analyses:
+    """Everything the summary is made of (computed once, printed or written as JSON)."""
+
+    gaps: list[DeviceGaps]
+    transfers: TransferReport
+    findings: list[Finding]
+    ranges: list[RangeRow]
+    threshold_ns: int
+
+
+def analyse(trace: Trace, threshold_ns: int | None = None) -> Analyses:
+    """Run the analyses the summary shows."""
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+    from gputop_trace.analysis.ranges import range_summary
+    from gputop_trace.analysis.transfers import transfer_overlap
+
+    thr = DEFAULT_THRESHOLD_NS if threshold_ns is None else threshold_ns
+    gaps = find_gaps(trace, thr)
+    transfers = transfer_overlap(trace)
+    findings = find_findings(trace, gap_threshold_ns=thr, gaps=gaps, transfers=transfers)
+    return Analyses(gaps, transfers, findings, range_summary(trace), thr)
+
+
+def build(trace: Trace, paths: list[str], analyses: Analyses | None = None) -> dict[str, Any]:
     """The summary as a JSON-contract document."""
     from gputop_trace.analysis.busy import device_busy
     from gputop_trace.analysis.kernels import kernel_table
+    from gputop_trace.commands.analysis_json import (
+        device_gaps_json,
+        finding_json,
+        gap_json,
+        range_json,
+        transfers_json,
+    )
     from gputop_trace.commands.kernels_json import kernel_row_json
     from gputop_trace.model import KIND_JSON_KEY, Kind
     from gputop_trace.report import envelope
+
+    a = analyses if analyses is not None else analyse(trace)
 
     counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other")}
     for kind, n in trace.count_by_kind().items():
@@ -61,7 +113,17 @@ def build(trace: Trace, paths: list[str]) -> dict[str, Any]:
         devices=devices,
         events=counts,
         top_kernels=[kernel_row_json(r) for r in kernel_table(trace)[:TOP_KERNELS]],
-        findings=[],
+        findings=[finding_json(trace, f) for f in a.findings],
+        gap_threshold_ns=a.threshold_ns,
+        gaps=[
+            {
+                **device_gaps_json(trace, d, with_gaps=False),
+                "longest": [gap_json(trace, g) for g in d.longest(TOP_GAPS)],
+            }
+            for d in a.gaps
+        ],
+        transfers=transfers_json(trace, a.transfers, copies=False),
+        top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
     )
 
 
@@ -72,11 +134,20 @@ def run(args: argparse.Namespace) -> int:
 
         args.paths = [default_sample()]
     trace = common.load(args)
-    doc = build(trace, args.paths)
+    a = analyse(trace, args.gap_threshold)
+    doc = build(trace, args.paths, a)
     if args.json:
         common.emit_json(doc)
-        return 0
-    render(doc, trace)
+    else:
+        render(doc, trace)
+    if args.fail_on is not None:
+        failed = failed_conditions(args.fail_on, a.findings, a.gaps, a.transfers)
+        if failed:
+            import sys
+
+            for line in failed:
+                print(f"gputop-trace: --fail-on: {line}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -93,10 +164,19 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     src = doc["source"]
     con.print(Text("gputop-trace summary  ", style="bold") + Text(clean(str(src["path"]))))
     con.print(Text(f"format: {src['format']} — ") + Text(clean(src["producer"])))
+    render_findings(con, doc["findings"])
+    active = {(d["rank"], d["device"]) for d in doc["devices"]}
+    shown = [g for g in doc["gpus"] if (g["rank"], g["device"]) in active] or doc["gpus"]
+    multi = len(src["ranks"]) > 1
     gpus = ", ".join(
-        f"{g['device']}: {clean(g['name'])}" + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "") for g in doc["gpus"]
+        (f"rank {g['rank']} " if multi else "")
+        + f"GPU {g['device']}: {clean(g['name'])}"
+        + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "")
+        for g in shown
     )
-    con.print(Text(f"GPUs: {gpus or 'none recorded'}"))
+    idle_listed = len(doc["gpus"]) - len(shown)
+    more = f"; {idle_listed} more listed without activity" if active and idle_listed > 0 else ""
+    con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
     ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
@@ -131,4 +211,104 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
                 f"{r['pct']:.1f}",
             )
         con.print(t)
+    render_gaps(con, doc)
+    render_transfers(con, doc)
+    render_ranges(con, doc)
     common.print_warnings(con, trace)
+
+
+def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
+    """The findings, most important first: a numbered title and a wrapped detail paragraph each."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+
+    if not findings:
+        con.print(Text("\nFindings: nothing stands out (no idle gap, copy or sync pattern above the thresholds).\n"))
+        return
+    con.print(Text("\nWhat to fix first", style="bold underline"))
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(ratio=1)
+    for f in findings:
+        grid.add_row(
+            Text(f"{f['rank']}.", style="bold"),
+            Group(Text(clean(f["title"]), style="bold"), Text(clean(f["detail"]))),
+        )
+    con.print(grid)
+    con.print()
+
+
+def render_gaps(con: Console, doc: dict[str, Any]) -> None:
+    """Per-GPU idle time by cause, one line each, and the longest gaps."""
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    gaps = doc.get("gaps") or []
+    if not gaps:
+        return
+    con.print(Text(f"Idle gaps ≥ {format_ns(doc['gap_threshold_ns'])}", style="bold"))
+    for d in gaps:
+        causes = sorted((c for c in d["by_cause"].values() if c["count"]), key=lambda c: -c["total_ns"])
+        parts = ", ".join(f"{c['label']} {format_ns(c['total_ns'])} ({c['count']})" for c in causes)
+        con.print(
+            Text(
+                f"  rank {d['rank']} GPU {d['device']}: idle {format_ns(d['idle_ns'])} ({d['idle_pct']:.1f}%), "
+                f"{d['gap_count']:,} gaps = {format_ns(d['gaps_ns'])}"
+                + (f": {parts}" if parts else "")
+                + ("; launch-bound" if d["launch_bound"] else "")
+            )
+        )
+        for g in d["longest"][:3]:
+            con.print(Text(f"    {format_ns(g['dur_ns'])} {g['cause_label']}: ") + Text(clean(g["detail"])))
+
+
+def render_transfers(con: Console, doc: dict[str, Any]) -> None:
+    """Exposed copy time per GPU and the copy flags."""
+    from rich.text import Text
+
+    from gputop_trace.units import format_ns
+
+    tr = doc.get("transfers") or {}
+    if not tr.get("devices"):
+        return
+    per = ", ".join(
+        f"rank {d['rank']} GPU {d['device']} {format_ns(d['exposed_ns'])} of {format_ns(d['copy_ns'])}"
+        for d in tr["devices"]
+    )
+    con.print(Text("Exposed copy time (not under any kernel): ", style="bold") + Text(per))
+    for f in tr["flags"]:
+        con.print(
+            Text(f"  {f['title']}: {f['count']:,} cop{'ies' if f['count'] > 1 else 'y'}, ")
+            + Text(f"{format_ns(f['exposed_ns'])} exposed")
+        )
+
+
+def render_ranges(con: Console, doc: dict[str, Any]) -> None:
+    """The top annotation ranges with their GPU time."""
+    from rich.text import Text
+
+    from gputop_trace.commands.tables import add_number_columns, compact_table
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    rows = doc.get("top_ranges") or []
+    if not rows:
+        return
+    t = compact_table(f"Top {len(rows)} ranges by CPU time")
+    t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=max(8, con.width - 50))
+    add_number_columns(t, "n", width=3)
+    add_number_columns(t, "CPU", "GPU", "GPU span")
+    for r in rows:
+        t.add_row(
+            Text(clean(r["name"])),
+            f"{r['count']:,}",
+            format_ns(r["total_ns"]),
+            format_ns(r["gpu_ns"]),
+            format_ns(r["gpu_span_ns"]),
+        )
+    con.print(t)

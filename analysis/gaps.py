@@ -1,0 +1,644 @@
+"""GPU idle gaps, attributed to what the host was doing (detectors.md §2, "CPU-gap detector").
+
+Per GPU (rank, device, process): busy = every kernel, memcpy, memset and CUDA-graph row on every stream, plus
+the profiler-overhead rows nsys counts as GPU work when they fall strictly inside the device's active span.
+Holes in busy between the first op's start and the last op's end are gaps, found exactly the way
+``nsys analyze -r gpu_gaps`` finds them (a zero-length op splits a hole). A gap is reported when it is at least
+``threshold_ns`` long.
+
+Attribution of a gap, from the GPU op that ends it and that op's launching CUDA call:
+
+* the launch call had returned before the gap began → the op sat queued while the GPU idled:
+  **GPU-side dependency** (an event wait on another stream, a collective, a graph or host-function node);
+* otherwise the GPU waited for the host. The launching thread's activity in the window from the gap start to
+  the end of the launch call is split by :mod:`gputop_trace.analysis.host` classes (sync, OS call, data
+  loading, other traced work, nothing traced); the class holding most of the window names the cause. A gap
+  that opens while the thread is still in a synchronizing call, and is then spent in ordinary framework work,
+  is a **sync stall**: the sync drained the GPU queue, so that work could not run ahead of the GPU.
+* ops with no known launch call are attributed with the device's main launching thread and the whole gap.
+
+All times are int64 ns relative to the trace start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.analysis.host import HostClass, host_classes
+from gputop_trace.analysis.intervals import holes, overlap_with_union, union
+from gputop_trace.analysis.overlap import largest_overlap
+from gputop_trace.model import GPU_BUSY_KINDS, Kind, Trace
+
+I64 = npt.NDArray[np.int64]
+
+#: Cause ids, in the order the views list them.
+CAUSES: tuple[str, ...] = ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced", "gpu_dependency")
+CAUSE_LABELS: dict[str, str] = {
+    "sync_stall": "sync stall",
+    "blocked_os": "blocked in an OS call",
+    "data_loading": "data loading",
+    "cpu_bound": "CPU-bound (framework/Python overhead)",
+    "untraced": "untraced host time",
+    "gpu_dependency": "GPU-side dependency",
+}
+#: What to do about a cause, in one sentence.
+CAUSE_FIX: dict[str, str] = {
+    "sync_stall": "remove the host synchronization from the step (avoid .item()/.cpu()/print of GPU values, "
+    "log every N steps, use non_blocking copies and events) so the host can queue work ahead of the GPU",
+    "blocked_os": "find why the thread blocks (lock, queue, file or socket read) and move it off the "
+    "launching thread or overlap it with GPU work",
+    "data_loading": "overlap input loading with compute: more DataLoader workers, pin_memory=True, prefetching, "
+    "or a faster input pipeline",
+    "cpu_bound": "cut host overhead per step: larger batches or fused ops, torch.compile or CUDA graphs, less "
+    "Python per kernel",
+    "untraced": "the launching thread did something the profiler did not record: add record_function/NVTX "
+    "ranges (or Python stack tracing) around it to see what",
+    "gpu_dependency": "the GPU waited on another stream, event, collective or graph dependency: check stream "
+    "ordering, and whether another rank or stream is late",
+}
+
+#: Breakdown keys of the examined window (ns per class).
+BREAKDOWN_KEYS: tuple[str, ...] = ("sync", "os", "data", "cpu", "untraced")
+
+DEFAULT_THRESHOLD_NS = 20_000
+#: Gap-length histogram bin edges (ns); the last bin is open-ended.
+HISTOGRAM_EDGES_NS: tuple[int, ...] = (
+    0,
+    1_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+)
+#: Launch-bound detection: gaps shorter than this between ops shorter than SHORT_OP_NS ...
+LAUNCH_GAP_NS = 10_000
+SHORT_OP_NS = 10_000
+#: ... at least this many of them, holding at least this share of the device's active span.
+LAUNCH_BOUND_MIN_GAPS = 50
+LAUNCH_BOUND_MIN_SHARE = 0.10
+#: A sync call that ended at most this long before the gap began still counts as "in a sync at the gap start"
+#: (timestamps of host and device come from different clocks and are rounded).
+SYNC_TOLERANCE_NS = 5_000
+
+_CAUSE_CODE = {c: i for i, c in enumerate(CAUSES)}
+
+
+@dataclass(frozen=True)
+class CauseTotal:
+    """Reported gaps of one cause on one device: how many, and their summed length (ns)."""
+
+    cause: str
+    label: str
+    count: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class GapHistogram:
+    """Lengths of all idle holes of a device (whatever the threshold): counts and summed ns per bin.
+
+    Bin ``i`` holds holes with ``edges_ns[i] <= length < edges_ns[i + 1]``; the last bin is open-ended.
+    """
+
+    edges_ns: tuple[int, ...]
+    counts: tuple[int, ...]
+    total_ns: tuple[int, ...]
+
+    def labels(self) -> list[str]:
+        """Human bin labels (``"10–20 µs"``)."""
+        from gputop_trace.units import format_ns
+
+        out = []
+        for i, lo in enumerate(self.edges_ns):
+            if i + 1 < len(self.edges_ns):
+                out.append(
+                    f"{format_ns(lo)}–{format_ns(self.edges_ns[i + 1])}" if lo else f"< {format_ns(self.edges_ns[1])}"
+                )
+            else:
+                out.append(f"≥ {format_ns(lo)}")
+        return out
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One GPU idle gap of at least the threshold, with its attribution. Times in ns from the trace start.
+
+    ``next_op``/``prev_op``: the GPU ops that end and open the gap; ``launch_event`` the CUDA call that launched
+    ``next_op`` (``-1`` unknown); ``thread_lane`` the CPU thread examined (``-1`` none); ``cause_event`` the call,
+    range or operator that explains the gap (``-1`` none); ``after_sync`` the synchronizing call the thread was
+    in when the GPU went idle (``-1`` none); ``range_event``/``range_name`` the innermost annotation range on
+    the thread at the gap start; ``breakdown_ns`` what the thread did in the examined window (``window_ns``
+    long), per :data:`BREAKDOWN_KEYS`.
+    """
+
+    rank: int
+    device: int
+    pid: int
+    start_ns: int
+    dur_ns: int
+    cause: str
+    range_name: str | None
+    launch_event: int
+    next_op: int
+    prev_op: int
+    thread_lane: int
+    cause_event: int
+    after_sync: int
+    range_event: int
+    window_ns: int
+    breakdown_ns: dict[str, int]
+    detail: str
+
+    @property
+    def end_ns(self) -> int:
+        """End of the gap (ns): the start of ``next_op``."""
+        return self.start_ns + self.dur_ns
+
+    @property
+    def cause_label(self) -> str:
+        """Display label of the cause."""
+        return CAUSE_LABELS[self.cause]
+
+
+@dataclass(frozen=True)
+class GapColumns:
+    """The reported gaps of one device as columns (same meaning as the :class:`Gap` fields), start order."""
+
+    start_ns: I64
+    dur_ns: I64
+    cause: npt.NDArray[np.int8]
+    launch_event: I64
+    next_op: I64
+    prev_op: I64
+    thread_lane: I64
+    cause_event: I64
+    after_sync: I64
+    range_event: I64
+    window_ns: I64
+    breakdown_ns: I64  # (n, len(BREAKDOWN_KEYS))
+
+    def __len__(self) -> int:
+        return int(self.start_ns.shape[0])
+
+    def take(self, sel: Any) -> GapColumns:
+        """A subset of the rows."""
+        return GapColumns(**{k: getattr(self, k)[sel] for k in self.__dataclass_fields__})
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceGaps:
+    """Idle time and gaps of one GPU (one rank, device and process). Times in ns from the trace start.
+
+    ``span_ns`` = first op start → last op end; ``busy_ns`` = union of GPU work; ``idle_ns = span_ns - busy_ns``
+    (all holes, whatever their length). ``gaps``/``columns`` hold the holes of at least ``threshold_ns``;
+    ``by_cause`` counts and sums them per cause (every cause present, zeros included). ``launch_bound`` is set
+    when at least :data:`LAUNCH_BOUND_MIN_GAPS` holes shorter than :data:`LAUNCH_GAP_NS` sit between ops shorter
+    than :data:`SHORT_OP_NS` and those holes add up to :data:`LAUNCH_BOUND_MIN_SHARE` of the span.
+    """
+
+    rank: int
+    device: int
+    pid: int
+    first_ns: int
+    last_ns: int
+    span_ns: int
+    busy_ns: int
+    idle_ns: int
+    ops: int
+    threshold_ns: int
+    holes: int
+    gaps_ns: int
+    by_cause: dict[str, CauseTotal]
+    histogram: GapHistogram
+    launch_bound: bool
+    short_gaps: int
+    short_gaps_ns: int
+    columns: GapColumns = field(repr=False)
+    trace: Trace = field(repr=False)
+
+    @property
+    def idle_pct(self) -> float:
+        """Idle share of the active span, 0–100."""
+        return 100.0 * self.idle_ns / self.span_ns if self.span_ns else 0.0
+
+    @property
+    def busy_pct(self) -> float:
+        """Busy share of the active span, 0–100."""
+        return 100.0 * self.busy_ns / self.span_ns if self.span_ns else 0.0
+
+    @cached_property
+    def gaps(self) -> list[Gap]:
+        """The reported gaps as objects, in start order."""
+        return [_gap_object(self, i) for i in range(len(self.columns))]
+
+    def gap(self, i: int) -> Gap:
+        """Gap ``i`` (start order) without building the whole list."""
+        return _gap_object(self, i)
+
+    def longest(self, n: int) -> list[Gap]:
+        """The ``n`` longest reported gaps, longest first (ties: earlier first)."""
+        c = self.columns
+        order = np.lexsort((c.start_ns, -c.dur_ns))[:n]
+        return [_gap_object(self, int(i)) for i in order.tolist()]
+
+
+def busy_ops(trace: Trace, rank: int | None = None, device: int | None = None) -> I64:
+    """Indices of the events that make a GPU busy for the gap detector: kernels, memcpys, memsets, graph rows
+    and profiler-overhead rows on GPU lanes (the latter are clipped to the active span in :func:`find_gaps`)."""
+    idx = trace.of_kind(*GPU_BUSY_KINDS, Kind.OVERHEAD)
+    idx = idx[trace.event_device[idx] >= 0]
+    if rank is not None:
+        idx = idx[trace.event_rank[idx] == rank]
+    if device is not None:
+        idx = idx[trace.event_device[idx] == device]
+    return idx
+
+
+def find_gaps(
+    trace: Trace, threshold_ns: int = DEFAULT_THRESHOLD_NS, *, rank: int | None = None, device: int | None = None
+) -> list[DeviceGaps]:
+    """Idle gaps of every GPU (optionally one rank / device), sorted by rank, device, pid.
+
+    ``threshold_ns``: report holes at least this long (ns, ≥ 0). Devices with no GPU work are absent.
+    """
+    if threshold_ns < 0:
+        raise ValueError("threshold_ns must be >= 0")
+    idx = busy_ops(trace, rank, device)
+    if not len(idx):
+        return []
+    # group by (rank, device, pid) through the lanes: a few lanes, no sort over the events
+    lane_ids = np.flatnonzero(np.bincount(trace.lane[idx], minlength=len(trace.lanes)))
+    group_of_lane: dict[tuple[int, int, int], list[int]] = {}
+    for ln in lane_ids.tolist():
+        lane = trace.lanes[ln]
+        group_of_lane.setdefault((lane.rank, lane.device, lane.pid), []).append(ln)
+    op_lane = trace.lane[idx]
+    is_overhead = trace.kind == Kind.OVERHEAD
+    staged: list[dict[str, Any]] = []
+    for (g_rank, g_device, g_pid), g_lanes in sorted(group_of_lane.items()):
+        ops = idx[np.isin(op_lane, g_lanes)] if len(group_of_lane) > 1 else idx
+        real = ops[~is_overhead[ops]]
+        if not len(real):
+            continue
+        s_r = trace.start_ns[real]
+        e_r = s_r + trace.dur_ns[real]
+        first, last = int(s_r.min()), int(e_r.max())
+        ovh = ops[is_overhead[ops]]
+        if len(ovh):
+            s_o = trace.start_ns[ovh]
+            ovh = ovh[(s_o > first) & (s_o + trace.dur_ns[ovh] < last)]
+            ops = np.concatenate((real, ovh))
+        else:
+            ops = real
+        s = trace.start_ns[ops]
+        e = s + trace.dur_ns[ops]
+        hs, he, before, after = holes(s, e)
+        hl = he - hs
+        span = last - first
+        busy = span - int(hl.sum())  # the holes are exactly the idle part of the active span
+        sel = np.flatnonzero(hl >= threshold_ns)
+        # launch-bound: short holes between short ops
+        short = (
+            (hl < LAUNCH_GAP_NS) & (trace.dur_ns[ops[before]] < SHORT_OP_NS) & (trace.dur_ns[ops[after]] < SHORT_OP_NS)
+        )
+        short_n, short_ns = int(short.sum()), int(hl[short].sum())
+        edges = np.array(HISTOGRAM_EDGES_NS, dtype=np.int64)
+        b = np.searchsorted(edges, hl, side="right") - 1
+        counts = np.bincount(b, minlength=len(edges))
+        totals = np.bincount(b, weights=hl, minlength=len(edges)).astype(np.int64)
+        staged.append(
+            {
+                "rank": g_rank,
+                "device": g_device,
+                "pid": g_pid,
+                "first_ns": first,
+                "last_ns": last,
+                "span_ns": span,
+                "busy_ns": busy,
+                "idle_ns": span - busy,
+                "ops": len(real),
+                "holes": len(hl),
+                "histogram": GapHistogram(HISTOGRAM_EDGES_NS, tuple(counts.tolist()), tuple(totals.tolist())),
+                "launch_bound": bool(
+                    short_n >= LAUNCH_BOUND_MIN_GAPS and span > 0 and short_ns >= LAUNCH_BOUND_MIN_SHARE * span
+                ),
+                "short_gaps": short_n,
+                "short_gaps_ns": short_ns,
+                "_g0": hs[sel],
+                "_g1": he[sel],
+                "_next": ops[after[sel]],
+                "_prev": ops[before[sel]],
+                "_launcher": _main_launcher(trace, real),
+            }
+        )
+    if not staged:
+        return []
+    # attribute every reported gap of every device in one vectorized pass
+    sizes = [len(st["_g0"]) for st in staged]
+    g0 = np.concatenate([st["_g0"] for st in staged])
+    g1 = np.concatenate([st["_g1"] for st in staged])
+    nxt = np.concatenate([st["_next"] for st in staged])
+    prev = np.concatenate([st["_prev"] for st in staged])
+    fallback = np.repeat(np.array([st["_launcher"] for st in staged], dtype=np.int64), sizes)
+    cols = _attribute(trace, g0, g1, nxt, prev, fallback)
+    out: list[DeviceGaps] = []
+    offset = 0
+    for st, n in zip(staged, sizes, strict=True):
+        part = cols.take(slice(offset, offset + n))
+        offset += n
+        code_counts = np.bincount(part.cause, minlength=len(CAUSES))
+        code_ns = np.bincount(part.cause, weights=part.dur_ns, minlength=len(CAUSES)).astype(np.int64)
+        by_cause = {
+            c: CauseTotal(c, CAUSE_LABELS[c], int(code_counts[i]), int(code_ns[i])) for i, c in enumerate(CAUSES)
+        }
+        public = {k: v for k, v in st.items() if not k.startswith("_")}
+        out.append(
+            DeviceGaps(
+                **public,
+                threshold_ns=int(threshold_ns),
+                gaps_ns=int(part.dur_ns.sum()),
+                by_cause=by_cause,
+                columns=part,
+                trace=trace,
+            )
+        )
+    return out
+
+
+def _main_launcher(trace: Trace, ops: I64) -> int:
+    """The CPU lane that launched most of ``ops`` (``-1`` when no launch is known)."""
+    api = trace.launch_of[ops]
+    api = api[api >= 0]
+    if not len(api):
+        return -1
+    return int(np.bincount(trace.lane[api]).argmax())
+
+
+def _attribute(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback: I64) -> GapColumns:
+    """Cause, evidence and breakdown of each gap ``[g0, g1)`` closed by GPU op ``nxt``."""
+    n = len(g0)
+    launch = trace.launch_of[nxt] if n else np.zeros(0, dtype=np.int64)
+    known = launch >= 0
+    safe = np.maximum(launch, 0)
+    l_end = np.where(known, trace.start_ns[safe] + trace.dur_ns[safe], 0)
+    thread = np.where(known, trace.lane[safe].astype(np.int64), fallback)
+    gpu_dep = known & (l_end <= g0)
+    # window examined on the host: gap start → end of the launch call (or the whole gap when unknown)
+    w_end = np.where(known, np.clip(l_end, g0, g1), g1)
+    w_end = np.where(gpu_dep, g0, w_end)
+    window = w_end - g0
+    breakdown = np.zeros((n, len(BREAKDOWN_KEYS)), dtype=np.int64)
+    breakdown[:, -1] = window
+    cause_event = np.full(n, -1, dtype=np.int64)
+    after_sync = np.full(n, -1, dtype=np.int64)
+    range_event = np.full(n, -1, dtype=np.int64)
+    cause = np.full(n, _CAUSE_CODE["untraced"], dtype=np.int8)
+    has_thread = thread >= 0
+    if n and has_thread.any():
+        range_event[has_thread] = innermost_enclosing(trace, thread[has_thread], g0[has_thread], (Kind.RANGE,))
+    host_rows = np.flatnonzero(has_thread & ~gpu_dep)
+    for lane in np.unique(thread[host_rows]).tolist():
+        rows = host_rows[thread[host_rows] == lane]
+        sl = trace.lane_slice(lane)
+        base = sl.start
+        cls = host_classes(trace, sl)
+        l_start = trace.start_ns[sl]
+        l_end = l_start + trace.dur_ns[sl]
+        ws, we = g0[rows], w_end[rows]
+        # cumulative unions: sync; sync+os; sync+os+data (small sets, merged step by step); all host work
+        us = ue = np.zeros(0, dtype=np.int64)
+        covered_prev = np.zeros(len(rows), dtype=np.int64)
+        for c in HostClass:
+            if c == HostClass.CPU:
+                work = cls >= 0  # a subset of the lane: still sorted by start, union needs no sort
+                us, ue = union(l_start[work], l_end[work])
+            else:
+                m = cls == c
+                us, ue = union(np.concatenate((us, l_start[m])), np.concatenate((ue, l_end[m])))
+            covered = overlap_with_union(ws, we, us, ue)
+            breakdown[rows, int(c)] = covered - covered_prev
+            covered_prev = covered
+        breakdown[rows, -1] = (we - ws) - covered_prev
+        # the thread still in (or just leaving) a sync call when the GPU went idle
+        sync_pos = np.flatnonzero(cls == HostClass.SYNC)
+        if len(sync_pos):
+            sync_ev = sync_pos + base
+            ss = l_start[sync_pos]
+            se = np.maximum.accumulate(l_end[sync_pos])
+            k = np.searchsorted(ss, g0[rows], side="right") - 1
+            hit = (k >= 0) & (se[np.maximum(k, 0)] >= g0[rows] - SYNC_TOLERANCE_NS)
+            # report the sync call that ends last among those started by then (the one the thread waited in)
+            cand = np.where(hit, k, -1)
+            after_sync[rows[hit]] = _latest_ending(trace, sync_ev, cand[hit])
+        # dominant class (ties: the earlier class in priority order)
+        dom = np.argmax(breakdown[rows], axis=1)
+        code = np.array(
+            [_CAUSE_CODE[c] for c in ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced")],
+            dtype=np.int8,
+        )[dom]
+        drained = (after_sync[rows] >= 0) & (code == _CAUSE_CODE["cpu_bound"])
+        code[drained] = _CAUSE_CODE["sync_stall"]
+        code[(we - ws) == 0] = _CAUSE_CODE["untraced"]
+        cause[rows] = code
+        # evidence: the event of the winning class overlapping the window most
+        for c, cname in (
+            (HostClass.SYNC, "sync_stall"),
+            (HostClass.OS, "blocked_os"),
+            (HostClass.DATA, "data_loading"),
+            (HostClass.CPU, "cpu_bound"),
+        ):
+            want = rows[(code == _CAUSE_CODE[cname])]
+            if not len(want):
+                continue
+            cand = _outermost_only(l_end, np.flatnonzero(cls == c)) + base
+            best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], cand)
+            cause_event[want] = best
+        stall = rows[drained]
+        cause_event[stall] = after_sync[stall]
+    cause[gpu_dep] = _CAUSE_CODE["gpu_dependency"]
+    return GapColumns(
+        start_ns=g0.astype(np.int64),
+        dur_ns=(g1 - g0).astype(np.int64),
+        cause=cause,
+        launch_event=launch.astype(np.int64),
+        next_op=nxt.astype(np.int64),
+        prev_op=prev.astype(np.int64),
+        thread_lane=thread.astype(np.int64),
+        cause_event=cause_event,
+        after_sync=after_sync,
+        range_event=range_event,
+        window_ns=window.astype(np.int64),
+        breakdown_ns=breakdown,
+    )
+
+
+def _outermost_only(ends: I64, pos: I64) -> I64:
+    """The positions (in one lane, in trace order) whose event is not contained in an earlier one of the set
+    (``ends``: the lane's event ends). An event inside another never overlaps a window more than its container
+    does, so these are the only candidates for "the event that overlaps the window longest" (the outer one
+    also wins ties)."""
+    if len(pos) < 2:
+        return pos
+    e = ends[pos]
+    keep = np.concatenate(([True], e[1:] > np.maximum.accumulate(e)[:-1]))
+    return pos[keep]
+
+
+def _latest_ending(trace: Trace, events: I64, upto: I64) -> I64:
+    """For each position ``upto[i]`` into ``events`` (sorted by start), the event among ``events[:upto+1]``
+    that ends last."""
+    ends = trace.start_ns[events] + trace.dur_ns[events]
+    # running argmax of ends
+    run_max = np.maximum.accumulate(ends)
+    is_new = np.concatenate(([True], ends[1:] >= run_max[:-1]))
+    arg = np.maximum.accumulate(np.where(is_new, np.arange(len(ends)), 0))
+    return events[arg[upto]]
+
+
+def _gap_object(dg: DeviceGaps, i: int) -> Gap:
+    c = dg.columns
+    t = dg.trace
+    cause = CAUSES[int(c.cause[i])]
+    rng = int(c.range_event[i])
+    return Gap(
+        rank=dg.rank,
+        device=dg.device,
+        pid=dg.pid,
+        start_ns=int(c.start_ns[i]),
+        dur_ns=int(c.dur_ns[i]),
+        cause=cause,
+        range_name=t.event_name(rng) if rng >= 0 else None,
+        launch_event=int(c.launch_event[i]),
+        next_op=int(c.next_op[i]),
+        prev_op=int(c.prev_op[i]),
+        thread_lane=int(c.thread_lane[i]),
+        cause_event=int(c.cause_event[i]),
+        after_sync=int(c.after_sync[i]),
+        range_event=rng,
+        window_ns=int(c.window_ns[i]),
+        breakdown_ns={k: int(v) for k, v in zip(BREAKDOWN_KEYS, c.breakdown_ns[i].tolist(), strict=True)},
+        detail=gap_detail(
+            t,
+            cause,
+            int(c.cause_event[i]),
+            int(c.after_sync[i]),
+            rng,
+            int(c.next_op[i]),
+            int(c.launch_event[i]),
+            int(c.start_ns[i]),
+        ),
+    )
+
+
+def gap_detail(
+    trace: Trace, cause: str, cause_event: int, after_sync: int, range_event: int, next_op: int, launch: int, g0: int
+) -> str:
+    """One line saying what the host (or GPU) was doing during a gap."""
+    from gputop_trace.units import format_ns
+
+    def nm(i: int) -> str:
+        return trace.event_name(i) if i >= 0 else "?"
+
+    inside = (
+        f" inside {nm(range_event)}"
+        if range_event >= 0 and (cause_event < 0 or nm(range_event) != nm(cause_event))
+        else ""
+    )
+    if cause == "gpu_dependency":
+        op = nm(next_op)
+        lead = g0 - int(trace.start_ns[launch] + trace.dur_ns[launch]) if launch >= 0 else 0
+        return f"{op} was queued {format_ns(lead)} earlier and waited for {_dependency_kind(trace, next_op, launch)}"
+    if cause == "sync_stall":
+        if after_sync >= 0 and after_sync == cause_event:
+            return f"GPU queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
+        return f"host waiting in {nm(cause_event)}{inside}"
+    if cause == "blocked_os":
+        return f"launching thread blocked in {nm(cause_event)}{inside}"
+    if cause == "data_loading":
+        return f"host loading data in {nm(cause_event)}"
+    if cause == "cpu_bound":
+        return f"host busy in {nm(cause_event)}{inside}"
+    return f"nothing traced on the launching thread{inside}"
+
+
+def _dependency_kind(trace: Trace, next_op: int, launch: int) -> str:
+    op = trace.event_name(next_op).lower() if next_op >= 0 else ""
+    api = trace.event_name(launch).lower() if launch >= 0 else ""
+    if "nccl" in op or "allreduce" in op or "all_reduce" in op or "allgather" in op or "reducescatter" in op:
+        return "a collective (the other ranks)"
+    if "graph" in api:
+        return "a dependency inside a CUDA graph"
+    return "another stream, an event or a host callback"
+
+
+#: Per-stream view: a stream gap shorter than this whose next op was already queued is launch latency.
+KERNEL_WAIT_NS = 30_000
+
+
+@dataclass(frozen=True)
+class StreamIdle:
+    """Idle time between consecutive ops of one GPU stream (ns), split the way Holistic Trace Analysis splits
+    it: ``host_wait`` — the next op's launch call started after the previous op on the stream ended (the
+    stream waited for the host); ``kernel_wait`` — otherwise, and the gap is under :data:`KERNEL_WAIT_NS`
+    (launch latency between queued kernels); ``other`` — the rest (event waits, other streams). Ops with no
+    known launch call count as ``other``."""
+
+    rank: int
+    device: int
+    stream: int
+    lane: int
+    ops: int
+    idle_ns: int
+    host_wait_ns: int
+    kernel_wait_ns: int
+    other_ns: int
+
+
+def stream_idle_breakdown(trace: Trace, *, rank: int | None = None, device: int | None = None) -> list[StreamIdle]:
+    """The per-stream idle breakdown of every GPU stream lane with at least one op (a second view of §2)."""
+    idx = trace.of_kind(*GPU_BUSY_KINDS)
+    if rank is not None:
+        idx = idx[trace.event_rank[idx] == rank]
+    if device is not None:
+        idx = idx[trace.event_device[idx] == device]
+    out: list[StreamIdle] = []
+    if not len(idx):
+        return out
+    lanes = trace.lane[idx]
+    for ln in np.flatnonzero(np.bincount(lanes, minlength=len(trace.lanes))).tolist():
+        ops = idx[lanes == ln]  # one lane, in start order
+        s = trace.start_ns[ops]
+        e = s + trace.dur_ns[ops]
+        prev_end = np.maximum.accumulate(e)[:-1]
+        gap = np.maximum(s[1:] - prev_end, 0)
+        api = trace.launch_of[ops[1:]]
+        known = api >= 0
+        api_start = np.where(known, trace.start_ns[np.maximum(api, 0)], 0)
+        host = known & (api_start > prev_end)
+        kernel = known & ~host & (gap < KERNEL_WAIT_NS)
+        other = ~host & ~kernel
+        lane = trace.lanes[ln]
+        out.append(
+            StreamIdle(
+                rank=lane.rank,
+                device=lane.device,
+                stream=lane.stream,
+                lane=int(ln),
+                ops=len(ops),
+                idle_ns=int(gap.sum()),
+                host_wait_ns=int(gap[host].sum()),
+                kernel_wait_ns=int(gap[kernel].sum()),
+                other_ns=int(gap[other].sum()),
+            )
+        )
+    out.sort(key=lambda r: (r.rank, r.device, r.stream))
+    return out

@@ -1,0 +1,249 @@
+"""NVTX and annotation ranges with their GPU time (detectors.md §4).
+
+Per range name (and NVTX domain): how many instances, their CPU duration (total, mean, min, max), the deepest
+nesting level at which the name occurs (computed per thread among annotation ranges only; 0 = outermost), and
+the GPU time projected onto the range: the GPU ops whose launch call falls inside an instance of the range on
+the same thread (``nsys`` semantics). ``gpu_ns`` is the busy time of those ops (the union of their intervals,
+per instance, so concurrent kernels are not counted twice), ``gpu_span_ns`` the first-op-start to
+last-op-end span per instance (what Kineto's ``gpu_user_annotation`` bands and nsys' projected NVTX ranges
+show), ``gpu_annotation_ns`` the union of the Kineto ``gpu_user_annotation`` bands of the same name (``None``
+when the trace has none). Times in int64 ns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from gputop_trace.analysis.intervals import segmented_union_total
+from gputop_trace.model import GPU_BUSY_KINDS, Kind, LaneKind, Trace
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class RangeRow:
+    """One range name (and domain). Times in ns; ``events`` are the instances (trace indices, start order)."""
+
+    name: str
+    domain: str
+    count: int
+    total_ns: int
+    mean_ns: float
+    min_ns: int
+    max_ns: int
+    gpu_ns: int
+    gpu_span_ns: int
+    gpu_ops: int
+    gpu_annotation_ns: int | None
+    max_depth: int
+    threads: int
+    events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
+
+
+#: PyTorch ``emit_nvtx`` / DLProf suffixes that make every operator range name unique.
+_OP_SUFFIX = re.compile(r", (?:seq|op_id|sizes|input_op_ids|stream|fwd_seq) = .*$")
+
+
+def _domains(trace: Trace) -> set[str]:
+    """NVTX domain names the loader recorded (``meta.properties["nvtx_domains"]``, also per rank when merged)."""
+    props = trace.meta.properties if isinstance(trace.meta.properties, dict) else {}
+    found = set(props.get("nvtx_domains") or [])
+    for sub in props.get("ranks") or []:
+        if isinstance(sub, dict):
+            found.update(sub.get("nvtx_domains") or [])
+    return {str(d) for d in found}
+
+
+def split_range_name(name: str, domains: set[str], *, merge_operator_ids: bool = True) -> tuple[str, str]:
+    """``(domain, name)`` of a range: nsys names ranges of a named NVTX domain ``"<domain>:<name>"``; with
+    ``merge_operator_ids`` the per-call suffixes PyTorch's ``emit_nvtx`` adds (``, seq = 12, op_id = 345``)
+    are dropped so one operator is one row."""
+    domain = ""
+    if domains and ":" in name:
+        head, _, rest = name.partition(":")
+        if head in domains and not rest.startswith(":"):
+            domain, name = head, rest
+    if merge_operator_ids:
+        name = _OP_SUFFIX.sub("", name)
+    return domain, name
+
+
+def range_depths(trace: Trace, events: I64) -> I64:
+    """Nesting level of each range among the annotation ranges of its own lane (0 = outermost).
+
+    ``events`` must be sorted by trace index (lane, then start, longest first)."""
+    out = np.zeros(len(events), dtype=np.int64)
+    if not len(events):
+        return out
+    lanes = trace.lane[events]
+    cut = np.flatnonzero(lanes[1:] != lanes[:-1]) + 1
+    for a, b in zip(np.concatenate(([0], cut)).tolist(), np.concatenate((cut, [len(events)])).tolist(), strict=True):
+        ev = events[a:b]
+        s2 = trace.start_ns[ev] * 2
+        e2 = np.where(trace.dur_ns[ev] > 0, (trace.start_ns[ev] + trace.dur_ns[ev]) * 2, s2 + 1)
+        d = np.arange(len(ev), dtype=np.int64) - np.searchsorted(np.sort(e2), s2, side="right")
+        out[a:b] = np.maximum(d, 0)
+    return out
+
+
+def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I64, I64, I64]:
+    """Per range instance: GPU busy ns, GPU span ns and GPU op count of the ops launched inside it on its thread
+    (only ops on ``device`` when given)."""
+    n = len(ranges)
+    busy = np.zeros(n, dtype=np.int64)
+    span = np.zeros(n, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    ops = trace.of_kind(*GPU_BUSY_KINDS)
+    if device is not None:
+        ops = ops[trace.event_device[ops] == device]
+    api = trace.launch_of[ops]
+    has = api >= 0
+    ops, api = ops[has], api[has]
+    if not len(ops) or not n:
+        return busy, span, count
+    a_lane = trace.lane[api].astype(np.int64)
+    a_time = trace.start_ns[api]
+    order = np.lexsort((a_time, a_lane))
+    ops, a_lane, a_time = ops[order], a_lane[order], a_time[order]
+    r_lane = trace.lane[ranges].astype(np.int64)
+    r_s = trace.start_ns[ranges]
+    r_e = r_s + trace.dur_ns[ranges]
+    # position of (lane, time) in the sorted launches: offset lanes so one searchsorted does all lanes
+    lane_lo = np.searchsorted(a_lane, r_lane, side="left")
+    lane_hi = np.searchsorted(a_lane, r_lane, side="right")
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    for ln in np.unique(r_lane).tolist():
+        m = np.flatnonzero(r_lane == ln)
+        a, b = int(lane_lo[m[0]]), int(lane_hi[m[0]])
+        lo[m] = a + np.searchsorted(a_time[a:b], r_s[m], side="left")
+        hi[m] = a + np.searchsorted(a_time[a:b], r_e[m], side="left")
+    k = np.maximum(hi - lo, 0)
+    count[:] = k
+    total = int(k.sum())
+    if not total:
+        return busy, span, count
+    owner = np.repeat(np.arange(n, dtype=np.int64), k)
+    first = np.repeat(np.cumsum(k) - k, k)
+    pos = lo[owner] + (np.arange(total, dtype=np.int64) - first)
+    op = ops[pos]
+    s = trace.start_ns[op]
+    e = s + trace.dur_ns[op]
+    busy[:] = segmented_union_total(owner, s, e, n)
+    mins = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    maxs = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(mins, owner, s)
+    np.maximum.at(maxs, owner, e)
+    span[:] = np.where(k > 0, maxs - mins, 0)
+    return busy, span, count
+
+
+def range_summary(
+    trace: Trace,
+    *,
+    rank: int | None = None,
+    device: int | None = None,
+    name_filter: str | None = None,
+    merge_operator_ids: bool = True,
+) -> list[RangeRow]:
+    """One row per range name and domain (CPU-thread and async annotation ranges), sorted by total CPU time,
+    largest first. ``device``: project only GPU ops of that device; ``name_filter``: keep names containing this
+    text (case-insensitive); ``merge_operator_ids``: group PyTorch ``emit_nvtx`` operator ranges by operator
+    (see :func:`split_range_name`). Nesting depth is computed per thread and domain."""
+    rng = trace.of_kind(Kind.RANGE)
+    rng = rng[
+        np.isin(trace.lane_kind[trace.lane[rng]], np.array([LaneKind.CPU_THREAD, LaneKind.ASYNC], dtype=np.uint8))
+    ]
+    if rank is not None:
+        rng = rng[trace.event_rank[rng] == rank]
+    if not len(rng):
+        return []
+    # (domain, display name) per distinct name id, then a group code per range
+    domains = _domains(trace)
+    name_ids = np.flatnonzero(np.bincount(trace.name[rng], minlength=len(trace.names)))
+    group_of_name = np.full(len(trace.names), -1, dtype=np.int64)
+    labels: dict[tuple[str, str], int] = {}
+    want = name_filter.lower() if name_filter else None
+    for i in name_ids.tolist():
+        dom, disp = split_range_name(trace.names[i], domains, merge_operator_ids=merge_operator_ids)
+        if want is not None and want not in trace.names[i].lower():
+            continue
+        group_of_name[i] = labels.setdefault((dom, disp), len(labels))
+    inv = group_of_name[trace.name[rng]]
+    keep = inv >= 0
+    rng, inv = rng[keep], inv[keep]
+    if not len(rng):
+        return []
+    label_list = list(labels)
+    dom_codes: dict[str, int] = {}
+    dom_of_group = np.array([dom_codes.setdefault(d, len(dom_codes)) for d, _ in label_list], dtype=np.int64)
+    depth = np.zeros(len(rng), dtype=np.int64)
+    for code in np.unique(dom_of_group[inv]).tolist():
+        m = np.flatnonzero(dom_of_group[inv] == code)
+        depth[m] = range_depths(trace, rng[m])
+    busy, span, nops = _projection(trace, rng, device)
+    g = len(label_list)
+    dur = trace.dur_ns[rng]
+    count = np.bincount(inv, minlength=g)
+    total = np.bincount(inv, weights=dur, minlength=g).astype(np.int64)
+    mins = np.full(g, np.iinfo(np.int64).max, dtype=np.int64)
+    maxs = np.zeros(g, dtype=np.int64)
+    np.minimum.at(mins, inv, dur)
+    np.maximum.at(maxs, inv, dur)
+    maxd = np.zeros(g, dtype=np.int64)
+    np.maximum.at(maxd, inv, depth)
+    gpu = np.bincount(inv, weights=busy, minlength=g).astype(np.int64)
+    gspan = np.bincount(inv, weights=span, minlength=g).astype(np.int64)
+    gops = np.bincount(inv, weights=nops, minlength=g).astype(np.int64)
+    annot = _annotation_ns(trace, rank)
+    order = np.argsort(inv, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(count)))
+    rows: list[RangeRow] = []
+    for j in range(g):
+        if not count[j]:
+            continue
+        members = rng[order[bounds[j] : bounds[j + 1]]]
+        dom, disp = label_list[j]
+        rows.append(
+            RangeRow(
+                name=disp,
+                domain=dom,
+                count=int(count[j]),
+                total_ns=int(total[j]),
+                mean_ns=float(total[j]) / int(count[j]),
+                min_ns=int(mins[j]),
+                max_ns=int(maxs[j]),
+                gpu_ns=int(gpu[j]),
+                gpu_span_ns=int(gspan[j]),
+                gpu_ops=int(gops[j]),
+                gpu_annotation_ns=annot.get(disp) if annot else None,
+                max_depth=int(maxd[j]),
+                threads=len(np.unique(trace.lane[members])),
+                events=np.sort(members),
+            )
+        )
+    rows.sort(key=lambda r: (-r.total_ns, r.name, r.domain))
+    return rows
+
+
+def _annotation_ns(trace: Trace, rank: int | None) -> dict[str, int]:
+    """Union length of the Kineto ``gpu_user_annotation`` bands per name (empty when there are none)."""
+    ga = trace.of_kind(Kind.GPU_RANGE)
+    if rank is not None:
+        ga = ga[trace.event_rank[ga] == rank]
+    if not len(ga):
+        return {}
+    ids, inv = np.unique(trace.name[ga], return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    # bands of different devices/ranks are separate GPUs: union per (name, device)
+    dev = trace.event_device[ga].astype(np.int64) * (int(trace.event_rank[ga].max()) + 1) + trace.event_rank[ga]
+    dk, dinv = np.unique(dev, return_inverse=True)
+    grp = inv * len(dk) + np.asarray(dinv).reshape(-1)
+    s = trace.start_ns[ga]
+    tot = segmented_union_total(grp, s, s + trace.dur_ns[ga], len(ids) * len(dk))
+    per_name = tot.reshape(len(ids), len(dk)).sum(axis=1)
+    return {trace.names[int(i)]: int(v) for i, v in zip(ids.tolist(), per_name.tolist(), strict=True)}

@@ -1,0 +1,178 @@
+"""Findings: ranked plain-word conclusions with evidence, on synthetic traces and on the planted corpus patterns."""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+import pytest
+
+from gputop_trace.analysis.findings import Finding, find_findings
+from gputop_trace.loader import load_paths
+from gputop_trace.model import CopyKind, Kind, MemKind, Trace
+from tests.conftest import corpus_file
+from tests.synthetic import Synth
+
+US = 1_000
+MS = 1_000_000
+
+
+def _by_kind(fs: list[Finding]) -> dict[str, list[Finding]]:
+    out: dict[str, list[Finding]] = {}
+    for f in fs:
+        out.setdefault(f.kind, []).append(f)
+    return out
+
+
+def _steps_with_data_loading() -> Trace:
+    """Three steps of 2 ms of kernels separated by 8 ms in a data_load range."""
+    s = Synth()
+    th, st7 = s.thread(), s.stream()
+    t = 0
+    for step in range(3):
+        if step:
+            s.ev(th, Kind.RANGE, "data_load", t, 8 * MS)
+            t += 8 * MS
+        for _ in range(20):
+            la = s.launch(th, t, 5 * US)
+            s.kernel(st7, t + 10 * US, 90 * US, launch=la)
+            t += 100 * US
+    return s.build()
+
+
+def test_data_loading_gaps_become_the_top_finding_with_evidence() -> None:
+    t = _steps_with_data_loading()
+    fs = find_findings(t)
+    top = fs[0]
+    assert top.rank == 1 and top.kind == "idle_gaps"
+    assert "data_load" in top.title and "2 gaps" in top.title
+    assert top.evidence["cause"] == "data_loading" and top.evidence["gaps"] == 2
+    assert top.time_ns == sum(g["dur_ns"] for g in top.evidence["longest"])
+    assert top.thresholds["gap_threshold_ns"] == 20 * US
+    assert top.interval is not None and top.interval[1] - top.interval[0] > 8 * MS
+    assert 0.7 < top.severity < 0.8  # 16 ms of a ~22 ms active span
+    assert [f.rank for f in fs] == list(range(1, len(fs) + 1))
+    assert all(a.severity >= b.severity for a, b in itertools.pairwise(fs))
+
+
+def test_gap_threshold_is_passed_through() -> None:
+    fs = find_findings(_steps_with_data_loading(), gap_threshold_ns=10 * MS)
+    assert not any(f.kind == "idle_gaps" for f in fs)
+
+
+def test_no_gpu_activity_is_said_plainly() -> None:
+    s = Synth()
+    th = s.thread()
+    s.ev(th, Kind.RANGE, "step", 0, 10 * MS)
+    s.ev(th, Kind.OSRT, "poll", 0, 5 * MS)
+    (f,) = find_findings(s.build())
+    assert f.kind == "no_gpu_activity" and f.rank == 1 and f.severity == 1.0
+    assert "no kernel" in f.title and "osrt" in f.detail.lower()
+
+
+def test_pageable_copy_finding_names_the_range_and_the_fix() -> None:
+    s = Synth()
+    th, st7 = s.thread(), s.stream()
+    s.kernel(st7, 0, 100 * US)
+    s.ev(th, Kind.RANGE, "save_checkpoint", 100 * US, 30 * MS)
+    la = s.launch(th, 110 * US, 25 * MS, "cudaMemcpyAsync")
+    s.copy(
+        st7,
+        200 * US,
+        24 * MS,
+        direction=CopyKind.DTOH,
+        src=MemKind.DEVICE,
+        dst=MemKind.PAGEABLE,
+        nbytes=32 << 20,
+        launch=la,
+    )
+    s.kernel(st7, 25 * MS, 100 * US)
+    fs = _by_kind(find_findings(s.build()))
+    (f,) = fs["pageable_async"]
+    assert "save_checkpoint" in f.title and "24.0 ms" in f.title
+    assert "pin" in f.detail.lower()
+    assert f.evidence["copies"][0]["bytes"] == 32 << 20
+    # the same copy sits between kernels of its stream, but it is reported once, under its blocking flag
+    assert "copy_on_compute_stream" not in fs
+
+
+def test_host_sync_finding_counts_the_syncs_in_their_range() -> None:
+    s = Synth()
+    th, st7 = s.thread(), s.stream()
+    t = 0
+    for _ in range(3):
+        for _ in range(5):
+            la = s.launch(th, t, 5 * US)
+            s.kernel(st7, t + 10 * US, 200 * US, launch=la)
+            t += 20 * US
+        s.ev(th, Kind.RANGE, "log_loss", t, 300 * US)
+        s.ev(th, Kind.CPU_OP, "aten::item", t + 10 * US, 250 * US)
+        s.ev(th, Kind.API, "cudaStreamSynchronize", t + 20 * US, 230 * US)
+        t += 2 * MS
+    fs = _by_kind(find_findings(s.build()))
+    (f,) = fs["host_sync"]
+    assert f.evidence["call"] == "aten::item" and f.evidence["range"] == "log_loss" and f.evidence["count"] == 3
+    assert "3 × `aten::item` in `log_loss`" in f.title
+
+
+@cache
+def _corpus(rel: str) -> list[Finding]:
+    return find_findings(load_paths([corpus_file(rel)]))
+
+
+@pytest.mark.corpus
+def test_gpt_findings_name_every_planted_pattern() -> None:
+    fs = _by_kind(_corpus("kineto/h200_gpt_train_small.json.gz"))
+    # the ~8 ms data_load stalls between steps
+    data = [f for f in fs["idle_gaps"] if f.evidence["cause"] == "data_loading"]
+    assert len(data) == 1 and "data_load" in data[0].title
+    assert [round(g["dur_ns"] / MS, 1) for g in data[0].evidence["longest"][:2]] == [12.4, 8.6]
+    # the log_loss sync
+    (sync,) = fs["host_sync"]
+    assert sync.evidence["range"] == "log_loss" and sync.evidence["call"] == "aten::item"
+    assert sync.evidence["count"] == 3
+    # the ~24 ms pageable DtoH copy in checkpoint_d2h, and the pageable HtoD copies on the compute stream
+    (pageable,) = fs["pageable_async"]
+    assert "checkpoint_d2h" in pageable.title and "24.0 ms" in pageable.title
+    assert "HtoD (pageable) in `data_load` on stream 7 (a compute stream)" in pageable.detail
+    # how much of the side-stream pinned copy is hidden: none of it
+    (side,) = fs["side_stream_copy"]
+    assert side.evidence["hidden_pct"] == 0.0 and "stream 13" in side.title and "pinned HtoD" in side.title
+    ranked = _corpus("kineto/h200_gpt_train_small.json.gz")
+    assert {ranked[0].kind, ranked[1].kind} == {"pageable_async", "idle_gaps"}
+
+
+@pytest.mark.corpus
+def test_ddp_findings_show_rank_0_waiting_in_nccl_for_rank_1() -> None:
+    fs = _corpus("kineto/h200_ddp_2gpu")
+    (wait,) = [f for f in fs if f.kind == "collective_wait"]
+    assert wait.gpu_rank == 0 and wait.evidence["straggler"] == 1
+    assert wait.evidence["method"] == "cross-rank"
+    assert 90 * MS < wait.time_ns < 110 * MS  # 108 ms in NCCL kernels on rank 0 vs 8 ms on rank 1
+    assert "Rank 0 waits" in wait.title and "rank 1" in wait.title
+    assert wait.rank <= 2
+    straggler = [f for f in fs if f.kind == "idle_gaps" and f.gpu_rank == 1]
+    assert straggler and "aten::randn" in straggler[0].title
+
+
+@pytest.mark.corpus
+def test_jax_findings() -> None:
+    fs = _by_kind(_corpus("jax/h200_jax_mlp.perfetto_trace.json.gz"))
+    blocked = [f for f in fs["idle_gaps"] if f.evidence["cause"] == "blocked_os"]
+    assert blocked and "sleep" in blocked[0].title and blocked[0].evidence["gaps"] == 4
+    assert any(f.evidence["call"] == "np.asarray(jax.Array)" for f in fs["host_sync"])
+
+
+@pytest.mark.corpus
+def test_inductor_findings_report_the_slow_first_launch() -> None:
+    fs = _by_kind(_corpus("kineto/h200_inductor_compiled.json.gz"))
+    (slow,) = fs["slow_launch"]
+    assert "cudaLaunchKernel" in slow.title and slow.time_ns > 10 * MS
+
+
+@pytest.mark.corpus
+def test_one_ddp_rank_alone_still_shows_collective_waiting_as_an_estimate() -> None:
+    (wait,) = [f for f in _corpus("kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz") if f.kind == "collective_wait"]
+    assert wait.evidence["method"] == "single-rank" and wait.rank == 1
+    assert 80 * MS < wait.time_ns < 110 * MS
+    assert "Open all ranks' traces together" in wait.detail
