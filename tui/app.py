@@ -74,6 +74,7 @@ class GputopApp(App[int]):
         self.first_screen_at: float | None = None
         self.analyses_done = False
         self.results: dict[str, Any] = {}
+        self.summary_analyses: Any = None  # commands.summary.Analyses once every analysis is done (export)
         self.failures: dict[str, str] = {}
         self._started = time.perf_counter()
 
@@ -173,21 +174,52 @@ class GputopApp(App[int]):
     # ---- analyses --------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="analyses")
     def run_analyses(self, trace: Trace) -> None:
-        """Build the name index and run the analyses, posting each result as soon as it is ready."""
+        """Build the name index and run the analyses, posting each result as soon as it is ready (the panel
+        that needs a result shows it; one that failed shows the error)."""
+        from gputop_trace.analysis.findings import find_findings
+        from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
         from gputop_trace.analysis.kernels import kernel_table
+        from gputop_trace.analysis.ranges import range_summary
+        from gputop_trace.analysis.transfers import transfer_overlap
+        from gputop_trace.tui.analysis_views import finding_items, gaps_view, transfers_view
         from gputop_trace.tui.navigation import NameIndex, range_names
 
         worker = get_current_worker()
-        names: list[NameIndex] = []
+        data = self.data
+        assert data is not None
+        done: dict[str, Any] = {}
 
         def build_names() -> NameIndex:
-            names.append(NameIndex(trace))
-            return names[0]
+            index = NameIndex(trace)
+            done["names"] = index
+            return index
+
+        def gaps() -> Any:
+            done["gaps"] = find_gaps(trace, DEFAULT_THRESHOLD_NS)
+            return gaps_view(data, done["gaps"])
+
+        def transfers() -> Any:
+            done["transfers"] = transfer_overlap(trace)
+            return transfers_view(done["transfers"])
+
+        def findings() -> Any:
+            done["findings"] = find_findings(
+                trace, gap_threshold_ns=DEFAULT_THRESHOLD_NS, gaps=done.get("gaps"), transfers=done.get("transfers")
+            )
+            return finding_items(done["findings"])
+
+        def ranges() -> Any:
+            done["ranges"] = range_summary(trace)
+            return done["ranges"]
 
         jobs: list[tuple[str, Any]] = [
             ("names", build_names),
-            ("range_names", lambda: range_names(trace, names[0]) if names else []),
+            ("range_names", lambda: range_names(trace, done["names"]) if "names" in done else []),
             ("kernels", lambda: kernel_table(trace)),
+            ("gaps", gaps),
+            ("transfers", transfers),
+            ("findings", findings),
+            ("ranges", ranges),
         ]
         for name, job in jobs:
             if worker.is_cancelled:
@@ -198,6 +230,12 @@ class GputopApp(App[int]):
                 self.post_message(AnalysisFailed(name, internal_error_message(e)))
                 continue
             self.post_message(AnalysisReady(name, result))
+        if {"gaps", "transfers", "findings", "ranges"} <= set(done):
+            from gputop_trace.commands.summary import Analyses
+
+            self.summary_analyses = Analyses(
+                done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS
+            )
         self.post_message(AnalysisReady("done", None))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:

@@ -32,11 +32,12 @@ def export_path(text: str, *, cwd: str | None = None) -> tuple[str, str]:
     return os.path.abspath(path), ("json" if ext.lower() == ".json" else "markdown")
 
 
-def findings_document(trace: Trace, paths: list[str]) -> dict[str, Any]:
-    """The summary document (JSON contract, command ``summary``) with its findings."""
+def findings_document(trace: Trace, paths: list[str], analyses: Any = None) -> dict[str, Any]:
+    """The summary document (JSON contract, command ``summary``) with its findings; ``analyses`` (a
+    ``commands.summary.Analyses``) avoids running them again."""
     from gputop_trace.commands.summary import build
 
-    return build(trace, paths)
+    return build(trace, paths, analyses)
 
 
 def _md_escape(text: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +24,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from gputop_trace.errors import TraceError
 from gputop_trace.model import Kind, Trace
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.analysis_views import gap_details
 from gputop_trace.tui.lanes import RowKind
 from gputop_trace.tui.messages import (
     AnalysisFailed,
@@ -42,11 +44,11 @@ from gputop_trace.tui.navigation import (
 from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.help import HelpEntry, HelpScreen, HelpSection
 from gputop_trace.tui.timeline_data import TimelineData
+from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
-from gputop_trace.tui.widgets.pending_panel import PendingPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Interval, Timeline
 from gputop_trace.units import format_ns, parse_duration_ns
@@ -213,9 +215,9 @@ class MainScreen(Screen[None]):
             with ContentSwitcher(initial="details", id="switcher"):
                 yield DetailsPane(id="details")
                 yield KernelsPanel(id="kernels")
-                yield PendingPanel("Gaps", "gaps", id="gaps")
-                yield PendingPanel("Transfers", "transfers", id="transfers")
-                yield PendingPanel("Ranges", "ranges", id="ranges")
+                yield GapsPanel(id="gaps")
+                yield TransfersPanel(id="transfers")
+                yield RangesPanel(id="ranges")
                 yield DrilldownPanel(id="drilldown")
                 yield FindingsPanel(id="findings")
         yield StatusBar(id="status")
@@ -230,12 +232,9 @@ class MainScreen(Screen[None]):
         self.query_one(PanelTabs).show(self.panel)
         self.refresh_status()
         self.refresh_details()
-        self.query_one(FindingsPanel).show(
-            [],
-            self.trace.meta.warnings,
-            "The findings analysis (analysis/findings.py) is not in this build yet; only the loader's warnings "
-            "are listed.",
-        )
+        for panel in (self.query_one(GapsPanel), self.query_one(TransfersPanel), self.query_one(RangesPanel)):
+            panel.set_message(Text("analysing…", style="dim"))
+        self.query_one(FindingsPanel).show([], self.trace.meta.warnings, "analysing… (the loader's warnings are below)")
         # results that arrived before this screen was mounted
         app: Any = self.app
         for name, result in dict(getattr(app, "results", {})).items():
@@ -314,14 +313,32 @@ class MainScreen(Screen[None]):
         elif message.name == "kernels":
             self.kernel_rows = message.result
             self.query_one(KernelsPanel).set_rows(self.trace, message.result)
+        elif message.name == "gaps":
+            view = message.result
+            self.data.set_gaps(view.marks)
+            self.timeline.invalidate()
+            panel = self.query_one(GapsPanel)
+            panel.details = partial(gap_details, self.data)
+            panel.show(view.items, view.total, view.summary)
+        elif message.name == "transfers":
+            view = message.result
+            self.query_one(TransfersPanel).show(view.items, view.total, view.summary)
+        elif message.name == "ranges":
+            self.query_one(RangesPanel).show(message.result)
+        elif message.name == "findings":
+            self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "")
 
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
+        panels: dict[str, Any] = {
+            "gaps": GapsPanel,
+            "transfers": TransfersPanel,
+            "ranges": RangesPanel,
+            "findings": FindingsPanel,
+        }
         if message.name == "kernels":
             self.query_one(KernelsPanel).set_error(message.text)
-        else:
-            for panel in self.query(PendingPanel):
-                if panel.analysis == message.name:
-                    panel.set_message(Text(message.text, style="red"))
+        elif message.name in panels:
+            self.query_one(panels[message.name]).set_message(Text(message.text, style="red"))
         self.notify(message.text, title=f"{message.name} analysis failed", severity="error", timeout=10)
 
     def on_jump_to_event(self, message: JumpToEvent) -> None:
@@ -544,7 +561,7 @@ class MainScreen(Screen[None]):
 
         path, fmt = export_path(text)
         try:
-            doc = findings_document(self.trace, self.paths)
+            doc = findings_document(self.trace, self.paths, getattr(self.app, "summary_analyses", None))
             size = write_export(path, fmt, doc)
         except OSError as e:
             self.app.call_from_thread(

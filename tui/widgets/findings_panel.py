@@ -4,7 +4,6 @@ the highlighted row is shown under the table; Enter jumps to the finding's evide
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -12,23 +11,10 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.analysis_views import FindingItem
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_ns
-
-
-@dataclass(frozen=True)
-class FindingItem:
-    """One row: a finding (``rank`` ≥ 1) or a loader warning (``rank`` 0)."""
-
-    rank: int
-    title: str
-    detail: str
-    time_ns: int = 0
-    share: float = 0.0
-    event: int = -1
-    interval: tuple[int, int] | None = None
-    gpu: tuple[int, int] | None = None
 
 
 class FindingsPanel(TablePanel):

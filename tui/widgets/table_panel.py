@@ -33,7 +33,8 @@ class TablePanel(Vertical):
 
     DEFAULT_CSS = """
     TablePanel { height: 1fr; }
-    TablePanel > Input.panel-filter { height: 1; border: none; padding: 0 1; background: $boost; }
+    TablePanel > Input.panel-filter { height: 1; border: none; padding: 0 1; background: $boost; display: none; }
+    TablePanel > Input.panel-filter.-shown { display: block; }
     TablePanel > DataTable { height: 1fr; }
     TablePanel > .panel-note {
         height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
@@ -180,7 +181,7 @@ class TablePanel(Vertical):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.focus_table()
+        self.leave_filter()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -206,13 +207,17 @@ class TablePanel(Vertical):
             t.move_cursor(row=max(0, min(t.row_count - 1, t.cursor_row + delta)))
 
     def action_focus_filter(self) -> None:
-        """Focus the filter line."""
+        """Show the filter line (hidden while empty) and give it the keyboard."""
         if self.has_filter:
-            self.query_one(Input).focus()
+            field = self.query_one(Input)
+            field.add_class("-shown")
+            field.focus()
 
     def leave_filter(self) -> bool:
-        """If the filter has the keyboard, give it back to the table; True when it did."""
+        """If the filter has the keyboard, give it back to the table (hiding it when empty); True when it did."""
         if self.has_filter and self.query_one(Input).has_focus:
+            field = self.query_one(Input)
+            field.set_class(bool(field.value), "-shown")
             self.focus_table()
             return True
         return False
