@@ -30,7 +30,7 @@ def _main(provider: Provider) -> MainScreen | None:
 def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
     """Every palette entry as ``(text, help, callback)``."""
     from gputop_trace.tui.kernel_names import kernel_label
-    from gputop_trace.tui.screens.main import PANELS
+    from gputop_trace.tui.widgets.panel_tabs import PANELS
 
     out: list[tuple[str, str, Callable[[], Any]]] = []
     for pid, title in (("details", "Details"), *PANELS):

@@ -18,13 +18,13 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Footer
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model import Kind, Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.analysis_views import gap_details
+from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
 from gputop_trace.tui.lanes import RowKind
 from gputop_trace.tui.messages import (
     AnalysisFailed,
@@ -42,47 +42,19 @@ from gputop_trace.tui.navigation import (
     step_in_sorted,
 )
 from gputop_trace.tui.screens.dialogs import PromptScreen
-from gputop_trace.tui.screens.help import HelpEntry, HelpScreen, HelpSection
+from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.timeline_data import TimelineData
 from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
+from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Interval, Timeline
 from gputop_trace.units import format_ns, parse_duration_ns
 
 I64 = npt.NDArray[np.int64]
-
-#: (content id, title) of panels 1–6; "details" is shown when no panel is.
-PANELS: tuple[tuple[str, str], ...] = (
-    ("kernels", "Kernels"),
-    ("gaps", "Gaps"),
-    ("transfers", "Transfers"),
-    ("ranges", "Ranges"),
-    ("drilldown", "Drill-down"),
-    ("findings", "Findings"),
-)
-CYCLE: tuple[str, ...] = ("details", *(p for p, _ in PANELS))
-
-
-class PanelTabs(Static):
-    """One line naming the panels, the shown one in reverse video."""
-
-    DEFAULT_CSS = """
-    PanelTabs { height: 1; width: 100%; background: $panel; }
-    """
-
-    def show(self, current: str) -> None:
-        text = Text()
-        entries = [("details", "Details", "")] + [(pid, title, str(i + 1)) for i, (pid, title) in enumerate(PANELS)]
-        for pid, title, num in entries:
-            label = f" {num + ' ' if num else ''}{title} "
-            text.append(label, style="reverse bold" if pid == current else "")
-            text.append("│", style="dim")
-        text.truncate(max(1, self.size.width or 80), overflow="ellipsis")
-        self.update(text)
 
 
 class SearchDone(Message):
@@ -106,90 +78,7 @@ class MainScreen(Screen[None]):
     MainScreen #switcher > * { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", key_display="w", tooltip="Zoom in around the cursor ▼"),
-        Binding("s,minus", "zoom(2.0)", "Zoom out", key_display="s", tooltip="Zoom out around the cursor ▼"),
-        Binding("a,h,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan left by a quarter of the window"),
-        Binding("d,l,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan right by a quarter of the window"),
-        Binding("j,down", "line(1)", "Next lane", show=False, tooltip="Next lane row (down)"),
-        Binding("k,up", "line(-1)", "Previous lane", show=False, tooltip="Previous lane row (up)"),
-        Binding("pagedown", "line(10)", "Lanes page down", show=False, tooltip="Ten lane rows down"),
-        Binding("pageup", "line(-10)", "Lanes page up", show=False, tooltip="Ten lane rows up"),
-        Binding("0,home", "fit", "Fit whole trace", show=False, tooltip="Fit the whole trace"),
-        Binding("f", "zoom_selection", "Zoom to selection", show=False, tooltip="Zoom to the selected event"),
-        Binding(
-            "left_square_bracket",
-            "step_event(-1)",
-            "Previous event",
-            show=False,
-            tooltip="Previous event in the current lane row",
-        ),
-        Binding(
-            "right_square_bracket",
-            "step_event(1)",
-            "Next event",
-            show=False,
-            tooltip="Next event in the current lane row",
-        ),
-        Binding(
-            "n",
-            "instance(1)",
-            "Next instance",
-            show=False,
-            tooltip="Next instance of the selected name on its GPU/rank; after a search, the next match",
-        ),
-        Binding(
-            "N",
-            "instance(-1)",
-            "Previous instance",
-            show=False,
-            tooltip="Previous instance of the selected name; after a search, the previous match",
-        ),
-        Binding("comma", "cursor(-1)", "Cursor left", show=False, tooltip="Move the cursor ▼ one column left"),
-        Binding("full_stop", "cursor(1)", "Cursor right", show=False, tooltip="Move the cursor ▼ one column right"),
-        Binding(
-            "enter",
-            "select",
-            "Select / open",
-            show=False,
-            tooltip="Select the event under the cursor ▼; on a group header, collapse or expand it",
-        ),
-        Binding(
-            "space",
-            "fold",
-            "Fold",
-            show=False,
-            tooltip="Collapse / expand the lane group or multi-row lane under the cursor",
-        ),
-        Binding("x", "follow_flow", "Follow flow", show=False, tooltip="Follow the flow: launch call ↔ GPU op"),
-        Binding("slash", "search", "Search", tooltip="Search event names (regex); n / N walk the matches, Esc clears"),
-        Binding(
-            "c",
-            "drilldown",
-            "ncu drill-down",
-            show=False,
-            tooltip="ncu drill-down for the selected kernel (shows the exact command first)",
-        ),
-        Binding("e", "export", "Export", show=False, tooltip="Export the findings as Markdown or JSON"),
-        Binding("1", "panel('kernels')", "Kernels", show=False, tooltip="Kernels panel (again: back to details)"),
-        Binding("2", "panel('gaps')", "Gaps", show=False, tooltip="Gaps panel: idle GPU time and why"),
-        Binding("3", "panel('transfers')", "Transfers", show=False, tooltip="Transfers panel: copies, exposed time"),
-        Binding("4", "panel('ranges')", "Ranges", show=False, tooltip="Ranges panel: NVTX / annotation summary"),
-        Binding("5", "panel('drilldown')", "Drill-down", show=False, tooltip="Drill-down panel (ncu)"),
-        Binding("6", "panel('findings')", "Findings", show=False, tooltip="Findings panel: what to fix first"),
-        Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 6)"),
-        Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False, tooltip="Previous panel"),
-        Binding(
-            "escape",
-            "back",
-            "Back",
-            show=False,
-            tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection",
-        ),
-        Binding("ctrl+d", "scroll_details(1)", "Details down", show=False, tooltip="Scroll the details down"),
-        Binding("ctrl+u", "scroll_details(-1)", "Details up", show=False, tooltip="Scroll the details up"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="This help"),
-    ]
+    BINDINGS: ClassVar[list[Binding]] = MAIN_BINDINGS  # type: ignore[assignment]
 
     def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str], *, mono: bool) -> None:
         super().__init__()
@@ -620,37 +509,8 @@ class MainScreen(Screen[None]):
 
     # ---- help ------------------------------------------------------------------------------------------------
     def help_sections(self) -> list[HelpSection]:
-        """Help generated from the bindings active now, grouped by where they are defined (focused pane
-        first)."""
-        sections: dict[str, list[HelpEntry]] = {}
-        seen: dict[tuple[str, str], HelpEntry] = {}
-        for key, active in self.active_bindings.items():
-            b = active.binding
-            if b.system or not b.description or b.action in _HIDDEN_ACTIONS:
-                continue
-            node = active.node
-            title = _section_title(node)
-            ident = (title, b.action)
-            shown = _key_name(key)
-            if ident in seen:
-                prev = seen[ident]
-                if key not in prev.raw_keys:
-                    entry = HelpEntry(f"{prev.keys} {shown}", prev.description, prev.action, (*prev.raw_keys, key))
-                    lst = sections[title]
-                    lst[lst.index(prev)] = entry
-                    seen[ident] = entry
-                continue
-            description = _DESCRIPTIONS.get(b.action, b.tooltip or b.description)
-            entry = HelpEntry(shown, description, b.action, (key,))
-            seen[ident] = entry
-            sections.setdefault(title, []).append(entry)
-        order = {b.action: i for i, b in enumerate(self.BINDINGS) if isinstance(b, Binding)}
-        out = []
-        for title, entries in sections.items():
-            if title == "Timeline and panels":
-                entries = sorted(entries, key=lambda e: order.get(e.action, len(order)))
-            out.append(HelpSection(title, tuple(entries)))
-        return out
+        """Help generated from the bindings active now (focused pane first)."""
+        return help_sections(self, MAIN_BINDINGS)
 
     def action_help(self) -> None:
         """?: the keys of the focused pane and the screen, generated from the bindings."""
@@ -689,52 +549,3 @@ class MainScreen(Screen[None]):
             return parse_duration_ns(text, default_unit="ms")
         except ValueError:
             return None
-
-
-#: Textual's own bindings that do nothing useful here (no text selection in a timeline)
-_HIDDEN_ACTIONS = frozenset({"screen.copy_text", "app.copy_text"})
-_DESCRIPTIONS = {
-    "command_palette": "Command palette: go to kernel / range / time, panels, lanes",
-    "quit": "Quit",
-}
-
-_KEY_NAMES = {
-    "left_square_bracket": "[",
-    "right_square_bracket": "]",
-    "question_mark": "?",
-    "slash": "/",
-    "plus": "+",
-    "minus": "-",
-    "equals_sign": "=",
-    "comma": ",",
-    "full_stop": ".",
-    "space": "space",
-    "escape": "Esc",
-    "enter": "Enter",
-    "left": "←",
-    "right": "→",
-    "up": "↑",
-    "down": "↓",
-    "home": "Home",
-    "end": "End",
-    "pageup": "PgUp",
-    "pagedown": "PgDn",
-    "tab": "Tab",
-    "shift+tab": "Shift+Tab",
-}
-
-
-_WIDGET_TITLES = {"DataTable": "Table", "Input": "Text field"}
-
-
-def _key_name(key: str) -> str:
-    return _KEY_NAMES.get(key, key)
-
-
-def _section_title(node: Any) -> str:
-    if isinstance(node, MainScreen):
-        return "Timeline and panels"
-    if isinstance(node, Widget):
-        title = getattr(node, "title", "") or _WIDGET_TITLES.get(type(node).__name__, type(node).__name__)
-        return f"{title} (focused)"
-    return "Anywhere"
