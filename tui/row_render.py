@@ -130,8 +130,9 @@ def event_row_cells(
 
 
 def util_row_cells(util: RowData, gaps: GapMarks | None, bounds: I64) -> Cells:
-    """Cells of a GPU utilization strip: block height = busy fraction of the cell; cells at least half inside an
-    idle gap found by the detector are drawn as ``╌`` with the gap's label where it fits."""
+    """Cells of a GPU utilization strip: block height = busy fraction of the cell; cells with no GPU work that are
+    at least half inside an idle gap found by the detector are drawn as ``╌``, with the gap's label where it
+    fits."""
     bins = bin_row(util, bounds)
     width = bounds.shape[0] - 1
     chars = _glyphs(Bins(np.minimum(bins.count, 1), bins.busy, bins.dominant, bins.col_len))
@@ -140,8 +141,9 @@ def util_row_cells(util: RowData, gaps: GapMarks | None, bounds: I64) -> Cells:
     events = np.full(width, -1, dtype=np.int64)
     if gaps is not None and len(gaps.row):
         gb = bin_row(gaps.row, bounds)
-        in_gap = gb.busy * 2 >= np.maximum(gb.col_len, 1)
-        in_gap &= gb.dominant >= 0
+        # a cell is marked when it holds no GPU work at all and a reported gap covers at least half of it: work
+        # stays visible between gaps at every zoom, long idle stretches read as marked and labelled
+        in_gap = (gb.busy * 2 >= np.maximum(gb.col_len, 1)) & (gb.dominant >= 0) & (bins.busy == 0)
         gap_id = np.where(in_gap, gb.dominant, -1)
         rs, rl = runs(gap_id)
         for s, n in zip(rs.tolist(), rl.tolist(), strict=True):
