@@ -7,6 +7,7 @@ code (2 for bad input)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from typing import Any, ClassVar
@@ -170,6 +171,9 @@ class GputopApp(App[int]):
 
     def _first_screen_shown(self) -> None:
         self.first_screen_at = time.perf_counter() - self._started
+        # the loaded trace and its lookups live as long as the app: keep them out of the garbage collector's
+        # full passes, which otherwise stall a keypress now and then (tens of ms on a large trace)
+        gc.freeze()
 
     # ---- analyses --------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="analyses")
@@ -241,6 +245,7 @@ class GputopApp(App[int]):
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         if message.name == "done":
             self.analyses_done = True
+            gc.freeze()  # the analyses' results too (see _first_screen_shown)
             return
         self.results[message.name] = message.result
         main = self.main_screen
