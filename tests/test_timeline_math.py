@@ -250,3 +250,29 @@ def test_duration_histogram_bins_cover_every_launch() -> None:
     assert "6× · median 3.10 µs" in text and "max 52.0 µs" in text
     assert all(len(line) <= 30 for line in text.splitlines())
     assert duration_bins(np.array([7, 7, 7]))[0].count == 3
+
+
+def test_the_timeline_maths_and_views_do_not_import_textual() -> None:
+    import subprocess
+    import sys
+
+    pure = [
+        "timeline_math",
+        "lanes",
+        "timeline_data",
+        "row_render",
+        "navigation",
+        "details",
+        "kernel_names",
+        "palette",
+        "histogram",
+        "export",
+        "analysis_views",
+    ]
+    code = (
+        "import sys\n"
+        + "".join(f"import gputop_trace.tui.{m}\n" for m in pure)
+        + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'pandas')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -372,3 +372,13 @@ def test_export_writes_markdown_with_the_top_kernels(tmp_path: Path) -> None:
     assert text.startswith("# gputop-trace findings")
     assert "| 0 | 0 |" in text  # GPU busy table row for rank 0, GPU 0
     assert "`sgemm_big`" in text
+
+
+def test_every_tui_package_and_the_stylesheet_ship_in_the_wheel() -> None:
+    root = Path(__file__).resolve().parents[1]
+    pyproject = (root / "pyproject.toml").read_text()
+    for init in (root / "tui").rglob("__init__.py"):
+        package = ".".join(("gputop_trace", *init.parent.relative_to(root).parts))
+        assert f'"{package}"' in pyproject, f"{package} is missing from [tool.setuptools] packages"
+    assert '"gputop_trace.tui" = ["*.tcss"]' in pyproject
+    assert (root / "tui" / "app.tcss").is_file()
