@@ -25,7 +25,7 @@ class FindingsPanel(TablePanel):
 
     DEFAULT_CSS = """
     FindingsPanel > DataTable { height: 1fr; }
-    FindingsPanel > #finding-detail { height: auto; max-height: 6; padding: 0 1; border-top: solid $panel; }
+    FindingsPanel > #finding-detail { height: auto; max-height: 4; padding: 0 1; color: $text-muted; }
     """
 
     def compose(self) -> ComposeResult:
