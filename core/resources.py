@@ -18,7 +18,7 @@ from gputop_trace.units import parse_size_bytes
 
 #: model + streaming buffers per byte of decompressed JSON, and the fixed part (benchmarks/RESULTS.md)
 JSON_BYTES_FACTOR = 0.5
-SQLITE_BYTES_FACTOR = 1.0
+SQLITE_BYTES_FACTOR = 4.0  # measured peak RSS ≈ 4 × the export size (benchmarks/RESULTS.md)
 FIXED_OVERHEAD = 300 << 20
 #: gzip ratio assumed when the trailer cannot be trusted (several members, or more than 4 GiB)
 ASSUMED_GZIP_RATIO = 12
