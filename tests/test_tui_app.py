@@ -23,13 +23,15 @@ from tui_helpers import (
     wait_until,
 )
 
+from gputop_trace.loader import load_paths
+from gputop_trace.model import Kind
 from gputop_trace.samples import default_sample
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.kernels_panel import KernelTable
-from tests.conftest import corpus_file
+from tests.conftest import CORPUS, corpus_file
 
 CLI = [sys.executable, "-m", "gputop_trace"]
 
@@ -382,3 +384,69 @@ def test_every_tui_package_and_the_stylesheet_ship_in_the_wheel() -> None:
         assert f'"{package}"' in pyproject, f"{package} is missing from [tool.setuptools] packages"
     assert '"gputop_trace.tui" = ["*.tcss"]' in pyproject
     assert (root / "tui" / "app.tcss").is_file()
+
+
+@pytest.mark.corpus
+def test_nsys_export_with_two_gpus_and_nvtx() -> None:
+    from gputop_trace.analysis.kernels import kernel_table
+
+    path = corpus_file("nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite")
+    top = kernel_table(load_paths([path]))[0]
+
+    async def body() -> None:
+        app = GputopApp([path])
+        async with app.run_test(size=(160, 48)) as pilot:
+            main = await wait_loaded(app, pilot)
+            tl = timeline(app)
+            assert sum(1 for ln in tl.lines if ln.kind == 1) == 2  # a busy strip per GPU
+            text = screen_text(app)
+            assert "GPU 0" in text and "GPU 1" in text and "nsys" in text.splitlines()[-2]
+            await press(pilot, "1")
+            first = main.query_one(KernelTable).current_item()
+            assert first is not None and first.name == top.name
+            await press(pilot, "enter")
+            assert app.trace is not None and app.trace.event_name(tl.selected) == top.name
+            # a launch of it whose CUDA call is inside the one-second slice: x goes to that call, x comes back
+            launched = next(int(e) for e in first.events if app.trace.launch_of[e] >= 0)
+            tl.select(launched)
+            await press(pilot, "x")
+            assert int(app.trace.kind[tl.selected]) == Kind.API
+            await press(pilot, "x")
+            assert tl.selected == launched
+
+    run(body())
+
+
+@pytest.mark.corpus
+def test_nsys_export_without_gpu_activity_says_so() -> None:
+    async def body() -> None:
+        app = GputopApp([corpus_file("nsys/h200_nsys2022.4_nvtx_osrt_only.sqlite")])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_loaded(app, pilot)
+            assert "No GPU activity was recorded in this profile" in screen_text(app)
+            await press(pilot, "6")
+            assert "nothing that ran on a GPU" in screen_text(app)
+            await press(pilot, "1")
+            assert "no kernels" in screen_text(app)
+
+    run(body())
+
+
+NSYS_FILES = sorted(p.name for p in (CORPUS / "nsys").glob("*.sqlite")) if (CORPUS / "nsys").is_dir() else []
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NSYS_FILES)
+def test_every_nsys_export_opens_and_every_panel_fills(name: str) -> None:
+    async def body() -> None:
+        app = GputopApp([corpus_file(f"nsys/{name}")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(app, pilot)
+            assert not app.failures, app.failures
+            for key in ("1", "2", "3", "4", "6", "escape", "w", "right_square_bracket", "x", "0"):
+                await press(pilot, key)
+            assert isinstance(app.screen, MainScreen)
+            assert len(screen_text(app).splitlines()) == 24
+
+    run(body())

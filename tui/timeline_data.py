@@ -5,6 +5,7 @@ name, and (when the analyses are done) the idle gaps to mark. No Textual.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,6 +22,8 @@ from gputop_trace.tui.timeline_math import RowData
 from gputop_trace.units import format_bytes
 
 I64 = npt.NDArray[np.int64]
+#: PyTorch ``emit_nvtx`` appends per-call ids to every operator range; labels leave them out.
+_OP_SUFFIX = re.compile(r", (?:seq|op_id|sizes|input_op_ids|stream|fwd_seq) = .*$")
 U8 = npt.NDArray[np.uint8]
 
 
@@ -97,6 +100,8 @@ class TimelineData:
                 lab = kernel_label(name)
             elif kind == Kind.CPU_OP and name.startswith("aten::"):
                 lab = name[6:]  # the operator; the details pane shows the full name
+            elif kind == Kind.RANGE:
+                lab = _OP_SUFFIX.sub("", name)  # emit_nvtx's per-call ", seq = 12, op_id = 345" suffix
             else:
                 lab = name
             lab = clean(lab)

@@ -70,7 +70,7 @@ class GapsPanel(SummaryTablePanel):
         return (
             Column("idle", 9),
             Column("at", 11, min_panel=60),
-            Column("GPU", 5, min_panel=100),
+            Column("GPU", 5, min_panel=70),
             Column("cause", 14, right=False),
             Column("inside", 16, right=False, min_panel=90),
             Column("ended by", None, right=False),
