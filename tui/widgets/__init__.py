@@ -1,1 +1,1 @@
-"""Widgets of the Textual app."""
+"""Widgets of the app: the timeline, the details pane, the panels and the status bar."""

@@ -1,0 +1,276 @@
+"""``gputop-trace view``: the Textual app. It loads the trace in a worker behind a progress screen, prepares the
+timeline lookups there too, then shows the main screen and runs the analyses in another worker, filling the
+panels as results arrive. The UI thread never parses, never scans all events and never waits on I/O.
+
+Load errors appear in a dialog with exactly the text the command line prints; closing it exits with the same
+code (2 for bad input)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import get_current_worker
+
+from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.model import Trace
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.commands import TraceCommands
+from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
+from gputop_trace.tui.screens.dialogs import ErrorDialog
+from gputop_trace.tui.screens.loading import LoadingScreen
+from gputop_trace.tui.screens.main import MainScreen
+from gputop_trace.tui.timeline_data import TimelineData
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
+PROGRESS_INTERVAL_S = 0.05
+
+
+def cli_error_text(message: str) -> str:
+    """The line the command line prints for an error (``gputop-trace: error: …``), as plain text."""
+    return "gputop-trace: error: " + clean(message)
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """The command line's message for a bug in this program."""
+    return (
+        f"internal error: {type(exc).__name__}: {exc}. This is a bug in gputop-trace; please report it with the "
+        "command you ran (set GPUTOP_DEBUG=1 to print the traceback)."
+    )
+
+
+MEMORY_MESSAGE = (
+    "Ran out of memory. The trace is larger than this machine can hold: close other programs, use a "
+    "machine with more memory, or record a shorter profile (fewer steps, no with_stack)."
+)
+
+
+class GputopApp(App[int]):
+    """The trace browser."""
+
+    TITLE = "gputop-trace"
+    CSS_PATH = "app.tcss"
+    COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TraceCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("q", "quit_app", "Quit"),
+        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, paths: list[str], *, analyses: bool = True, trace: Trace | None = None) -> None:
+        """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading."""
+        super().__init__()
+        self.paths = list(paths)
+        self._given_trace = trace
+        self.run_analyses_after_load = analyses
+        self.trace: Trace | None = None
+        self.data: TimelineData | None = None
+        self.load_seconds = 0.0
+        self.first_screen_at: float | None = None
+        self.analyses_done = False
+        self.results: dict[str, Any] = {}
+        self.summary_analyses: Any = None  # commands.summary.Analyses once every analysis is done (export)
+        self.failures: dict[str, str] = {}
+        self._started = time.perf_counter()
+
+    @property
+    def mono(self) -> bool:
+        """Whether colours are off (``NO_COLOR``)."""
+        return bool(self.no_color)
+
+    # ---- loading ---------------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.push_screen(LoadingScreen(self.paths))
+        self.load_trace()
+
+    @work(thread=True, exclusive=True, group="load")
+    def load_trace(self) -> None:
+        """Load, prepare the timeline, index launch flows; post the result or the error."""
+        from gputop_trace.loader import load_paths
+        from gputop_trace.tui.navigation import FlowIndex
+        from gputop_trace.tui.timeline_data import prepare_timeline
+
+        worker = get_current_worker()
+        last = [0.0]
+        counts = [0, 0, 0]
+
+        def progress(done: int, total: int, events: int) -> None:
+            if worker.is_cancelled:
+                raise LoadCancelled()
+            counts[:] = [done, total, events]
+            now = time.perf_counter()
+            if now - last[0] >= PROGRESS_INTERVAL_S:
+                last[0] = now
+                self.post_message(LoadProgress(done, total, events, "reading"))
+
+        def step(what: str) -> None:
+            if worker.is_cancelled:
+                raise LoadCancelled()
+            self.post_message(LoadProgress(counts[0], counts[1], counts[2], what))
+
+        t0 = time.perf_counter()
+        try:
+            trace = self._given_trace or load_paths(self.paths, progress=progress)
+            counts[2] = len(trace)
+            data = prepare_timeline(trace, step=step)
+            step("launch flows")
+            flows = FlowIndex(trace)
+        except LoadCancelled:
+            return
+        except TraceError as e:
+            self.post_message(LoadFailed(cli_error_text(e.message), EXIT_BAD_INPUT))
+            return
+        except MemoryError:
+            self.post_message(LoadFailed(cli_error_text(MEMORY_MESSAGE), EXIT_BAD_INPUT))
+            return
+        except Exception as e:  # a bug: say so as the command line would
+            if os.environ.get("GPUTOP_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+            self.post_message(LoadFailed(cli_error_text(internal_error_message(e)), EXIT_INTERNAL))
+            return
+        self.post_message(TraceLoaded(trace, data, flows, time.perf_counter() - t0))
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        screen = self.screen
+        if isinstance(screen, LoadingScreen):
+            screen.show_progress(message.done, message.total, message.events, message.stage)
+
+    def on_load_failed(self, message: LoadFailed) -> None:
+        def close(_: None) -> None:
+            self.exit(message.exit_code, return_code=message.exit_code)
+
+        self.push_screen(ErrorDialog("Could not open the trace", message.text), close)
+
+    def on_trace_loaded(self, message: TraceLoaded) -> None:
+        self.trace = message.trace
+        self.data = message.data
+        self.load_seconds = message.seconds
+        self.switch_screen(MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono))
+        self.call_after_refresh(self._first_screen_shown)
+        warnings = message.trace.meta.warnings
+        if warnings:
+            first = clean(warnings[0])
+            first = first if len(first) <= 90 else first[:89] + "…"
+            more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
+            self.notify(
+                f"{first}{more} — all warnings are in panel 6 (Findings).",
+                title=f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading",
+                severity="warning",
+                timeout=6,
+            )
+        if self.run_analyses_after_load:
+            self.run_analyses(message.trace)
+
+    def _first_screen_shown(self) -> None:
+        self.first_screen_at = time.perf_counter() - self._started
+        # the loaded trace and its lookups live as long as the app: keep them out of the garbage collector's
+        # full passes, which otherwise stall a keypress now and then (tens of ms on a large trace)
+        gc.freeze()
+
+    # ---- analyses --------------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="analyses")
+    def run_analyses(self, trace: Trace) -> None:
+        """Build the name index and run the analyses, posting each result as soon as it is ready (the panel
+        that needs a result shows it; one that failed shows the error)."""
+        from gputop_trace.analysis.findings import find_findings
+        from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+        from gputop_trace.analysis.kernels import kernel_table
+        from gputop_trace.analysis.ranges import range_summary
+        from gputop_trace.analysis.transfers import transfer_overlap
+        from gputop_trace.tui.analysis_views import finding_items, gaps_view, transfers_view
+        from gputop_trace.tui.navigation import NameIndex, range_names
+
+        worker = get_current_worker()
+        data = self.data
+        assert data is not None
+        done: dict[str, Any] = {}
+
+        def build_names() -> NameIndex:
+            index = NameIndex(trace)
+            done["names"] = index
+            return index
+
+        def gaps() -> Any:
+            done["gaps"] = find_gaps(trace, DEFAULT_THRESHOLD_NS)
+            return gaps_view(data, done["gaps"])
+
+        def transfers() -> Any:
+            done["transfers"] = transfer_overlap(trace)
+            return transfers_view(done["transfers"])
+
+        def findings() -> Any:
+            done["findings"] = find_findings(
+                trace, gap_threshold_ns=DEFAULT_THRESHOLD_NS, gaps=done.get("gaps"), transfers=done.get("transfers")
+            )
+            return finding_items(done["findings"])
+
+        def ranges() -> Any:
+            done["ranges"] = range_summary(trace)
+            return done["ranges"]
+
+        jobs: list[tuple[str, Any]] = [
+            ("names", build_names),
+            ("range_names", lambda: range_names(trace, done["names"]) if "names" in done else []),
+            ("kernels", lambda: kernel_table(trace)),
+            ("gaps", gaps),
+            ("transfers", transfers),
+            ("findings", findings),
+            ("ranges", ranges),
+        ]
+        for name, job in jobs:
+            if worker.is_cancelled:
+                return
+            try:
+                result = job()
+            except Exception as e:  # shown in the panel that needed it, never swallowed
+                self.post_message(AnalysisFailed(name, internal_error_message(e)))
+                continue
+            self.post_message(AnalysisReady(name, result))
+        if {"gaps", "transfers", "findings", "ranges"} <= set(done):
+            from gputop_trace.commands.summary import Analyses
+
+            self.summary_analyses = Analyses(
+                done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS
+            )
+        self.post_message(AnalysisReady("done", None))
+
+    def on_analysis_ready(self, message: AnalysisReady) -> None:
+        if message.name == "done":
+            self.analyses_done = True
+            gc.freeze()  # the analyses' results too (see _first_screen_shown)
+            return
+        self.results[message.name] = message.result
+        main = self.main_screen
+        if main is not None and main.is_mounted:
+            main.on_analysis_ready(message)
+
+    def on_analysis_failed(self, message: AnalysisFailed) -> None:
+        self.failures[message.name] = message.text
+        main = self.main_screen
+        if main is not None and main.is_mounted:
+            main.on_analysis_failed(message)
+
+    # ---- quitting --------------------------------------------------------------------------------------------
+    def action_quit_app(self) -> None:
+        """Quit (q, Ctrl+C). While loading, this cancels the load (exit code 130, as the command line)."""
+        if self.trace is None:
+            self.workers.cancel_group(self, "load")
+            self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
+            return
+        self.exit(EXIT_OK, return_code=EXIT_OK)
+
+    @property
+    def main_screen(self) -> MainScreen | None:
+        """The main screen, once the trace is loaded."""
+        for s in self.screen_stack:
+            if isinstance(s, MainScreen):
+                return s
+        return None

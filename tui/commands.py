@@ -1,0 +1,127 @@
+"""Command palette (Ctrl+P) entries: go to a kernel, a range or a time; switch panels; collapse and expand lane
+groups; search, export, help."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from gputop_trace.safe_text import clean
+from gputop_trace.units import format_ns
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.screens.main import MainScreen
+
+MAX_KERNELS = 200
+MAX_RANGES = 200
+
+
+def _main(provider: Provider) -> MainScreen | None:
+    from gputop_trace.tui.screens.main import MainScreen
+
+    screen = provider.screen
+    return screen if isinstance(screen, MainScreen) else None
+
+
+def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
+    """Every palette entry as ``(text, help, callback)``."""
+    from gputop_trace.tui.kernel_names import kernel_label
+    from gputop_trace.tui.widgets.panel_tabs import PANELS
+
+    out: list[tuple[str, str, Callable[[], Any]]] = []
+    for pid, title in (("details", "Details"), *PANELS):
+        out.append((f"Panel: {title}", f"show the {title} panel", partial(main.show_panel, pid)))
+    tl = main.timeline
+    layout = main.data.layout
+    for key in layout.foldable_keys():
+        label = clean(layout.label_of(key))
+        if key.startswith("lane:"):
+            out.append(
+                (f"Lanes: fold / unfold {label}", "show one row or all rows of this lane", partial(tl.toggle_fold, key))
+            )
+        else:
+            out.append(
+                (f"Lanes: collapse / expand {label}", "hide or show this group's lanes", partial(tl.toggle_fold, key))
+            )
+    out.append(("Lanes: expand everything", "open every group and lane", partial(tl.set_collapsed, set())))
+    out.append(
+        (
+            "Lanes: collapse every CPU process",
+            "keep only the GPU groups open",
+            partial(tl.set_collapsed, {k for k in layout.group_keys() if "/pid" in k}),
+        )
+    )
+    out.append(("Fit the whole trace", "zoom out to show everything (0)", tl.fit_all))
+    out.append(("Search event names…", "regex search; n / N walk the matches (/)", main.action_search))
+    out.append(("Export findings…", "write Markdown or JSON (e)", main.action_export))
+    out.append(("Help: keys", "every key of the focused pane (?)", main.action_help))
+    rows = main.kernel_rows or []
+    multi = len({(r.rank, r.device) for r in rows}) > 1
+    for r in rows[:MAX_KERNELS]:
+        if len(r.events):
+            name = clean(kernel_label(r.name))
+            if len(name) > 60:
+                name = name[:59] + "…"
+            if multi:
+                name += f"  (rank {r.rank}, GPU {r.device})"
+            out.append(
+                (
+                    f"Go to kernel: {name}",
+                    f"{r.pct:.1f}% of kernel time, {r.count:,} launches, "
+                    f"first at {format_ns(int(main.trace.start_ns[r.events[0]]))}",
+                    partial(tl.select, int(r.events[0]), rezoom=True),
+                )
+            )
+    t = main.trace
+    for rn in main.range_names[:MAX_RANGES]:
+        what = "GPU annotation" if rn.on_gpu else "range"
+        out.append(
+            (
+                f"Go to range: {clean(t.names[rn.name_id])}",
+                f"{what}, {rn.count:,} instance{'s' if rn.count != 1 else ''}; "
+                f"first at {format_ns(int(t.start_ns[rn.first]))}",
+                partial(tl.select, rn.first, rezoom=True),
+            )
+        )
+    return out
+
+
+class TraceCommands(Provider):
+    """Palette entries for the loaded trace."""
+
+    async def discover(self) -> Hits:
+        main = _main(self)
+        if main is None:
+            return
+        for text, help_text, cb in palette_entries(main):
+            if text.startswith(("Panel:", "Fit", "Search", "Export", "Help", "Lanes: expand everything")):
+                yield DiscoveryHit(text, cb, help=help_text)
+        yield DiscoveryHit("Go to time…", main.action_goto_time_prompt, help="type a time such as 12.5ms")
+
+    async def search(self, query: str) -> Hits:
+        main = _main(self)
+        if main is None:
+            return
+        matcher = self.matcher(query)
+        q = query.strip()
+        for prefix in ("go to time", "goto", "time", "go", "@", "t "):
+            if q.lower().startswith(prefix):
+                q = q[len(prefix) :].strip()
+                break
+        t = main.parse_time(q) if q else None
+        if t is not None:
+            yield Hit(
+                1e6,  # above any fuzzy match: a time typed is a time meant
+                Text(f"Go to time {format_ns(t, precision=6)}"),
+                partial(main.goto_time, t),
+                text=f"Go to time {format_ns(t, precision=6)}",
+                help="centre the timeline on this time (from the trace start)",
+            )
+        for text, help_text, cb in palette_entries(main):
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), cb, text=text, help=help_text)

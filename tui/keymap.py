@@ -1,0 +1,180 @@
+"""The main screen's keys, and the help generated from whatever bindings are active (focused pane first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+
+from gputop_trace.tui.screens.help import HelpEntry, HelpSection
+
+#: The timeline and panel keys (tui.md's table), defined on the main screen so they also work from a panel.
+MAIN_BINDINGS: list[Binding] = [
+    Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", key_display="w", tooltip="Zoom in around the cursor ▼"),
+    Binding("s,minus", "zoom(2.0)", "Zoom out", key_display="s", tooltip="Zoom out around the cursor ▼"),
+    Binding("a,h,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan left by a quarter of the window"),
+    Binding("d,l,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan right by a quarter of the window"),
+    Binding("j,down", "line(1)", "Next lane", show=False, tooltip="Next lane row (down)"),
+    Binding("k,up", "line(-1)", "Previous lane", show=False, tooltip="Previous lane row (up)"),
+    Binding("pagedown", "line(10)", "Lanes page down", show=False, tooltip="Ten lane rows down"),
+    Binding("pageup", "line(-10)", "Lanes page up", show=False, tooltip="Ten lane rows up"),
+    Binding("0,home", "fit", "Fit whole trace", show=False, tooltip="Fit the whole trace"),
+    Binding("f", "zoom_selection", "Zoom to selection", show=False, tooltip="Zoom to the selected event"),
+    Binding(
+        "left_square_bracket",
+        "step_event(-1)",
+        "Previous event",
+        show=False,
+        tooltip="Previous event in the current lane row",
+    ),
+    Binding(
+        "right_square_bracket",
+        "step_event(1)",
+        "Next event",
+        show=False,
+        tooltip="Next event in the current lane row",
+    ),
+    Binding(
+        "n",
+        "instance(1)",
+        "Next instance",
+        show=False,
+        tooltip="Next instance of the selected name on its GPU/rank; after a search, the next match",
+    ),
+    Binding(
+        "N",
+        "instance(-1)",
+        "Previous instance",
+        show=False,
+        tooltip="Previous instance of the selected name; after a search, the previous match",
+    ),
+    Binding("comma", "cursor(-1)", "Cursor left", show=False, tooltip="Move the cursor ▼ one column left"),
+    Binding("full_stop", "cursor(1)", "Cursor right", show=False, tooltip="Move the cursor ▼ one column right"),
+    Binding(
+        "enter",
+        "select",
+        "Select / open",
+        show=False,
+        tooltip="Select the event under the cursor ▼; on a group header, collapse or expand it",
+    ),
+    Binding(
+        "space",
+        "fold",
+        "Fold",
+        show=False,
+        tooltip="Collapse / expand the lane group or multi-row lane under the cursor",
+    ),
+    Binding("x", "follow_flow", "Follow flow", show=False, tooltip="Follow the flow: launch call ↔ GPU op"),
+    Binding("slash", "search", "Search", tooltip="Search event names (regex); n / N walk the matches, Esc clears"),
+    Binding(
+        "c",
+        "drilldown",
+        "ncu drill-down",
+        show=False,
+        tooltip="ncu drill-down for the selected kernel (shows the exact command first)",
+    ),
+    Binding("e", "export", "Export", show=False, tooltip="Export the findings as Markdown or JSON"),
+    Binding("1", "panel('kernels')", "Kernels", show=False, tooltip="Kernels panel (again: back to details)"),
+    Binding("2", "panel('gaps')", "Gaps", show=False, tooltip="Gaps panel: idle GPU time and why"),
+    Binding("3", "panel('transfers')", "Transfers", show=False, tooltip="Transfers panel: copies, exposed time"),
+    Binding("4", "panel('ranges')", "Ranges", show=False, tooltip="Ranges panel: NVTX / annotation summary"),
+    Binding("5", "panel('drilldown')", "Drill-down", show=False, tooltip="Drill-down panel (ncu)"),
+    Binding("6", "panel('findings')", "Findings", show=False, tooltip="Findings panel: what to fix first"),
+    Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 6)"),
+    Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False, tooltip="Previous panel"),
+    Binding(
+        "escape",
+        "back",
+        "Back",
+        show=False,
+        tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection",
+    ),
+    Binding("ctrl+d", "scroll_details(1)", "Details down", show=False, tooltip="Scroll the details down"),
+    Binding("ctrl+u", "scroll_details(-1)", "Details up", show=False, tooltip="Scroll the details up"),
+    Binding("question_mark", "help", "Help", key_display="?", tooltip="This help"),
+]
+
+
+def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSection]:
+    """Help generated from the bindings active on ``screen``, grouped by where they are defined (focused pane
+    first); the main screen's own keys in the order of ``order_by``."""
+    sections: dict[str, list[HelpEntry]] = {}
+    seen: dict[tuple[str, str], HelpEntry] = {}
+    for key, active in screen.active_bindings.items():
+        b = active.binding
+        if b.system or not b.description or b.action in _HIDDEN_ACTIONS:
+            continue
+        node = active.node
+        title = _section_title(node)
+        ident = (title, b.action)
+        shown = _key_name(key)
+        if ident in seen:
+            prev = seen[ident]
+            if key not in prev.raw_keys:
+                entry = HelpEntry(f"{prev.keys} {shown}", prev.description, prev.action, (*prev.raw_keys, key))
+                lst = sections[title]
+                lst[lst.index(prev)] = entry
+                seen[ident] = entry
+            continue
+        description = _DESCRIPTIONS.get(b.action, b.tooltip or b.description)
+        entry = HelpEntry(shown, description, b.action, (key,))
+        seen[ident] = entry
+        sections.setdefault(title, []).append(entry)
+    order = {b.action: i for i, b in enumerate(order_by) if isinstance(b, Binding)}
+    out = []
+    for title, entries in sections.items():
+        if title == "Timeline and panels":
+            entries = sorted(entries, key=lambda e: order.get(e.action, len(order)))
+        out.append(HelpSection(title, tuple(entries)))
+    return out
+
+
+#: Textual's own bindings that do nothing useful here (no text selection in a timeline)
+_HIDDEN_ACTIONS = frozenset({"screen.copy_text", "app.copy_text"})
+_DESCRIPTIONS = {
+    "command_palette": "Command palette: go to kernel / range / time, panels, lanes",
+    "quit": "Quit",
+}
+
+_KEY_NAMES = {
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "question_mark": "?",
+    "slash": "/",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "comma": ",",
+    "full_stop": ".",
+    "space": "space",
+    "escape": "Esc",
+    "enter": "Enter",
+    "left": "←",
+    "right": "→",
+    "up": "↑",
+    "down": "↓",
+    "home": "Home",
+    "end": "End",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "tab": "Tab",
+    "shift+tab": "Shift+Tab",
+}
+
+
+_WIDGET_TITLES = {"DataTable": "Table", "Input": "Text field"}
+
+
+def _key_name(key: str) -> str:
+    return _KEY_NAMES.get(key, key)
+
+
+def _section_title(node: Any) -> str:
+    if isinstance(node, Screen):
+        return "Timeline and panels"
+    if isinstance(node, Widget):
+        title = getattr(node, "title", "") or _WIDGET_TITLES.get(type(node).__name__, type(node).__name__)
+        return f"{title} (focused)"
+    return "Anywhere"

@@ -1,0 +1,93 @@
+"""Typed messages between the app's workers, panels and screens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+from gputop_trace.drilldown import DrilldownRequest
+from gputop_trace.model import Trace
+from gputop_trace.tui.navigation import FlowIndex
+from gputop_trace.tui.timeline_data import TimelineData
+
+
+class LoadProgress(Message):
+    """Loading advanced: ``done``/``total`` bytes read, ``events`` decoded so far, ``stage`` in words."""
+
+    def __init__(self, done: int, total: int, events: int, stage: str) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+        self.events = events
+        self.stage = stage
+
+
+class TraceLoaded(Message):
+    """The trace is loaded and its timeline lookups prepared."""
+
+    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, seconds: float) -> None:
+        super().__init__()
+        self.trace = trace
+        self.data = data
+        self.flows = flows
+        self.seconds = seconds
+
+
+class LoadFailed(Message):
+    """Loading failed: ``text`` is exactly what the command line prints; ``exit_code`` what it returns."""
+
+    def __init__(self, text: str, exit_code: int) -> None:
+        super().__init__()
+        self.text = text
+        self.exit_code = exit_code
+
+
+class AnalysisReady(Message):
+    """An analysis finished in its worker: ``name`` says which, ``result`` is its return value."""
+
+    def __init__(self, name: str, result: Any) -> None:
+        super().__init__()
+        self.name = name
+        self.result = result
+
+
+class AnalysisFailed(Message):
+    """An analysis raised: the panel that needed it shows ``text`` instead of results."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__()
+        self.name = name
+        self.text = text
+
+
+class JumpToEvent(Message):
+    """Show and select an event on the timeline (from a panel row, the palette or a finding)."""
+
+    def __init__(self, event: int, *, rezoom: bool = True) -> None:
+        super().__init__()
+        self.event = event
+        self.rezoom = rezoom
+
+
+class JumpToInterval(Message):
+    """Show and select a time interval on a GPU (an idle gap, a range's extent); ``details`` for the pane."""
+
+    def __init__(
+        self, start: int, end: int, *, rank: int = -1, device: int = -1, label: str = "", details: Any = None
+    ) -> None:
+        super().__init__()
+        self.start = start
+        self.end = end
+        self.rank = rank
+        self.device = device
+        self.label = label
+        self.details = details
+
+
+class DrilldownRequested(Message):
+    """``c`` was pressed on a kernel: the drill-down panel (``#drilldown``) offers to profile this launch."""
+
+    def __init__(self, request: DrilldownRequest) -> None:
+        super().__init__()
+        self.request = request

@@ -1,0 +1,1 @@
+"""Screens of the app: loading progress, the main browser, help, dialogs."""

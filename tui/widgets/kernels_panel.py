@@ -1,0 +1,181 @@
+"""Panel 1, Kernels: one row per kernel name and GPU, sortable (``o`` cycles the column, ``r`` reverses) and
+filterable (``/``), with the duration histogram of the highlighted kernel. Enter shows its first launch on the
+timeline; n / N then walk its launches."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Static
+
+from gputop_trace.analysis.kernels import KernelRow
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.histogram import histogram_text
+from gputop_trace.tui.kernel_names import FAMILY_LABEL, kernel_display_name, kernel_family, kernel_label
+from gputop_trace.tui.messages import JumpToEvent
+from gputop_trace.tui.widgets.table_panel import Column, TablePanel
+from gputop_trace.units import format_ns
+
+SORTS: tuple[str, ...] = ("total", "count", "mean", "max", "name")
+
+
+class KernelTable(TablePanel):
+    """The sortable, filterable kernel table."""
+
+    title = "Kernels panel"
+
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("o", "cycle_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.sort = "total"
+        self.descending = True
+        self.multi_rank = False
+        self._names: dict[str, str] = {}
+
+    def display_name(self, row: KernelRow) -> str:
+        got = self._names.get(row.name)
+        if got is None:
+            got = self._names[row.name] = clean(kernel_label(row.name))
+        return got
+
+    def columns(self) -> Sequence[Column]:
+        arrow = "▼" if self.descending else "▲"
+
+        def lab(name: str, text: str) -> str:
+            return f"{text}{arrow}" if self.sort == name else text
+
+        return (
+            Column("%", 5),
+            Column(lab("total", "total"), 9),
+            Column(lab("count", "count"), 7),
+            Column(lab("mean", "mean"), 9, min_panel=70),
+            Column(lab("max", "max"), 9, min_panel=90),
+            Column("family", 11, right=False, min_panel=110),
+            Column("GPU", 5, min_panel=100),
+            Column(lab("name", "kernel"), None, right=False),
+        )
+
+    def cells(self, item: Any) -> Sequence[Text | str]:
+        r: KernelRow = item
+        gpu = f"{r.rank}:{r.device}" if self.multi_rank else str(r.device)
+        return (
+            f"{r.pct:.1f}",
+            format_ns(r.total_ns),
+            f"{r.count:,}",
+            format_ns(r.mean_ns),
+            format_ns(r.max_ns),
+            FAMILY_LABEL[kernel_family(r.name)],
+            gpu,
+            Text(self.display_name(r)),
+        )
+
+    def matches(self, item: Any, pattern: re.Pattern[str]) -> bool:
+        r: KernelRow = item
+        return bool(pattern.search(r.name) or pattern.search(self.display_name(r)))
+
+    def sorted_rows(self, rows: Sequence[KernelRow]) -> list[KernelRow]:
+        key = {
+            "total": lambda r: r.total_ns,
+            "count": lambda r: r.count,
+            "mean": lambda r: r.mean_ns,
+            "max": lambda r: r.max_ns,
+            "name": lambda r: self.display_name(r).lower(),
+        }[self.sort]
+        desc = self.descending if self.sort != "name" else not self.descending
+        return sorted(rows, key=key, reverse=desc)
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column (total, count, mean, max, name)."""
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.descending = True
+        self.items = self.sorted_rows(self.items)
+        self.set_items(self.items, self._note())
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort order."""
+        self.descending = not self.descending
+        self.items = self.sorted_rows(self.items)
+        self.set_items(self.items, self._note())
+
+    def _note(self) -> str:
+        arrow = "↓" if self.descending else "↑"
+        return f"{len(self.items):,} kernels · by {self.sort} {arrow} · o sort · r reverse · Enter show"
+
+    def activate(self, item: Any) -> None:
+        r: KernelRow = item
+        if len(r.events):
+            self.post_message(JumpToEvent(int(r.events[0]), rezoom=True))
+
+    def highlighted(self, item: Any) -> None:
+        parent = self.parent
+        if isinstance(parent, KernelsPanel):
+            parent.show_histogram(item)
+
+
+class KernelsPanel(Horizontal):
+    """The kernel table and, beside it, the duration histogram of the highlighted kernel."""
+
+    DEFAULT_CSS = """
+    KernelsPanel { height: 1fr; }
+    KernelsPanel > KernelTable { width: 1fr; }
+    KernelsPanel > #kernel-histogram {
+        width: 30%; min-width: 24; max-width: 44; padding: 0 1; border-left: solid $panel;
+    }
+    """
+
+    title = "Kernels"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.trace: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield KernelTable(id="kernel-table")
+        yield Static(Text("computing the kernel table…", style="dim"), id="kernel-histogram")
+
+    @property
+    def table_panel(self) -> KernelTable:
+        return self.query_one(KernelTable)
+
+    def focus_table(self) -> None:
+        self.table_panel.focus_table()
+
+    def leave_filter(self) -> bool:
+        return self.table_panel.leave_filter()
+
+    def set_rows(self, trace: Any, rows: list[KernelRow]) -> None:
+        """Fill the table (rows from ``kernel_table``)."""
+        self.trace = trace
+        tp = self.table_panel
+        tp.multi_rank = len({r.rank for r in rows}) > 1
+        if not rows:
+            tp.set_message("This trace has no kernels: no GPU kernel activity was recorded.")
+            self.query_one("#kernel-histogram", Static).update("")
+            return
+        tp.items = list(rows)
+        tp.set_items(tp.sorted_rows(rows), tp._note())
+        self.show_histogram(tp.current_item())
+
+    def set_error(self, text: str) -> None:
+        self.table_panel.set_message(Text(text, style="red"))
+
+    def show_histogram(self, row: KernelRow | None) -> None:
+        """Draw the duration histogram of ``row``."""
+        box = self.query_one("#kernel-histogram", Static)
+        if row is None or self.trace is None:
+            box.update("")
+            return
+        durs = self.trace.dur_ns[row.events]
+        width = max(16, (box.size.width or 28) - 2)
+        title = clean(kernel_display_name(row.name))
+        box.update(histogram_text(durs, width=width, title=title if len(title) <= width else title[: width - 1] + "…"))

@@ -1,0 +1,69 @@
+"""The status bar: file, format, GPUs, span, window width, cursor time, events, warnings, and the state of a
+search. Always one line; the file name gives way first when the terminal is narrow."""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+from textual.widgets import Static
+
+from gputop_trace.model import Trace
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.timeline_math import fit_label
+from gputop_trace.units import format_ns
+
+
+def source_label(trace: Trace, paths: list[str]) -> str:
+    """The file (or folder / number of files) a trace came from."""
+    if len(paths) == 1:
+        return clean(os.path.basename(paths[0].rstrip("/")) or paths[0])
+    return f"{len(paths)} files"
+
+
+def status_text(
+    trace: Trace,
+    paths: list[str],
+    *,
+    width: int,
+    window_ns: int,
+    cursor_ns: int,
+    search: str = "",
+) -> Text:
+    """The status line for a terminal ``width`` columns wide: the roomiest layout that fits, the file name cut
+    last."""
+    gpus = len(trace.devices)
+    fmt = trace.meta.format
+    warn = len(trace.meta.warnings)
+    src = source_label(trace, paths)
+    gpu_text = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    layouts = [
+        (
+            f" {fmt} · {gpu_text} · span {format_ns(trace.span_ns)}",
+            f" │ win {format_ns(window_ns)} │ @ {format_ns(cursor_ns, precision=6)} │ {len(trace):,} events"
+            + (f" · ⚠ {warn} warning{'s' if warn != 1 else ''}" if warn else ""),
+        ),
+        (
+            f" {fmt} {gpu_text} {format_ns(trace.span_ns)}",
+            f"│win {format_ns(window_ns)}│@{format_ns(cursor_ns, precision=6)}│{len(trace):,} ev"
+            + (f"│⚠{warn}" if warn else ""),
+        ),
+    ]
+    for left, right in layouts:
+        if search:
+            right += f" │ {search}"
+        if len(src) + len(left) + len(right) <= width:
+            break
+    room = width - len(right) - len(left)
+    name = fit_label(src, max(room, 0), min_chars=3)
+    out = Text(name, style="bold") + Text(left) + Text(right)
+    out.truncate(width, overflow="ellipsis")
+    return out
+
+
+class StatusBar(Static):
+    """One line at the bottom of the main screen."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; width: 100%; background: $panel; color: $text; }
+    """
