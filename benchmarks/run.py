@@ -289,7 +289,7 @@ def measure_browse(run: Run, name: str) -> None:
 PLUGIN_ARGS: dict[str, list[str]] = {
     "bench_nsys": ["--rows", "10000000", "--runs", "3"],
     "bench_analyses": ["--events", "10M", "--repeat", "3"],
-    "bench_tui": ["--events", "10000000"],
+    "bench_tui": ["--events", "1000000", "10000000", "--source", str(make_large.KINETO_SOURCE)],
 }
 
 
