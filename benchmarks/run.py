@@ -332,7 +332,10 @@ def _run_script(path: Path, args: list[str]) -> str:
             env={**os.environ, "GPUTOP_CORPUS": str(make_large.CORPUS)},
         )
         if proc.returncode == 0:
-            return f"`python benchmarks/{path.name} {' '.join(argv)}`\n\n{proc.stdout.strip()}"
+            out = proc.stdout.strip("\n")
+            if not out.lstrip().startswith(("#", "|")):  # plain text: keep its columns
+                out = f"```\n{out}\n```"
+            return f"`python benchmarks/{path.name} {' '.join(argv)}`\n\n{out}"
         if proc.returncode != 2:  # 2: argparse rejected the arguments
             break
     raise RuntimeError(f"exit {proc.returncode}: {proc.stderr.strip()[-1500:]}")
