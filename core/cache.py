@@ -137,9 +137,9 @@ def code_fingerprint() -> str:
     sources of the model and of every parser (so an edited parser never meets an entry an older one wrote)."""
     if not _FINGERPRINT:
         h = hashlib.sha256(f"{__version__}/{FORMAT_VERSION}".encode())
-        from gputop_trace import parsers
+        from gputop_trace import loader, parsers
 
-        files = [Path(model.__file__)]
+        files = [Path(model.__file__), Path(loader.__file__)]
         parser_dir = Path(parsers.__file__).parent
         files += sorted(parser_dir.glob("*.py"))
         for f in files:

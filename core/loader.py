@@ -57,6 +57,14 @@ def load_file(path: str, *, progress: Progress | None = None, default_rank: int 
 
 
 def _parse_file(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
+    if kind in ("nsys", "nsys-rep"):
+        from gputop_trace.parsers.process_ranks import ranks_from_processes
+
+        return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
+    return _parse_format(path, kind, progress, default_rank)
+
+
+def _parse_format(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
     if kind == "chrome":
         from gputop_trace.parsers import chrome
 
