@@ -216,6 +216,11 @@ class GputopApp(App[int]):
             done["ranges"] = range_summary(trace)
             return done["ranges"]
 
+        def ranks() -> Any:
+            from gputop_trace.tui.ranks_view import ranks_view
+
+            return ranks_view(trace, set(data.util))
+
         jobs: list[tuple[str, Any]] = [
             ("names", build_names),
             ("range_names", lambda: range_names(trace, done["names"]) if "names" in done else []),
@@ -224,6 +229,7 @@ class GputopApp(App[int]):
             ("transfers", transfers),
             ("findings", findings),
             ("ranges", ranges),
+            ("ranks", ranks),
         ]
         for name, job in jobs:
             if worker.is_cancelled:

@@ -85,6 +85,14 @@ class JumpToInterval(Message):
         self.details = details
 
 
+class JumpToRank(Message):
+    """Show one rank's lanes on the timeline (from the Ranks panel)."""
+
+    def __init__(self, rank: int) -> None:
+        super().__init__()
+        self.rank = rank
+
+
 class DrilldownRequested(Message):
     """``c`` was pressed on a kernel: the drill-down panel (``#drilldown``) offers to profile this launch."""
 
