@@ -23,7 +23,7 @@ ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<40
 STEPS = 3
 
 
-def _rank(rank: int, *, step_names: bool = True, collectives: bool = True) -> Trace:
+def _rank(rank: int, *, step_format: str | None, collectives: bool) -> Trace:
     b = TraceBuilder("kineto")
     pid = 100 + rank
     main = b.lane(
@@ -50,7 +50,7 @@ def _rank(rank: int, *, step_names: bool = True, collectives: bool = True) -> Tr
             dur_ns=[9500 * US],
             kind=Kind.RANGE,
             lane=main,
-            name=n(f"ProfilerStep#{k + 1}" if step_names else "train"),
+            name=n(step_format.format(k=k + 1) if step_format else "train"),
         )
         op = ("aten::slow_op", s + 3500 * US, 4400 * US) if rank else ("aten::mm", s + 500 * US, 5000 * US)
         b.add_events(start_ns=[op[1]], dur_ns=[op[2]], kind=Kind.CPU_OP, lane=main, name=n(op[0]))
@@ -74,8 +74,12 @@ def _rank(rank: int, *, step_names: bool = True, collectives: bool = True) -> Tr
     return b.build(meta, t0_ns=0)
 
 
-def straggler_pair(*, step_names: bool = True, collectives: bool = True) -> Trace:
+def straggler_pair(
+    *, step_names: bool = True, collectives: bool = True, step_formats: tuple[str, str] = ("ProfilerStep#{k}",) * 2
+) -> Trace:
     """The two ranks described above, merged as the loader merges a directory of per-rank traces.
     ``step_names=False`` names every step range ``train`` (no step ranges found); ``collectives=False`` leaves the
-    all-reduces out."""
-    return merge_traces([_rank(r, step_names=step_names, collectives=collectives) for r in (0, 1)])
+    all-reduces out; ``step_formats`` names each rank's steps (``{k}``: 1, 2, 3)."""
+    return merge_traces(
+        [_rank(r, step_format=step_formats[r] if step_names else None, collectives=collectives) for r in (0, 1)]
+    )

@@ -137,7 +137,7 @@ def slot_window(slot: StepSlot, offsets: dict[int, int], margin: float = FIT_MAR
     """The relative window that shows the step on every rank, with ``margin`` of its length on each side."""
     lo = min(sp[0] - offsets[r] for r, sp in slot.spans.items())
     hi = max(sp[1] - offsets[r] for r, sp in slot.spans.items())
-    pad = max(1, round((hi - lo) * margin))
+    pad = round((hi - lo) * margin)
     return lo - pad, max(hi, lo + 1) + pad
 
 
@@ -531,6 +531,9 @@ def title_text(slot: StepSlot, index: int, count: int, align: Align, width: int)
         where = f"window {slot.label} (no step ranges in this trace)"
     else:
         where = f"{clean(slot.label)} ({index + 1} of {count})"
-    long = f" Ranks side by side · {where} · time 0 = {align.value} · [ ] step · t align · Esc back"
+    long = f" Ranks side by side · {where} · time 0 = {align.value}"
     short = f" Ranks · {where} · 0 = {'step start' if align == Align.STEP else 'common clock'}"
-    return long if len(long) <= width else fit_label(short, width, min_chars=1)
+    for text in (long + " · [ ] step · t align · Esc back", long):
+        if len(text) <= width:
+            return text
+    return fit_label(short, width, min_chars=1)

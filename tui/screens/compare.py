@@ -31,6 +31,8 @@ COMPARE_BINDINGS: list[Binding] = [
     Binding("j,down", "line(1)", "Next line", show=False, tooltip="Next line (down)"),
     Binding("k,up", "line(-1)", "Previous line", show=False, tooltip="Previous line (up)"),
     Binding("0,home", "fit", "Fit the step", show=False, tooltip="Show the whole step on every rank"),
+    Binding("tab", "next_rank(1)", "Next rank", show=False, tooltip="The next rank's header line"),
+    Binding("shift+tab", "next_rank(-1)", "Previous rank", show=False, tooltip="The previous rank's header line"),
     Binding(
         "t",
         "toggle_align",
@@ -175,6 +177,11 @@ class CompareScreen(Screen[ShowRank | None]):
     def action_line(self, delta: int) -> None:
         """Move the line cursor."""
         self.compare.move_line(delta)
+
+    def action_next_rank(self, delta: int) -> None:
+        """Move the line cursor to the next / previous rank's header."""
+        if not self.compare.next_rank(delta):
+            self.notify(f"No {'next' if delta > 0 else 'previous'} rank.", timeout=2)
 
     def action_fit(self) -> None:
         """Show the whole step."""

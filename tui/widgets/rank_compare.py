@@ -201,6 +201,20 @@ class RankCompare(Widget, can_focus=True):
             self._scroll_to_current()
             self.refresh()
 
+    def next_rank(self, delta: int) -> bool:
+        """Move the line cursor to the next / previous rank's header line. False when there is none."""
+        heads = [i for i, ln in enumerate(self.lines) if ln.kind == LineKind.HEADER]
+        if delta > 0:
+            nxt = next((i for i in heads if i > self.current), -1)
+        else:
+            nxt = next((i for i in reversed(heads) if i < self.current), -1)
+        if nxt < 0:
+            return False
+        self.current = nxt
+        self._scroll_to_current()
+        self.refresh()
+        return True
+
     def _scroll_to_current(self) -> None:
         vis = self.visible_lines
         if self.current < self.top:
