@@ -458,27 +458,39 @@ def activity_text(activity: str) -> str:
     return text
 
 
+def start_lag(slot: StepSlot, rank: int) -> tuple[int, int]:
+    """The rank that started the step first, and how much later ``rank`` started it (ns, 0 for the first)."""
+    first = min(slot.spans, key=lambda r: (slot.spans[r][0], r))
+    sp = slot.spans.get(rank)
+    return first, (sp[0] - slot.spans[first][0]) if sp is not None else 0
+
+
 def header_text(cmp: StepComparison, rank: int, step_ns: int | None) -> str:
     """The header line of a rank: its step's length and its place at the step's collectives."""
     parts = [f"rank {rank}"]
-    if step_ns is not None:
-        parts.append(f"{clean(cmp.slot.label)} {format_ns(step_ns)}" if not cmp.slot.window else "window")
+    lag_text = ""
+    if step_ns is not None and not cmp.slot.window:
+        parts.append(f"{clean(cmp.slot.label)} {format_ns(step_ns)}")
+        first, lag = start_lag(cmp.slot, rank)
+        if lag >= STRAGGLER_MIN_LATE_NS:
+            lag_text = f"starts {format_ns(lag)} after rank {first}"
     f = cmp.figures.get(rank)
     if f is None or not f.collectives:
-        parts.append("no collectives here" if cmp.slot.spans.get(rank) else "")
-        return " · ".join(p for p in parts if p)
-    if cmp.has_late_rank and rank == cmp.late_rank:
+        parts += [lag_text, "no collectives here" if cmp.slot.spans.get(rank) else ""]
+    elif cmp.has_late_rank and rank == cmp.late_rank:
         parts.append(
             f"LATE {format_ns(f.late_ns)} at {op_label(f.late_op)} {f.late_at}, last at {f.times_last} of "
             f"{f.collectives}"
         )
+        parts.append(lag_text)
         if cmp.activity:
             parts.append(f"host in {clean(cmp.activity)}")
     else:
         parts.append(f"waited {format_ns(f.wait_ns)} in {_plural(f.ops, f.collectives)}")
         if f.late_ns >= STRAGGLER_MIN_LATE_NS:
             parts.append(f"late {format_ns(f.late_ns)} at {op_label(f.late_op)} {f.late_at}")
-    return " · ".join(parts)
+        parts.append(lag_text)
+    return " · ".join(p for p in parts if p)
 
 
 def step_sentence(cmp: StepComparison) -> str:
@@ -507,6 +519,9 @@ def step_sentence(cmp: StepComparison) -> str:
         doing = activity_text(cmp.activity)
         text += f"; when rank {cmp.first_rank} arrived, rank {cmp.late_rank}'s host was in {doing}"
     text += "."
+    first, lag = start_lag(cmp.slot, cmp.late_rank)
+    if lag >= STRAGGLER_MIN_LATE_NS and not cmp.slot.window:
+        text += f" Rank {cmp.late_rank} began this step {format_ns(lag)} after rank {first}."
     if who:
         text += f" Inside this step's collectives {who}."
     return text

@@ -337,6 +337,11 @@ class RankCompare(Widget, can_focus=True):
             return util_row_cells(self.data.util_row(line.rank, line.device), gaps, bounds)
         return event_row_cells(self.data, self.data.row(line.lane, line.depth), bounds, box_fill=self.palette.box_fill)
 
+    def cells_of(self, idx: int) -> Cells:
+        """The plot cells of an event or busy-strip line in the current view, without the marker (for tests)."""
+        line = self.lines[idx]
+        return self._cells(line, line_bounds(self.window, self.offsets.get(line.rank, 0)))
+
     def plot_text(self, idx: int) -> str:
         """The characters of a line's plot area as drawn now (for tests)."""
         return "".join(s.text for s in self._line(idx))[self.label_width :]
