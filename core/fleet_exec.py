@@ -1,0 +1,272 @@
+"""Running the per-rank summary over many trace files: in-process, on a local process pool, or on a Dask cluster.
+
+Every executor calls the same pure function (:func:`gputop_trace.analysis.rank_summary.summarize_rank`) with a
+path, and only the small summary travels back: traces never cross a process boundary. A rank that fails
+comes back as an error record and the others complete; a worker process that dies (killed for memory, a crash in
+native code) costs only the ranks it was running, which are retried one at a time to find the one that kills it.
+
+* ``local``: a loop in this process.
+* ``processes``: :class:`concurrent.futures.ProcessPoolExecutor` with
+  ``min(cores, files, available memory / largest per-file need)`` workers (the need is
+  :func:`gputop_trace.resources.estimate` of the largest file).
+* ``dask://HOST:PORT`` (or ``tcp://…``): an existing ``dask.distributed`` scheduler. Workers open the paths
+  themselves, so the files must be visible to every worker under the same path (shared storage).
+* ``dask-local``: a throwaway ``LocalCluster`` of worker processes on this machine (testing the Dask path).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gputop_trace.errors import TraceError
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
+
+#: ``fn(path, default_rank, options) -> RankSummary``: what runs next to each file.
+SummaryFn = Callable[[str, int, "SummaryOptions"], "RankSummary"]
+#: Called in the client with each summary as it arrives (progress bars).
+OnResult = Callable[["RankSummary"], None]
+
+EXECUTORS = ("local", "processes", "dask://HOST:PORT", "dask-local")
+
+
+@dataclass(frozen=True)
+class RankJob:
+    """One file to summarise and the rank to give it when the file does not say (Kineto ``distributedInfo``
+    wins): a number in its name, else its position among the files."""
+
+    path: str
+    default_rank: int
+
+
+def expand_paths(paths: Sequence[str]) -> list[str]:
+    """Files from files, directories (their trace files) and glob patterns, in order, without duplicates.
+
+    A path that exists nowhere is kept as it is: on a Dask cluster it may exist on the workers only, and
+    otherwise its rank gets a "not found" error row. Raises :class:`TraceError` when a pattern or directory
+    matches no trace file at all, or nothing is left.
+    """
+    from gputop_trace.loader import list_trace_files
+    from gputop_trace.parsers.sniff import TRACE_SUFFIXES
+
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out.extend(list_trace_files(p))
+        elif glob.has_magic(p) and not os.path.exists(p):
+            hits = sorted(glob.glob(p, recursive=True))
+            files = [h for h in hits if os.path.isfile(h) and h.lower().endswith(TRACE_SUFFIXES)]
+            if not files:
+                raise TraceError(
+                    f"The pattern {p} matches no trace file (files ending with {', '.join(TRACE_SUFFIXES)}). "
+                    "Quote the pattern so that the shell does not expand it, and check the directory.",
+                    path=p,
+                )
+            out.extend(files)
+        else:
+            out.append(p)
+    unique = list(dict.fromkeys(out))
+    if not unique:
+        raise TraceError("No trace files given: pass files, directories or glob patterns of per-rank traces.")
+    return unique
+
+
+def plan_jobs(files: Sequence[str]) -> list[RankJob]:
+    """A job per file with its default rank (a number in the file name when the names' numbers are distinct,
+    else the file's position), as :func:`gputop_trace.loader.load_paths` numbers files."""
+    from gputop_trace.parsers.chrome import rank_from_filename
+
+    guesses = [rank_from_filename(f) for f in files]
+    used: set[int] = set()
+    jobs: list[RankJob] = []
+    for i, (f, g) in enumerate(zip(files, guesses, strict=True)):
+        rank = g if g is not None and g not in used else i
+        used.add(rank)
+        jobs.append(RankJob(f, rank))
+    return jobs
+
+
+def run_local(
+    jobs: Sequence[RankJob], options: SummaryOptions, on_result: OnResult | None = None, fn: SummaryFn | None = None
+) -> list[RankSummary]:
+    """Summarise every file in this process, one after the other."""
+    from gputop_trace.analysis.rank_summary import summarize_rank
+
+    call = fn or summarize_rank
+    out = []
+    for j in jobs:
+        s = call(j.path, j.default_rank, options)
+        out.append(s)
+        if on_result:
+            on_result(s)
+    return out
+
+
+def pool_size(files: Sequence[str], max_memory: int | None = None, cores: int | None = None) -> int:
+    """Worker processes for a local pool: ``min(cores, files, memory / largest per-file need)``, at least 1.
+
+    ``max_memory`` (bytes) replaces the memory available to this machine (MemAvailable and cgroup limit)."""
+    from gputop_trace.resources import available_memory, estimate
+
+    n = max(1, min(cores or os.cpu_count() or 1, len(files)))
+    need = max((estimate([f]).needed for f in files if os.path.isfile(f)), default=0)
+    avail = max_memory if max_memory is not None else available_memory()
+    if need and avail is not None:
+        n = min(n, max(1, avail // need))
+    return int(n)
+
+
+def run_processes(
+    jobs: Sequence[RankJob],
+    options: SummaryOptions,
+    on_result: OnResult | None = None,
+    workers: int | None = None,
+    fn: SummaryFn | None = None,
+) -> list[RankSummary]:
+    """Summarise the files on a pool of worker processes (``workers``: default :func:`pool_size`).
+
+    A job lost with a dying worker (the pool breaks) is run again on a fresh one-process pool, alone, so that
+    only the file that kills its worker gets an error row."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    from gputop_trace.analysis.rank_summary import summarize_rank
+
+    call = fn or summarize_rank
+    n = workers or pool_size([j.path for j in jobs], options.max_memory)
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads or big arrays
+    done: dict[int, RankSummary] = {}
+    lost: list[int] = []
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        futures = {pool.submit(call, j.path, j.default_rank, options): i for i, j in enumerate(jobs)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                done[i] = fut.result()
+            except BrokenProcessPool:
+                lost.append(i)
+                continue
+            if on_result:
+                on_result(done[i])
+    for i in sorted(lost):  # alone on a fresh worker: a second death names the file
+        j = jobs[i]
+        try:
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as solo:
+                done[i] = solo.submit(call, j.path, j.default_rank, options).result()
+        except BrokenProcessPool:
+            done[i] = _died(
+                j,
+                "its worker process died while analysing it (killed for using too much memory, or "
+                "a crash in native code)",
+            )
+        if on_result:
+            on_result(done[i])
+    return [done[i] for i in range(len(jobs))]
+
+
+def run_dask(
+    jobs: Sequence[RankJob],
+    options: SummaryOptions,
+    on_result: OnResult | None = None,
+    address: str | None = None,
+    client: Any = None,
+    fn: SummaryFn | None = None,
+) -> list[RankSummary]:
+    """Summarise the files on a Dask cluster: ``client`` (a ``distributed.Client``), or a new client of the
+    scheduler at ``address``. Only paths go out and only summaries come back; a task that fails on the cluster
+    (its worker died repeatedly, it could not be unpickled …) becomes an error row."""
+    from gputop_trace.analysis.rank_summary import summarize_rank
+
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise TraceError(
+            "The Dask executor needs dask.distributed: pip install 'gputop-trace[fleet]' (or dask distributed)."
+        ) from None
+    call = fn or summarize_rank
+    own = client is None
+    if own:
+        try:
+            client = Client(address, timeout=30)
+        except (OSError, TimeoutError) as e:
+            raise TraceError(
+                f"Could not reach the Dask scheduler at {address} ({type(e).__name__}: {e}). Start one with "
+                "'dask scheduler' and workers with 'dask worker tcp://HOST:8786' on machines that see the traces "
+                "under the same path, then pass --executor dask://HOST:8786.",
+            ) from None
+    try:
+        futures = client.map(
+            call, [j.path for j in jobs], [j.default_rank for j in jobs], [options] * len(jobs), pure=False
+        )
+        index = {f.key: i for i, f in enumerate(futures)}
+        done: dict[int, RankSummary] = {}
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                done[i] = fut.result()
+            except Exception as e:  # the task itself failed on the cluster (summarize_rank never raises)
+                done[i] = _died(jobs[i], f"the Dask task failed ({type(e).__name__}: {e})")
+            fut.release()
+            if on_result:
+                on_result(done[i])
+        return [done[i] for i in range(len(jobs))]
+    finally:
+        if own:
+            client.close()
+
+
+def run_dask_local(
+    jobs: Sequence[RankJob],
+    options: SummaryOptions,
+    on_result: OnResult | None = None,
+    workers: int | None = None,
+    fn: SummaryFn | None = None,
+) -> list[RankSummary]:
+    """Summarise the files on a throwaway ``LocalCluster`` of ``workers`` single-threaded worker processes."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise TraceError(
+            "The Dask executor needs dask.distributed: pip install 'gputop-trace[fleet]' (or dask distributed)."
+        ) from None
+    n = workers or pool_size([j.path for j in jobs], options.max_memory)
+    with (
+        LocalCluster(n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        return run_dask(jobs, options, on_result, client=client, fn=fn)
+
+
+def run_jobs(
+    executor: str,
+    jobs: Sequence[RankJob],
+    options: SummaryOptions,
+    on_result: OnResult | None = None,
+    workers: int | None = None,
+) -> list[RankSummary]:
+    """Run ``jobs`` on the executor named as on the command line (see :data:`EXECUTORS`)."""
+    if executor == "local":
+        return run_local(jobs, options, on_result)
+    if executor == "processes":
+        return run_processes(jobs, options, on_result, workers)
+    if executor == "dask-local":
+        return run_dask_local(jobs, options, on_result, workers)
+    if executor.startswith(("dask://", "tcp://", "tls://")):
+        address = "tcp://" + executor[len("dask://") :] if executor.startswith("dask://") else executor
+        return run_dask(jobs, options, on_result, address=address)
+    raise TraceError(
+        f"Unknown executor {executor!r}: use local, processes, dask-local, or the address of a Dask scheduler as "
+        "dask://HOST:PORT (tcp://HOST:PORT and tls://HOST:PORT work too)."
+    )
+
+
+def _died(job: RankJob, why: str) -> RankSummary:
+    from gputop_trace.analysis.rank_summary import error_summary
+
+    return error_summary(job.path, job.default_rank, f"{job.path}: {why}.", "worker")
