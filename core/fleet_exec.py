@@ -177,6 +177,7 @@ def run_dask(
     address: str | None = None,
     client: Any = None,
     fn: SummaryFn | None = None,
+    connect_timeout_s: float = 30.0,
 ) -> list[RankSummary]:
     """Summarise the files on a Dask cluster: ``client`` (a ``distributed.Client``), or a new client of the
     scheduler at ``address``. Only paths go out and only summaries come back; a task that fails on the cluster
@@ -193,7 +194,7 @@ def run_dask(
     own = client is None
     if own:
         try:
-            client = Client(address, timeout=30)
+            client = Client(address, timeout=connect_timeout_s)
         except (OSError, TimeoutError) as e:
             raise TraceError(
                 f"Could not reach the Dask scheduler at {address} ({type(e).__name__}: {e}). Start one with "
@@ -249,6 +250,7 @@ def run_jobs(
     options: SummaryOptions,
     on_result: OnResult | None = None,
     workers: int | None = None,
+    connect_timeout_s: float = 30.0,
 ) -> list[RankSummary]:
     """Run ``jobs`` on the executor named as on the command line (see :data:`EXECUTORS`)."""
     if executor == "local":
@@ -259,7 +261,7 @@ def run_jobs(
         return run_dask_local(jobs, options, on_result, workers)
     if executor.startswith(("dask://", "tcp://", "tls://")):
         address = "tcp://" + executor[len("dask://") :] if executor.startswith("dask://") else executor
-        return run_dask(jobs, options, on_result, address=address)
+        return run_dask(jobs, options, on_result, address=address, connect_timeout_s=connect_timeout_s)
     raise TraceError(
         f"Unknown executor {executor!r}: use local, processes, dask-local, or the address of a Dask scheduler as "
         "dask://HOST:PORT (tcp://HOST:PORT and tls://HOST:PORT work too)."

@@ -69,6 +69,13 @@ def register(sub: Any) -> None:
         help="memory the process pool may assume (like 64GB); "
         "also the per-file limit each worker checks before loading",
     )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to try reaching a Dask scheduler (default 30)",
+    )
     p.add_argument("--top", type=int, default=20, metavar="N", help="ranks shown in the text table (0: all)")
     p.set_defaults(func=run)
 
@@ -98,7 +105,7 @@ def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]
     options = SummaryOptions(gap_threshold_ns=args.gap_threshold, max_memory=_max_memory(args.max_memory))
     t0 = time.perf_counter()
     with _Progress(len(jobs)) as on_result:
-        summaries = run_jobs(args.executor, jobs, options, on_result, args.workers)
+        summaries = run_jobs(args.executor, jobs, options, on_result, args.workers, args.connect_timeout)
     elapsed = time.perf_counter() - t0
     summaries = duplicate_ranks(summaries)
     if not any(s.ok for s in summaries):
@@ -221,7 +228,7 @@ def render(doc: dict[str, Any], *, top: int = 20, out: str | None = None, consol
     for e in doc["errors"]:
         con.print(Text(f"rank {e['rank']} failed: ", style="red") + Text(clean(e["error"] or "")))
     if out:
-        con.print(Text(f"wrote {clean(out)}: open it with gputop-trace view {clean(out)}", style="dim"))
+        con.print(Text(f"wrote {clean(out)}: open it with gputop-trace view {clean(out)}", style="dim"), soft_wrap=True)
 
 
 #: Idle causes in the few characters a table cell has.
