@@ -48,7 +48,8 @@ class RankSummary:
     ``idle_by_cause`` maps each gap cause to ``{"count", "total_ns"}`` (gaps of at least ``gap_threshold_ns``,
     summed over the rank's GPUs). The collective sequence is ``coll_op``/``coll_group`` (indices into
     ``coll_ops``/``coll_groups``) with start and end times, in order of issue within each group.
-    ``load_s``/``analyse_s`` are wall seconds (not part of the result proper: see :meth:`without_timings`).
+    ``load_s``/``analyse_s`` are wall seconds and ``cpu_s`` the CPU seconds of the worker process for the
+    rank (not part of the result proper: see :meth:`without_timings`).
     """
 
     path: str
@@ -88,6 +89,7 @@ class RankSummary:
     warnings: tuple[str, ...] = ()
     load_s: float = 0.0
     analyse_s: float = 0.0
+    cpu_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -112,7 +114,7 @@ class RankSummary:
 
     def without_timings(self) -> RankSummary:
         """The same summary with the wall-clock fields zeroed (for comparing results of different runs)."""
-        return dataclasses.replace(self, load_s=0.0, analyse_s=0.0)
+        return dataclasses.replace(self, load_s=0.0, analyse_s=0.0, cpu_s=0.0)
 
 
 def summarize_rank(path: str, default_rank: int = 0, options: SummaryOptions | None = None) -> RankSummary:
@@ -124,12 +126,12 @@ def summarize_rank(path: str, default_rank: int = 0, options: SummaryOptions | N
 
     opts = options or SummaryOptions()
     try:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         trace = _load(path, default_rank, opts)
         t1 = time.perf_counter()
         summary = summarize_trace(trace, path, opts)
         t2 = time.perf_counter()
-        return dataclasses.replace(summary, load_s=t1 - t0, analyse_s=t2 - t1)
+        return dataclasses.replace(summary, load_s=t1 - t0, analyse_s=t2 - t1, cpu_s=time.process_time() - c0)
     except TraceError as e:
         return error_summary(path, default_rank, e.message, "input")
     except MemoryError:

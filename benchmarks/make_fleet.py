@@ -71,15 +71,18 @@ def _ns(ts: float) -> int:
     return round(ts * 1000)
 
 
-def _repeat(doc: dict[str, Any], k: int) -> list[dict[str, Any]]:
-    """The file's events with the recorded steps repeated ``k`` times: ids, flow ids and step numbers renumbered."""
+def _span(doc: dict[str, Any]) -> tuple[int, int]:
+    """First start and last end (ns) of a file's timed events."""
+    timed = [e for e in doc["traceEvents"] if "ts" in e and e.get("ph") != "M"]
+    return min(_ns(e["ts"]) for e in timed), max(_ns(e["ts"]) + _ns(e.get("dur", 0)) for e in timed)
+
+
+def _repeat(doc: dict[str, Any], k: int, period: int) -> list[dict[str, Any]]:
+    """The file's events with the recorded steps repeated ``k`` times, ``period`` ns apart (the same for every
+    rank, so that repeated collectives stay matched): ids, flow ids and step numbers renumbered."""
     events = doc["traceEvents"]
     if k <= 1:
         return events
-    timed = [e for e in events if "ts" in e and e.get("ph") != "M"]
-    start = min(_ns(e["ts"]) for e in timed)
-    end = max(_ns(e["ts"]) + _ns(e.get("dur", 0)) for e in timed)
-    period = end - start + 1_000_000
     corr_max = max((e.get("args", {}).get("correlation", 0) for e in events), default=0) + 1
     ext_max = max((e.get("args", {}).get("External id", 0) for e in events), default=0) + 1
     flow_max = max((e.get("id", 0) for e in events if isinstance(e.get("id"), int)), default=0) + 1
@@ -110,11 +113,16 @@ def _repeat(doc: dict[str, Any], k: int) -> list[dict[str, Any]]:
     return out
 
 
-def load_template(path: str | Path, repeat: int = 1) -> Template:
-    """Parse one corpus rank and index its collectives."""
+def read_doc(path: str | Path) -> dict[str, Any]:
+    """A corpus trace file as decoded JSON."""
     with gzip.open(path, "rb") as f:
-        doc = msgspec.json.decode(f.read())
-    events = _repeat(doc, repeat)
+        doc: dict[str, Any] = msgspec.json.decode(f.read())
+    return doc
+
+
+def load_template(doc: dict[str, Any], repeat: int = 1, period: int = 0) -> Template:
+    """Index one corpus rank's collectives (its steps repeated ``repeat`` times, ``period`` ns apart)."""
+    events = _repeat(doc, repeat, period)
     header = {k: v for k, v in doc.items() if k != "traceEvents"}
     n = len(events)
     has_ts = np.array(["ts" in e for e in events], dtype=bool)
@@ -258,7 +266,7 @@ def _group_fields(events: list[dict[str, Any]], world: int) -> None:
 
 
 def write_rank(t: Template, plan: FleetPlan, rank: int, out_dir: Path, level: int = 1) -> Path:
-    """Write one rank's trace (gzip) and return its path."""
+    """Write one rank's trace (gzip at ``level``; plain JSON for level 0) and return its path."""
     header = copy.deepcopy(t.header)
     dist = header.get("distributedInfo", {})
     dist["rank"] = rank
@@ -267,11 +275,14 @@ def write_rank(t: Template, plan: FleetPlan, rank: int, out_dir: Path, level: in
         pg["pg_size"] = plan.ranks
         pg["ranks"] = list(range(plan.ranks))
     header["distributedInfo"] = dist
-    path = out_dir / f"rank{rank:04d}.pt.trace.json.gz"
-    header["traceName"] = str(path.with_suffix(""))
-    doc = {**header, "traceEvents": rank_events(t, plan, rank)}
-    with gzip.open(path, "wb", compresslevel=level) as f:
-        f.write(msgspec.json.encode(doc))
+    path = out_dir / f"rank{rank:04d}.pt.trace.json{'.gz' if level else ''}"
+    header["traceName"] = str(out_dir / f"rank{rank:04d}.pt.trace.json")
+    data = msgspec.json.encode({**header, "traceEvents": rank_events(t, plan, rank)})
+    if level:
+        with gzip.open(path, "wb", compresslevel=level) as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
     return path
 
 
@@ -297,7 +308,10 @@ def make_fleet(
 ) -> Fleet:
     """Write ``ranks`` per-rank traces into ``out_dir`` with the given stragglers (rank → host delay, ns)."""
     base = Path(corpus or os.environ.get("GPUTOP_CORPUS") or DEFAULT_CORPUS)
-    templates = [load_template(base / p, repeat) for p in DDP]
+    docs = [read_doc(base / p) for p in DDP]
+    spans = [_span(d) for d in docs]
+    period = max(e for _, e in spans) - min(s for s, _ in spans) + 1_000_000
+    templates = [load_template(d, repeat, period) for d in docs]
     for t in templates:
         _group_fields(t.events, ranks)
     plan = plan_fleet(templates, ranks, stragglers or {}, seed=seed, **plan_args)
@@ -331,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="repeat the recorded steps K times per file")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="corpus directory (default: $GPUTOP_CORPUS or ../shared/corpus)")
-    p.add_argument("--level", type=int, default=1, help="gzip level")
+    p.add_argument("--level", type=int, default=1, help="gzip level (0: plain .json)")
     a = p.parse_args(argv)
     fleet = make_fleet(a.out, a.ranks, dict(a.straggler), seed=a.seed, repeat=a.repeat, corpus=a.corpus, level=a.level)
     size = sum(p.stat().st_size for p in fleet.paths)

@@ -72,6 +72,7 @@ def _schema() -> Any:
         ("warnings", pa.list_(s)),
         ("load_s", f64),
         ("analyse_s", f64),
+        ("cpu_s", f64),
         ("coll_ops", pa.list_(s)),
         ("coll_groups", pa.list_(s)),
         ("coll_op", pa.list_(pa.int32())),

@@ -64,6 +64,7 @@ def rank_row(s: RankSummary, f: FleetRank | None, *, sequences: bool = False) ->
         "version": s.version,
         "load_s": round(s.load_s, 6),
         "analyse_s": round(s.analyse_s, 6),
+        "cpu_s": round(s.cpu_s, 6),
     }
     if sequences:
         for k in SEQUENCE_FIELDS:
