@@ -534,10 +534,14 @@ def _dominant_causes(ok: list[RankSummary]) -> list[Finding]:
         if share < DOMINANT_CAUSE_SHARE or not totals[c]:
             continue
         on = sum(1 for v in top_cause_of.values() if v == c)
-        worst = sorted(ok, key=lambda s: -s.idle_by_cause.get(c, {}).get("total_ns", 0))[:3]
+        worst = sorted(
+            (s for s in ok if s.idle_by_cause.get(c, {}).get("total_ns", 0) > 0),
+            key=lambda s: (-s.idle_by_cause.get(c, {}).get("total_ns", 0), s.rank),
+        )[:3]
         title = (
             f"{CAUSE_LABELS[c][0].upper() + CAUSE_LABELS[c][1:]} holds {100 * share:.0f}% of GPU idle time "
-            f"across the fleet ({format_ns(totals[c])} over {len(ok)} ranks; the top cause on {on})"
+            f"across the fleet ({format_ns(totals[c])} over {len(ok)} ranks"
+            + (f"; the largest cause on {on} of them)" if on else ")")
         )
         detail = (
             f"Idle gaps of at least {format_ns(ok[0].gap_threshold_ns)} summed over every rank's GPUs: "

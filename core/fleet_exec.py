@@ -130,10 +130,13 @@ def run_processes(
 ) -> list[RankSummary]:
     """Summarise the files on a pool of worker processes (``workers``: default :func:`pool_size`).
 
-    A job lost with a dying worker (the pool breaks) is run again on a fresh one-process pool, alone, so that
-    only the file that kills its worker gets an error row."""
+    At most one job more than there are workers is in flight, so a worker that dies (killed for memory, a crash
+    in native code: the pool breaks) costs only the jobs in flight: the rest go on in a fresh pool, and those
+    are run again one at a time, so that only the file that kills its worker gets an error row. Interrupted,
+    the pool is shut down without starting the jobs still queued."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     from gputop_trace.analysis.rank_summary import summarize_rank
@@ -142,31 +145,48 @@ def run_processes(
     n = workers or pool_size([j.path for j in jobs], options.max_memory)
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads or big arrays
     done: dict[int, RankSummary] = {}
-    lost: list[int] = []
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        futures = {pool.submit(call, j.path, j.default_rank, options): i for i, j in enumerate(jobs)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            try:
-                done[i] = fut.result()
-            except BrokenProcessPool:
-                lost.append(i)
-                continue
-            if on_result:
-                on_result(done[i])
-    for i in sorted(lost):  # alone on a fresh worker: a second death names the file
+    queue = deque(range(len(jobs)))
+    suspects: list[int] = []
+
+    def finish(i: int, s: RankSummary) -> None:
+        done[i] = s
+        if on_result:
+            on_result(s)
+
+    while queue:
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+        inflight: dict[Future[RankSummary], int] = {}
+        try:
+            while queue or inflight:
+                while queue and len(inflight) <= n:
+                    i = queue.popleft()
+                    inflight[pool.submit(call, jobs[i].path, jobs[i].default_rank, options)] = i
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                broken = False
+                for fut in finished:
+                    i = inflight.pop(fut)
+                    try:
+                        finish(i, fut.result())
+                    except BrokenProcessPool:
+                        suspects.append(i)
+                        broken = True
+                if broken:  # every job still in flight went down with the pool
+                    suspects.extend(inflight.values())
+                    break
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    for i in sorted(suspects):  # alone on a fresh worker: a second death names the file
         j = jobs[i]
         try:
             with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as solo:
-                done[i] = solo.submit(call, j.path, j.default_rank, options).result()
+                s = solo.submit(call, j.path, j.default_rank, options).result()
         except BrokenProcessPool:
-            done[i] = _died(
+            s = _died(
                 j,
-                "its worker process died while analysing it (killed for using too much memory, or "
-                "a crash in native code)",
+                "its worker process died while analysing it (killed for using too much memory, or a crash in "
+                "native code)",
             )
-        if on_result:
-            on_result(done[i])
+        finish(i, s)
     return [done[i] for i in range(len(jobs))]
 
 
@@ -201,12 +221,13 @@ def run_dask(
                 "'dask scheduler' and workers with 'dask worker tcp://HOST:8786' on machines that see the traces "
                 "under the same path, then pass --executor dask://HOST:8786.",
             ) from None
+    futures: list[Any] = []
+    done: dict[int, RankSummary] = {}
     try:
         futures = client.map(
             call, [j.path for j in jobs], [j.default_rank for j in jobs], [options] * len(jobs), pure=False
         )
         index = {f.key: i for i, f in enumerate(futures)}
-        done: dict[int, RankSummary] = {}
         for fut in as_completed(futures):
             i = index[fut.key]
             try:
@@ -217,6 +238,9 @@ def run_dask(
             if on_result:
                 on_result(done[i])
         return [done[i] for i in range(len(jobs))]
+    except BaseException:
+        client.cancel([f for i, f in enumerate(futures) if i not in done])  # interrupted: stop the rest
+        raise
     finally:
         if own:
             client.close()

@@ -92,21 +92,30 @@ def test_every_executor_gives_identical_summaries_and_isolates_bad_ranks(mixed_d
     assert match_fleet(dask).waits == match_fleet(local).waits
 
 
-def test_a_dying_worker_costs_only_its_own_rank(mixed_dir: Path, tmp_path: Path, dask_client: Any) -> None:
-    good = sorted(mixed_dir.glob("rank000[0-3]*"))
-    assert len(good) == 4
+def test_a_dying_worker_costs_only_its_own_rank(
+    fleet_small: tuple[Path, dict[int, int]],  # noqa: F811
+    tmp_path: Path,
+    dask_client: Any,
+) -> None:
+    good = sorted(fleet_small[0].glob("rank*.json.gz"))
     die = tmp_path / "rank0042-die.pt.trace.json.gz"
     shutil.copy(good[0], die)
-    jobs = plan_jobs([*(str(p) for p in good), str(die)])
-    out = run_processes(jobs, SummaryOptions(), workers=2, fn=summarize_or_die)
+    # the killer goes first: the pool breaks while others are in flight, and the queue behind it must go on
+    jobs = plan_jobs([str(die), *(str(p) for p in good)])
+    heard: list[str] = []
+    out = run_processes(
+        jobs, SummaryOptions(), on_result=lambda s: heard.append(s.path), workers=2, fn=summarize_or_die
+    )
     by = {s.path: s for s in out}
-    assert [by[str(p)].ok for p in good] == [True] * 4
+    assert [by[str(p)].ok for p in good] == [True] * 12
     assert not by[str(die)].ok and by[str(die)].error_kind == "worker"
     assert "worker process died" in (by[str(die)].error or "")
+    assert sorted(heard) == sorted(s.path for s in out)  # every rank reported once
+    assert [s.path for s in out] == [j.path for j in jobs]  # results in job order
     # on Dask, the scheduler gives up on a task that kills its workers again and again: an error row too
-    dask = run_dask(jobs, SummaryOptions(), client=dask_client, fn=summarize_or_die)
-    assert [s.ok for s in dask] == [True, True, True, True, False]
-    assert dask[-1].error_kind == "worker" and "Dask task failed" in (dask[-1].error or "")
+    dask = run_dask(jobs[:4], SummaryOptions(), client=dask_client, fn=summarize_or_die)
+    assert [s.ok for s in dask] == [False, True, True, True]
+    assert dask[0].error_kind == "worker" and "Dask task failed" in (dask[0].error or "")
 
 
 def test_paths_globs_and_ranks(fleet_small: tuple[Path, dict[int, int]], tmp_path: Path) -> None:  # noqa: F811
@@ -182,6 +191,23 @@ def test_cli_json_contract_errors_and_exit_code(
         assert {"rank", "kind", "title", "detail", "evidence", "severity", "time_ns", "ranks"} <= set(f)
 
 
+def test_two_files_claiming_one_rank(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = corpus / "kineto/h200_ddp_2gpu"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(src / "rank0.pt.trace.json.gz", tmp_path / "a" / "rank0.pt.trace.json.gz")
+    shutil.copy(src / "rank1.pt.trace.json.gz", tmp_path / "a" / "rank1.pt.trace.json.gz")
+    shutil.copy(src / "rank0.pt.trace.json.gz", tmp_path / "b" / "rank7.pt.trace.json.gz")  # says rank 0 inside
+    code, out, _ = run_cli(capsys, "fleet", str(tmp_path / "a"), str(tmp_path / "b"), "--executor", "local", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    (err,) = doc["errors"]
+    assert err["rank"] == 0 and err["path"].endswith("b/rank7.pt.trace.json.gz")
+    assert "says it is rank 0" in err["error"]
+    assert next(f for f in doc["findings"] if f["kind"] == "most_waited_on")["ranks"] == [1]
+
+
 def test_cli_nothing_analysable_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "rank0.json").write_text("{ not json")
     code, _, err = run_cli(
@@ -233,6 +259,28 @@ def test_cli_on_a_dask_scheduler_address_writes_parquet(
 
     assert t.num_rows == 12 and pa.types.is_list(t.schema.field("step_ns").type)
     assert t.schema.field("step_ns").type.value_type == pa.int64()
+
+
+def test_mixed_formats_and_a_profile_without_gpu_work(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = [
+        corpus / "jax/h200_jax_mlp.perfetto_trace.json.gz",
+        corpus / "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite",
+        corpus / "kineto/h200_gpt_train_small.json.gz",
+        corpus / "nsys/h200_nsys2022.4_nvtx_osrt_only.sqlite",
+    ]
+    code, out, _ = run_cli(capsys, "fleet", *map(str, files), "--executor", "processes", "--workers", "2", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["source"]["format"] == "mixed" and doc["errors"] == []
+    rows = {Path(r["path"]).name: r for r in doc["ranks"]}
+    assert [rows[f.name]["format"] for f in files] == ["jax", "nsys", "kineto", "nsys"]
+    assert [rows[f.name]["rank"] for f in files] == [0, 1, 2, 3]  # no rank in the files or names: their position
+    assert rows[files[1].name]["devices"] == [0, 1]  # one export, two GPUs: one row
+    assert rows[files[2].name]["steps"] == 3 and rows[files[0].name]["steps"] == 5
+    no_gpu = rows[files[3].name]
+    assert no_gpu["busy_ns"] == 0 and any("no GPU activity" in w for w in no_gpu["warnings"])
+    assert doc["fleet"]["collective_instances"] == 0  # nothing to match: no finding about collectives
+    assert not {f["kind"] for f in doc["findings"]} & {"late_arrival", "most_waited_on"}
 
 
 def test_cli_start_up_does_not_import_dask_or_pyarrow() -> None:
