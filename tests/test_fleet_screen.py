@@ -125,6 +125,9 @@ def test_heat_levels_bins_and_keeps_the_slowest_step_of_a_cell() -> None:
     assert heat_levels(ratio, 2).tolist() == [1, 4]
     assert heat_levels(np.array([np.nan, 1.0]), 2).tolist() == [1, 1]  # an unknown step reads as the median
     assert heat_levels(np.zeros(0), 3).tolist() == [-1, -1, -1]
+    # room to spare: each step takes the same number of cells on every row
+    assert heat_levels(ratio[:2], 7, cells_per_step=3).tolist() == [0, 0, 0, 1, 1, 1, -1]
+    assert heat_levels(ratio[:3], 7, cells_per_step=3).tolist() == [0, 0, 1, 1, 2, 2, -1]  # 2 fit, not 3
 
 
 # ---- the screen ---------------------------------------------------------------------------------------------
@@ -184,9 +187,9 @@ async def test_heat_strip_marks_the_slow_step() -> None:
         await pilot.pause()
         table = _screen(app).query_one(DataTable)
         strip = str(table.get_row_at(0)[-1])  # rank 4: its third step is 1.5× the median rank's
-        assert strip[:4] == "▂▂█▂"
+        assert strip[:12] == "▂▂▂▂▂▂███▂▂▂"  # three cells per step when there is room
         strip2 = str(table.get_row("2:/fleet/rank2.pt.trace.json.gz")[-1])  # all steps 10% faster
-        assert strip2[:4] == "▁▁▁▁"
+        assert strip2[:12] == "▁" * 12
 
 
 SIZES = [(80, 24), (160, 48)]
@@ -214,3 +217,22 @@ async def test_real_fleet_parquet_opens_the_worst_straggler_first(
         await pilot.pause()
         opened_path, opened_rank = app.opened[0]
         assert opened_rank == worst and Path(opened_path).is_file() and f"rank{worst:04d}" in opened_path
+
+
+def test_other_files_are_refused_with_a_clear_message(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gputop_trace.errors import TraceError
+    from gputop_trace.fleet_parquet import is_fleet_parquet, read_fleet
+
+    plain = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), plain)
+    assert is_fleet_parquet(str(plain))  # starts like Parquet: the caller routes it here …
+    with pytest.raises(TraceError, match="not one 'gputop-trace fleet --out' wrote"):
+        FleetScreen.from_parquet(str(plain))  # … and the screen says what it is not
+    text = tmp_path / "rank0.json"
+    text.write_text("{}")
+    assert not is_fleet_parquet(str(text))
+    with pytest.raises(TraceError, match="not a readable Parquet file"):
+        read_fleet(str(text))

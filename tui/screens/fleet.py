@@ -81,9 +81,11 @@ def step_ratios(rows: Sequence[dict[str, Any]]) -> list[np.ndarray]:
     return [ratio[i, : len(rows[i].get("step_ns") or [])] for i in range(len(rows))]
 
 
-def heat_levels(ratio: np.ndarray, width: int) -> np.ndarray:
-    """Heat level (0–4) of each of ``width`` cells for one rank's step ratios (a cell takes the slowest step it
-    covers); -1 for cells past the rank's last step."""
+def heat_levels(ratio: np.ndarray, width: int, *, cells_per_step: int = 1) -> np.ndarray:
+    """Heat level (0–4) of each of ``width`` cells for one rank's step ratios; -1 for cells past its last step.
+
+    With more steps than cells, a cell takes the slowest of the steps it covers; with room to spare, each step
+    takes ``cells_per_step`` cells (the screen passes the same number for every rank, so steps line up)."""
     if width <= 0:
         return np.zeros(0, dtype=np.int64)
     out = np.full(width, -1, dtype=np.int64)
@@ -94,7 +96,8 @@ def heat_levels(ratio: np.ndarray, width: int) -> np.ndarray:
     starts = (np.arange(cells, dtype=np.int64) * n) // cells  # strictly increasing: n >= cells
     worst = np.maximum.reduceat(np.nan_to_num(ratio, nan=1.0), starts)
     lv = np.searchsorted(np.array(HEAT_BOUNDS), worst, side="right")
-    out[:cells] = lv
+    k = max(1, min(cells_per_step, width // cells)) if cells == n else 1
+    out[: cells * k] = np.repeat(lv, k)
     return out
 
 
@@ -294,7 +297,8 @@ class FleetScreen(Screen[None]):
             v = values[label][:w]
             style = ("bold" if self.mono else "bold red") if flagged and label == "rank" else ""
             cells.append(Text(v.rjust(w) if right else v, style=style, no_wrap=True, overflow="ellipsis"))
-        levels = heat_levels(self._ratio.get(id(r), np.zeros(0)), self._width)
+        per_step = max(1, min(3, self._width // max(1, self._max_steps)))
+        levels = heat_levels(self._ratio.get(id(r), np.zeros(0)), self._width, cells_per_step=per_step)
         return [*cells, heat_text(levels, mono=self.mono)]
 
     def _error_cells(self, e: dict[str, Any], cols: list[tuple[str, int, bool, int]]) -> list[Text]:
