@@ -49,15 +49,16 @@ def run_executor(executor: str, paths: list[str], workers: int) -> dict[str, Any
     from gputop_trace.analysis.fleet_findings import analyse_fleet
     from gputop_trace.analysis.rank_summary import SummaryOptions
     from gputop_trace.fleet_exec import expand_paths, plan_jobs, run_dask, run_local, run_processes
+    from gputop_trace.fleet_table import assign_ranks
 
     opts = SummaryOptions()
     startup = 0.0
     t0 = time.perf_counter()
     jobs = plan_jobs(expand_paths(paths))
     if executor == "local":
-        summaries = run_local(jobs, opts)
+        per_file = run_local(jobs, opts)
     elif executor == "processes":
-        summaries = run_processes(jobs, opts, workers=workers)
+        per_file = run_processes(jobs, opts, workers=workers)
     else:
         from distributed import Client, LocalCluster
 
@@ -69,12 +70,13 @@ def run_executor(executor: str, paths: list[str], workers: int) -> dict[str, Any
         t0 = time.perf_counter()
         jobs = plan_jobs(expand_paths(paths))
         try:
-            summaries = run_dask(jobs, opts, client=client)
+            per_file = run_dask(jobs, opts, client=client)
         finally:
             client.close()
             cluster.close()
     t_summaries = time.perf_counter() - t0
     a0 = time.perf_counter()
+    summaries, _ = assign_ranks(per_file)
     report = analyse_fleet(summaries)
     t_fleet = time.perf_counter() - a0
     wall = time.perf_counter() - t0
@@ -101,12 +103,12 @@ def hwm():  # this process' own peak RSS (ru_maxrss can carry the parent's peak 
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
-from gputop_trace.analysis.rank_summary import summarize_rank
+from gputop_trace.analysis.rank_summary import summarize_file
 import gputop_trace.loader, numpy
 base = hwm()
 path = sys.argv[1]
-summarize_rank(path, 0)  # warm: page cache, lazy imports
-t = time.perf_counter(); s = summarize_rank(path, 0); wall = time.perf_counter() - t
+summarize_file(path, 0)  # warm: page cache, lazy imports
+t = time.perf_counter(); (s,) = summarize_file(path, 0); wall = time.perf_counter() - t
 print(json.dumps({"ok": s.ok, "load_s": s.load_s, "analyse_s": s.analyse_s, "wall_s": wall, "cpu_s": s.cpu_s,
                   "collectives": s.collectives, "steps": s.steps, "maxrss_bytes": hwm(), "base_rss_bytes": base}))
 """
@@ -215,10 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     rss_per_gb = max(0.0, one["maxrss_bytes"] - one["base_rss_bytes"]) / gb
     print(json.dumps(one), file=sys.stderr)
 
-    from gputop_trace.analysis.rank_summary import summarize_rank
+    from gputop_trace.analysis.rank_summary import summarize_file
     from gputop_trace.fleet_exec import plan_jobs
 
-    sample = [summarize_rank(j.path, j.default_rank) for j in plan_jobs(paths[:8])]
+    sample = [s for j in plan_jobs(paths[:8]) for s in summarize_file(j.path, j.default_rank)]
     step_1024 = fleet_step_at(sample, 1024)
     # per-task dispatch overhead on Dask: what its run costs beyond the pool's, per rank
     dispatch = max(0.0, (runs[2]["summaries_s"] - runs[1]["summaries_s"]) / len(paths) * a.workers)

@@ -1,9 +1,10 @@
 """Running the per-rank summary over many trace files: in-process, on a local process pool, or on a Dask cluster.
 
-Every executor calls the same pure function (:func:`gputop_trace.analysis.rank_summary.summarize_rank`) with a
-path, and only the small summary travels back: traces never cross a process boundary. A rank that fails
+Every executor calls the same pure function (:func:`gputop_trace.analysis.rank_summary.summarize_file`) with a
+path, and only the small per-rank summaries travel back: traces never cross a process boundary. A file that fails
 comes back as an error record and the others complete; a worker process that dies (killed for memory, a crash in
-native code) costs only the ranks it was running, which are retried one at a time to find the one that kills it.
+native code) costs only the files it was running, which are retried one at a time to find the one that kills it.
+Every executor returns, per job and in job order, the list of summaries of that file's ranks.
 
 * ``local``: a loop in this process.
 * ``processes``: :class:`concurrent.futures.ProcessPoolExecutor` with
@@ -27,10 +28,12 @@ from gputop_trace.errors import TraceError
 if TYPE_CHECKING:
     from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 
-#: ``fn(path, default_rank, options) -> RankSummary``: what runs next to each file.
-SummaryFn = Callable[[str, int, "SummaryOptions"], "RankSummary"]
-#: Called in the client with each summary as it arrives (progress bars).
-OnResult = Callable[["RankSummary"], None]
+#: ``fn(path, default_rank, options) -> [RankSummary, ...]``: what runs next to each file.
+SummaryFn = Callable[[str, int, "SummaryOptions"], "list[RankSummary]"]
+#: Called in the client with each file's summaries as they arrive (progress bars).
+OnResult = Callable[["list[RankSummary]"], None]
+#: Per job, in job order: the summaries of the file's ranks (one error record for a file that failed).
+PerFile = list["list[RankSummary]"]
 
 EXECUTORS = ("local", "processes", "dask://HOST:PORT", "dask-local")
 
@@ -77,28 +80,26 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
 
 
 def plan_jobs(files: Sequence[str]) -> list[RankJob]:
-    """A job per file with its default rank (a number in the file name when the names' numbers are distinct,
-    else the file's position), as :func:`gputop_trace.loader.load_paths` numbers files."""
+    """A job per file with its default rank, as :func:`gputop_trace.loader.load_paths` numbers files: the number
+    in its name (``rank12``) when no other file's name has the same number, else its position."""
     from gputop_trace.parsers.chrome import rank_from_filename
 
     guesses = [rank_from_filename(f) for f in files]
-    used: set[int] = set()
-    jobs: list[RankJob] = []
-    for i, (f, g) in enumerate(zip(files, guesses, strict=True)):
-        rank = g if g is not None and g not in used else i
-        used.add(rank)
-        jobs.append(RankJob(f, rank))
-    return jobs
+    unique = {g for g in guesses if g is not None and guesses.count(g) == 1}
+    return [
+        RankJob(f, g if g is not None and g in unique else i)
+        for i, (f, g) in enumerate(zip(files, guesses, strict=True))
+    ]
 
 
 def run_local(
     jobs: Sequence[RankJob], options: SummaryOptions, on_result: OnResult | None = None, fn: SummaryFn | None = None
-) -> list[RankSummary]:
+) -> PerFile:
     """Summarise every file in this process, one after the other."""
-    from gputop_trace.analysis.rank_summary import summarize_rank
+    from gputop_trace.analysis.rank_summary import summarize_file
 
-    call = fn or summarize_rank
-    out = []
+    call = fn or summarize_file
+    out: PerFile = []
     for j in jobs:
         s = call(j.path, j.default_rank, options)
         out.append(s)
@@ -127,7 +128,7 @@ def run_processes(
     on_result: OnResult | None = None,
     workers: int | None = None,
     fn: SummaryFn | None = None,
-) -> list[RankSummary]:
+) -> PerFile:
     """Summarise the files on a pool of worker processes (``workers``: default :func:`pool_size`).
 
     At most one job more than there are workers is in flight, so a worker that dies (killed for memory, a crash
@@ -139,23 +140,23 @@ def run_processes(
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    from gputop_trace.analysis.rank_summary import summarize_rank
+    from gputop_trace.analysis.rank_summary import summarize_file
 
-    call = fn or summarize_rank
+    call = fn or summarize_file
     n = workers or pool_size([j.path for j in jobs], options.max_memory)
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads or big arrays
-    done: dict[int, RankSummary] = {}
+    done: dict[int, list[RankSummary]] = {}
     queue = deque(range(len(jobs)))
     suspects: list[int] = []
 
-    def finish(i: int, s: RankSummary) -> None:
+    def finish(i: int, s: list[RankSummary]) -> None:
         done[i] = s
         if on_result:
             on_result(s)
 
     while queue:
         pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
-        inflight: dict[Future[RankSummary], int] = {}
+        inflight: dict[Future[list[RankSummary]], int] = {}
         try:
             while queue or inflight:
                 while queue and len(inflight) <= n:
@@ -198,11 +199,11 @@ def run_dask(
     client: Any = None,
     fn: SummaryFn | None = None,
     connect_timeout_s: float = 30.0,
-) -> list[RankSummary]:
+) -> PerFile:
     """Summarise the files on a Dask cluster: ``client`` (a ``distributed.Client``), or a new client of the
     scheduler at ``address``. Only paths go out and only summaries come back; a task that fails on the cluster
     (its worker died repeatedly, it could not be unpickled …) becomes an error row."""
-    from gputop_trace.analysis.rank_summary import summarize_rank
+    from gputop_trace.analysis.rank_summary import summarize_file
 
     try:
         from distributed import Client, as_completed
@@ -210,7 +211,7 @@ def run_dask(
         raise TraceError(
             "The Dask executor needs dask.distributed: pip install 'gputop-trace[fleet]' (or dask distributed)."
         ) from None
-    call = fn or summarize_rank
+    call = fn or summarize_file
     own = client is None
     if own:
         try:
@@ -222,7 +223,7 @@ def run_dask(
                 "under the same path, then pass --executor dask://HOST:8786.",
             ) from None
     futures: list[Any] = []
-    done: dict[int, RankSummary] = {}
+    done: dict[int, list[RankSummary]] = {}
     try:
         futures = client.map(
             call, [j.path for j in jobs], [j.default_rank for j in jobs], [options] * len(jobs), pure=False
@@ -232,7 +233,7 @@ def run_dask(
             i = index[fut.key]
             try:
                 done[i] = fut.result()
-            except Exception as e:  # the task itself failed on the cluster (summarize_rank never raises)
+            except Exception as e:  # the task itself failed on the cluster (summarize_file never raises)
                 done[i] = _died(jobs[i], f"the Dask task failed ({type(e).__name__}: {e})")
             fut.release()
             if on_result:
@@ -252,7 +253,7 @@ def run_dask_local(
     on_result: OnResult | None = None,
     workers: int | None = None,
     fn: SummaryFn | None = None,
-) -> list[RankSummary]:
+) -> PerFile:
     """Summarise the files on a throwaway ``LocalCluster`` of ``workers`` single-threaded worker processes."""
     try:
         from distributed import Client, LocalCluster
@@ -275,7 +276,7 @@ def run_jobs(
     on_result: OnResult | None = None,
     workers: int | None = None,
     connect_timeout_s: float = 30.0,
-) -> list[RankSummary]:
+) -> PerFile:
     """Run ``jobs`` on the executor named as on the command line (see :data:`EXECUTORS`)."""
     if executor == "local":
         return run_local(jobs, options, on_result)
@@ -292,7 +293,7 @@ def run_jobs(
     )
 
 
-def _died(job: RankJob, why: str) -> RankSummary:
+def _died(job: RankJob, why: str) -> list[RankSummary]:
     from gputop_trace.analysis.rank_summary import error_summary
 
-    return error_summary(job.path, job.default_rank, f"{job.path}: {why}.", "worker")
+    return [error_summary(job.path, job.default_rank, f"{job.path}: {why}.", "worker")]

@@ -103,29 +103,62 @@ def finding_row(f: Finding) -> dict[str, Any]:
     }
 
 
-def duplicate_ranks(summaries: Sequence[RankSummary]) -> list[RankSummary]:
-    """The summaries with every rank claimed twice turned into an error for the later file (by input order):
-    matching collectives needs one file per rank."""
+def assign_ranks(per_file: Sequence[Sequence[RankSummary]]) -> tuple[list[RankSummary], list[str]]:
+    """One rank per summary: the summaries of every file in order, with clashes resolved, and what was done.
+
+    A rank a file states (Kineto ``distributedInfo``) is kept; a second file stating the same rank becomes an
+    error row (matching collectives needs one file per rank). When a rank derived from a file's name or position
+    is already taken (an nsys export of a multi-process job holds a rank per process, numbered up from the
+    file's own), all of that file's ranks move, in order, to the next ranks no file claims, with a warning."""
+    import dataclasses
+    from collections import Counter
+
     from gputop_trace.analysis.rank_summary import error_summary
 
-    seen: dict[int, str] = {}
-    out: list[RankSummary] = []
-    for s in summaries:
-        if s.ok and s.rank in seen:
-            out.append(
-                error_summary(
+    groups = [list(g) for g in per_file]
+    stated: dict[int, str] = {}
+    for g in groups:  # stated ranks first: they win over derived ones
+        for k, s in enumerate(g):
+            if not (s.ok and s.rank_given):
+                continue
+            if s.rank in stated:
+                g[k] = error_summary(
                     s.path,
                     s.rank,
-                    f"{s.path} says it is rank {s.rank}, like {seen[s.rank]}; it is left out (one file per rank). "
+                    f"{s.path} says it is rank {s.rank}, like {stated[s.rank]}; it is left out (one file per rank). "
                     "Remove one of them, or rename the files rank0…, rank1… if they carry no distributedInfo.",
                     "input",
                 )
-            )
-            continue
-        if s.ok:
-            seen[s.rank] = s.path
-        out.append(s)
-    return out
+            else:
+                stated[s.rank] = s.path
+    # ranks that files not yet placed claim: a moved file must not take them
+    later = Counter(s.rank for g in groups for s in g if s.ok and not s.rank_given)
+    taken = set(stated)
+    moved: dict[str, list[tuple[int, int]]] = {}
+    next_free = 0
+    for g in groups:
+        derived = [k for k, s in enumerate(g) if s.ok and not s.rank_given]
+        later.subtract(g[k].rank for k in derived)
+        if any(g[k].rank in taken for k in derived):
+            for k in sorted(derived, key=lambda k: g[k].rank):
+                while next_free in taken or later[next_free] > 0:
+                    next_free += 1
+                moved.setdefault(g[k].path, []).append((g[k].rank, next_free))
+                g[k] = dataclasses.replace(g[k], rank=next_free)
+                taken.add(next_free)
+        else:
+            taken.update(g[k].rank for k in derived)
+    warnings = []
+    if moved:
+        parts = [f"{path}: {', '.join(f'{a}→{b}' for a, b in pairs)}" for path, pairs in list(moved.items())[:5]]
+        warnings.append(
+            f"Ranks derived from file names or positions clashed (a multi-process nsys export holds a rank per "
+            f"process); {len(moved)} file(s) got the next free ranks: "
+            + "; ".join(parts)
+            + (" …" if len(moved) > 5 else "")
+            + ". Name the files rank0…, rank1… (or record distributedInfo) to choose the numbers."
+        )
+    return [s for g in groups for s in g], warnings
 
 
 def fleet_warnings(summaries: Sequence[RankSummary]) -> list[str]:
@@ -180,15 +213,15 @@ def fleet_document(
         "format": formats[0] if len(formats) == 1 else ("mixed" if formats else ""),
         "producer": " / ".join(sorted({s.producer for s in ok if s.producer})),
         "ranks": [s.rank for s in ok],
-        "files": len(summaries),
+        "files": len(paths),
         "truncated_bytes": 0,
     }
     doc["warnings"] = list(dict.fromkeys(warnings))
-    total_bytes = sum(s.file_bytes for s in summaries)
+    total_bytes = sum({s.path: s.file_bytes for s in summaries}.values())  # a multi-rank file counts once
     doc["fleet"] = {
         **report.stats,
         "executor": executor,
-        "files": len(summaries),
+        "files": len(paths),
         "failed": len(bad),
         "bytes": total_bytes,
         "elapsed_s": round(elapsed_s, 3),

@@ -68,12 +68,12 @@ def fleet_parquet(
 
 
 def summarize_or_die(path: str, default_rank: int, options: object) -> object:
-    """A per-rank function whose worker process dies (as if killed for memory) on files named ``*die*``."""
+    """A per-file function whose worker process dies (as if killed for memory) on files named ``*die*``."""
     import os
 
-    from gputop_trace.analysis.rank_summary import SummaryOptions, summarize_rank
+    from gputop_trace.analysis.rank_summary import SummaryOptions, summarize_file
 
     if "die" in os.path.basename(path):
         os._exit(9)
     assert isinstance(options, SummaryOptions)
-    return summarize_rank(path, default_rank, options)
+    return summarize_file(path, default_rank, options)

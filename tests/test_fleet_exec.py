@@ -63,19 +63,25 @@ def _jobs(mixed_dir: Path) -> list[RankJob]:
     return plan_jobs(files)
 
 
-def _comparable(summaries: list[RankSummary]) -> list[RankSummary]:
-    return [s.without_timings() for s in summaries]
+def _flat(per_file: list[list[RankSummary]]) -> list[RankSummary]:
+    assert all(len(group) == 1 for group in per_file)  # one rank per file here
+    return [s for group in per_file for s in group]
+
+
+def _comparable(per_file: list[list[RankSummary]]) -> list[RankSummary]:
+    return [s.without_timings() for s in _flat(per_file)]
 
 
 def test_every_executor_gives_identical_summaries_and_isolates_bad_ranks(mixed_dir: Path, dask_client: Any) -> None:
     jobs = _jobs(mixed_dir)
     opts = SummaryOptions()
-    local = run_local(jobs, opts)
+    local_files = run_local(jobs, opts)
     seen: list[int] = []
-    pool = run_processes(jobs, opts, on_result=lambda s: seen.append(s.rank), workers=2)
-    dask = run_dask(jobs, opts, client=dask_client)
-    assert _comparable(pool) == _comparable(local)
-    assert _comparable(dask) == _comparable(local)
+    pool = run_processes(jobs, opts, on_result=lambda g: seen.extend(s.rank for s in g), workers=2)
+    dask_files = run_dask(jobs, opts, client=dask_client)
+    assert _comparable(pool) == _comparable(local_files)
+    assert _comparable(dask_files) == _comparable(local_files)
+    local, dask = _flat(local_files), _flat(dask_files)
     assert sorted(seen) == sorted(s.rank for s in local)  # progress heard of every rank
     ok = [s for s in local if s.ok]
     bad = {s.rank: s for s in local if not s.ok}
@@ -103,8 +109,10 @@ def test_a_dying_worker_costs_only_its_own_rank(
     # the killer goes first: the pool breaks while others are in flight, and the queue behind it must go on
     jobs = plan_jobs([str(die), *(str(p) for p in good)])
     heard: list[str] = []
-    out = run_processes(
-        jobs, SummaryOptions(), on_result=lambda s: heard.append(s.path), workers=2, fn=summarize_or_die
+    out = _flat(
+        run_processes(
+            jobs, SummaryOptions(), on_result=lambda g: heard.extend(s.path for s in g), workers=2, fn=summarize_or_die
+        )
     )
     by = {s.path: s for s in out}
     assert [by[str(p)].ok for p in good] == [True] * 12
@@ -113,7 +121,7 @@ def test_a_dying_worker_costs_only_its_own_rank(
     assert sorted(heard) == sorted(s.path for s in out)  # every rank reported once
     assert [s.path for s in out] == [j.path for j in jobs]  # results in job order
     # on Dask, the scheduler gives up on a task that kills its workers again and again: an error row too
-    dask = run_dask(jobs[:4], SummaryOptions(), client=dask_client, fn=summarize_or_die)
+    dask = _flat(run_dask(jobs[:4], SummaryOptions(), client=dask_client, fn=summarize_or_die))
     assert [s.ok for s in dask] == [False, True, True, True]
     assert dask[0].error_kind == "worker" and "Dask task failed" in (dask[0].error or "")
 
@@ -264,21 +272,27 @@ def test_cli_on_a_dask_scheduler_address_writes_parquet(
 def test_mixed_formats_and_a_profile_without_gpu_work(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = [
         corpus / "jax/h200_jax_mlp.perfetto_trace.json.gz",
-        corpus / "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite",
+        corpus / "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite",  # two GPU-driving processes: two ranks
         corpus / "kineto/h200_gpt_train_small.json.gz",
         corpus / "nsys/h200_nsys2022.4_nvtx_osrt_only.sqlite",
     ]
     code, out, _ = run_cli(capsys, "fleet", *map(str, files), "--executor", "processes", "--workers", "2", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["source"]["format"] == "mixed" and doc["errors"] == []
-    rows = {Path(r["path"]).name: r for r in doc["ranks"]}
-    assert [rows[f.name]["format"] for f in files] == ["jax", "nsys", "kineto", "nsys"]
-    assert [rows[f.name]["rank"] for f in files] == [0, 1, 2, 3]  # no rank in the files or names: their position
-    assert rows[files[1].name]["devices"] == [0, 1]  # one export, two GPUs: one row
-    assert rows[files[2].name]["steps"] == 3 and rows[files[0].name]["steps"] == 5
-    no_gpu = rows[files[3].name]
-    assert no_gpu["busy_ns"] == 0 and any("no GPU activity" in w for w in no_gpu["warnings"])
+    assert doc["source"]["format"] == "mixed" and doc["errors"] == [] and doc["fleet"]["files"] == 4
+    rows = [(r["rank"], Path(r["path"]).name, r["format"], r["devices"]) for r in doc["ranks"]]
+    assert rows == [
+        (0, files[0].name, "jax", [0]),
+        (1, files[1].name, "nsys", [0]),  # no rank in the files or names: their position, then one per process
+        (2, files[1].name, "nsys", [1]),
+        (3, files[3].name, "nsys", []),
+        (4, files[2].name, "kineto", [0]),  # its position (2) was taken by the export's second process
+    ]
+    assert any(f"{files[2]}: 2→4" in w for w in doc["warnings"])
+    by = {r["rank"]: r for r in doc["ranks"]}
+    assert by[4]["steps"] == 3 and by[0]["steps"] == 5
+    assert by[1]["busy_ns"] > 0 and by[2]["busy_ns"] > 0
+    assert by[3]["busy_ns"] == 0 and any("no GPU activity" in w for w in by[3]["warnings"])
     assert doc["fleet"]["collective_instances"] == 0  # nothing to match: no finding about collectives
     assert not {f["kind"] for f in doc["findings"]} & {"late_arrival", "most_waited_on"}
 

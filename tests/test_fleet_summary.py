@@ -14,7 +14,7 @@ import pytest
 from gputop_trace.analysis.fleet_collectives import match_fleet
 from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
 from gputop_trace.analysis.gaps import CAUSES
-from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_rank
+from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_file
 from gputop_trace.fleet_exec import expand_paths, plan_jobs
 from tests.fleet_helpers import fleet_small  # noqa: F401  (fixture)
 
@@ -22,7 +22,7 @@ DDP = "kineto/h200_ddp_2gpu"
 
 
 def _summaries(directory: Path | str) -> list[RankSummary]:
-    return [summarize_rank(j.path, j.default_rank) for j in plan_jobs(expand_paths([str(directory)]))]
+    return [s for j in plan_jobs(expand_paths([str(directory)])) for s in summarize_file(j.path, j.default_rank)]
 
 
 def _merged(directory: Path | str):  # type: ignore[no-untyped-def]
@@ -41,7 +41,10 @@ def _assert_fleet_equals_merged(directory: Path | str) -> list[RankSummary]:
     summaries = _summaries(directory)
     fleet = match_fleet(summaries)
     assert fleet.waits == ref.ranks  # instances, times last, waiting, imposed, lateness: identical
-    assert fleet.clock_offset_ns == ref.clock_offset_ns
+    # the loader aligns ranks whose clocks are off by more than 0.5 ms; the summaries keep each file's own clock,
+    # so their offsets are the loader's shift plus what find_stragglers still sees after it
+    shift = trace.meta.rank_shift_ns
+    assert fleet.clock_offset_ns == {r: off - shift.get(r, 0) for r, off in ref.clock_offset_ns.items()}
     assert (fleet.straggler, fleet.straggler_share, fleet.instances) == (
         ref.straggler,
         ref.straggler_share,
@@ -81,14 +84,15 @@ def test_generated_fleet_on_two_hosts_equals_find_stragglers(fleet_small: tuple[
     assert fleet.straggler in stragglers
     # the second host's clock is off: estimated from the collectives' end times, the same for all its ranks
     host2 = {fleet.clock_offset_ns[r] for r in range(8, 12)}
-    assert len(host2) <= 2 and abs(next(iter(host2))) > 50_000
+    assert len(host2) <= 2 and abs(next(iter(host2))) > 500_000  # more than the loader's alignment threshold
+    assert set(_merged(directory).meta.rank_shift_ns) == set(range(8, 12))
 
 
 @pytest.mark.corpus
 def test_summary_is_small_plain_data_in_the_files_time_base(corpus: Path) -> None:
     path = str(corpus / DDP / "rank0.pt.trace.json.gz")
-    s = summarize_rank(path, 7)
-    assert s.ok and s.rank == 0  # distributedInfo wins over the default rank
+    (s,) = summarize_file(path, 7)
+    assert s.ok and s.rank == 0 and s.rank_given  # distributedInfo wins over the default rank
     assert s.format == "kineto" and s.devices == (0,)
     blob = pickle.dumps(s)
     assert len(blob) < 16_000  # what travels back from a worker (the file holds 1.2 MB of JSON)
@@ -112,8 +116,8 @@ def test_summary_is_small_plain_data_in_the_files_time_base(corpus: Path) -> Non
 @pytest.mark.corpus
 def test_gap_threshold_option_reaches_the_idle_causes(corpus: Path) -> None:
     path = str(corpus / DDP / "rank1.pt.trace.json.gz")
-    fine = summarize_rank(path, 0, SummaryOptions(gap_threshold_ns=0))
-    coarse = summarize_rank(path, 0, SummaryOptions(gap_threshold_ns=1_000_000))
+    (fine,) = summarize_file(path, 0, SummaryOptions(gap_threshold_ns=0))
+    (coarse,) = summarize_file(path, 0, SummaryOptions(gap_threshold_ns=1_000_000))
     n_fine = sum(v["count"] for v in fine.idle_by_cause.values())
     n_coarse = sum(v["count"] for v in coarse.idle_by_cause.values())
     assert n_fine > n_coarse > 0 and coarse.gap_threshold_ns == 1_000_000
@@ -121,12 +125,12 @@ def test_gap_threshold_option_reaches_the_idle_causes(corpus: Path) -> None:
 
 # ---- bad ranks become error records --------------------------------------------------------------------------
 def test_missing_and_corrupt_files_give_input_errors(tmp_path: Path) -> None:
-    missing = summarize_rank(str(tmp_path / "rank3.json"), 3)
+    (missing,) = summarize_file(str(tmp_path / "rank3.json"), 3)
     assert not missing.ok and missing.error_kind == "input" and missing.rank == 3
     assert "rank3.json" in (missing.error or "")
     bad = tmp_path / "rank4.json.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00not really gzip at all")
-    corrupt = summarize_rank(str(bad), 4)
+    (corrupt,) = summarize_file(str(bad), 4)
     assert not corrupt.ok and corrupt.error_kind == "input" and corrupt.traceback is None
     assert corrupt.steps == 0 and corrupt.busy_ns == 0
 
@@ -135,22 +139,20 @@ def test_missing_and_corrupt_files_give_input_errors(tmp_path: Path) -> None:
 def test_a_bug_is_an_internal_error_record_with_its_traceback(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gputop_trace.analysis.rank_summary as rs
 
-    def broken(*_: object, **__: object) -> RankSummary:
+    def broken(*_: object, **__: object) -> list[RankSummary]:
         raise ValueError("boom")
 
     monkeypatch.setattr(rs, "summarize_trace", broken)
-    s = rs.summarize_rank(str(corpus / DDP / "rank0.pt.trace.json.gz"), 0)
+    (s,) = rs.summarize_file(str(corpus / DDP / "rank0.pt.trace.json.gz"), 0)
     assert not s.ok and s.error_kind == "internal"
     assert (s.error or "").startswith("internal error: ValueError: boom")
     assert s.traceback is not None and "ValueError: boom" in s.traceback
 
 
 def test_memory_limit_refuses_a_file_before_loading_it(tmp_path: Path) -> None:
-    from gputop_trace.analysis.rank_summary import summarize_rank
-
     f = tmp_path / "rank0.json"
     f.write_text('{"traceEvents": []}')
-    s = summarize_rank(str(f), 0, SummaryOptions(max_memory=1000))
+    (s,) = summarize_file(str(f), 0, SummaryOptions(max_memory=1000))
     assert not s.ok and s.error_kind == "input" and "memory" in (s.error or "")
 
 
@@ -215,3 +217,56 @@ def test_failed_ranks_are_left_out_of_the_fleet_figures() -> None:
     bad = dataclasses.replace(_synthetic(9, 99.0), error="unreadable", error_kind="input")
     rep = analyse_fleet([*good, bad])
     assert sorted(rep.ranks) == [0, 1, 2, 3] and rep.stats["ranks"] == 4
+
+
+# ---- one rank per summary -----------------------------------------------------------------------------------
+def _at(path: str, *ranks: int, given: bool = False) -> list[RankSummary]:
+    return [RankSummary(path=path, rank=r, rank_given=given, file_ranks=len(ranks)) for r in ranks]
+
+
+def test_assign_ranks_keeps_stated_ranks_and_moves_clashing_files_as_a_block() -> None:
+    from gputop_trace.fleet_table import assign_ranks
+
+    # two multi-process nsys exports (ranks numbered up from their positions 0 and 1), a Kineto rank stating 5,
+    # a file named rank4
+    per_file = [_at("/a.sqlite", 0, 1), _at("/b.sqlite", 1, 2), _at("/k.json", 5, given=True), _at("/rank4.json", 4)]
+    out, warnings = assign_ranks(per_file)
+    assert [(s.path, s.rank) for s in out] == [
+        ("/a.sqlite", 0),
+        ("/a.sqlite", 1),
+        ("/b.sqlite", 2),  # the whole file moves, in order, to ranks nobody else claims (4 and 5 are claimed)
+        ("/b.sqlite", 3),
+        ("/k.json", 5),
+        ("/rank4.json", 4),
+    ]
+    assert len(warnings) == 1 and "/b.sqlite: 1→2, 2→3" in warnings[0]
+
+
+def test_assign_ranks_stated_rank_wins_and_a_second_claim_is_an_error() -> None:
+    from gputop_trace.fleet_table import assign_ranks
+
+    per_file = [_at("/pos0.json", 0), _at("/x.json", 0, given=True), _at("/y.json", 0, given=True)]
+    out, warnings = assign_ranks(per_file)
+    by = {s.path: s for s in out}
+    assert by["/x.json"].ok and by["/x.json"].rank == 0
+    assert by["/pos0.json"].ok and by["/pos0.json"].rank == 1  # derived: moves out of the stated rank's way
+    assert not by["/y.json"].ok and "says it is rank 0, like /x.json" in (by["/y.json"].error or "")
+    assert warnings and "/pos0.json: 0→1" in warnings[0]
+    assert assign_ranks([_at("/r0", 0), _at("/r1", 1)]) == ([*_at("/r0", 0), *_at("/r1", 1)], [])
+
+
+@pytest.mark.corpus
+def test_a_multi_process_export_gives_one_summary_per_rank(corpus: Path) -> None:
+    from gputop_trace.analysis.ranks import rank_table
+
+    path = corpus / "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
+    summaries = summarize_file(str(path), 3)
+    assert [(s.rank, s.devices, s.file_ranks, s.rank_given) for s in summaries] == [
+        (3, (0,), 2, False),
+        (4, (1,), 2, False),
+    ]
+    rows = {r.rank: r for r in rank_table(_merged(path))}  # the loader numbers them 0 and 1 from default rank 0
+    for s, r in zip(summaries, (0, 1), strict=True):
+        assert (s.busy_ns, s.idle_ns, s.step_ns) == (rows[r].busy_ns, rows[r].idle_ns, rows[r].step_ns)
+        assert s.top_kernels and s.kernel_ns > 0
+    assert summaries[0].top_kernels != summaries[1].top_kernels or summaries[0].kernel_ns != summaries[1].kernel_ns

@@ -96,7 +96,7 @@ def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]
     from gputop_trace.analysis.fleet_findings import analyse_fleet
     from gputop_trace.analysis.rank_summary import SummaryOptions
     from gputop_trace.fleet_exec import expand_paths, plan_jobs, run_jobs
-    from gputop_trace.fleet_table import duplicate_ranks, fleet_document, fleet_warnings
+    from gputop_trace.fleet_table import assign_ranks, fleet_document, fleet_warnings
 
     if args.workers is not None and args.workers < 1:
         raise TraceError("--workers must be at least 1.")
@@ -105,9 +105,9 @@ def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]
     options = SummaryOptions(gap_threshold_ns=args.gap_threshold, max_memory=_max_memory(args.max_memory))
     t0 = time.perf_counter()
     with _Progress(len(jobs)) as on_result:
-        summaries = run_jobs(args.executor, jobs, options, on_result, args.workers, args.connect_timeout)
+        per_file = run_jobs(args.executor, jobs, options, on_result, args.workers, args.connect_timeout)
     elapsed = time.perf_counter() - t0
-    summaries = duplicate_ranks(summaries)
+    summaries, renumbered = assign_ranks(per_file)
     if not any(s.ok for s in summaries):
         first = next(s for s in summaries if not s.ok)
         raise TraceError(
@@ -116,7 +116,12 @@ def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]
         )
     report = analyse_fleet(summaries)
     doc = fleet_document(
-        summaries, report, files, executor=args.executor, elapsed_s=elapsed, warnings=fleet_warnings(summaries)
+        summaries,
+        report,
+        files,
+        executor=args.executor,
+        elapsed_s=elapsed,
+        warnings=[*renumbered, *fleet_warnings(summaries)],
     )
     return doc, summaries
 
@@ -150,7 +155,7 @@ class _Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(
-            TextColumn("ranks"),
+            TextColumn("files"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[bad]}"),
@@ -159,11 +164,11 @@ class _Progress:
             console=Console(stderr=True),
         )
         self.bar.start()
-        task = self.bar.add_task("ranks", total=self.total, bad="")
+        task = self.bar.add_task("files", total=self.total, bad="")
         failed = [0]
 
-        def on_result(s: RankSummary) -> None:
-            failed[0] += 0 if s.ok else 1
+        def on_result(summaries: list[RankSummary]) -> None:
+            failed[0] += sum(0 if s.ok else 1 for s in summaries)
             self.bar.update(task, advance=1, bad=f"{failed[0]} failed" if failed[0] else "")
 
         return on_result
