@@ -226,6 +226,8 @@ def test_cli_nothing_analysable_is_bad_input(tmp_path: Path, capsys: pytest.Capt
     assert code == 2 and "Unknown executor" in " ".join(err.split())
     code, _, err = run_cli(capsys, "fleet", f"{tmp_path}/*.json.gz")
     assert code == 2 and "matches no trace file" in " ".join(err.split())
+    code, _, err = run_cli(capsys, "fleet", str(tmp_path), "--out", str(tmp_path / "nowhere" / "f.parquet"))
+    assert code == 2 and "Cannot write --out" in " ".join(err.split())
 
 
 def test_cli_unreachable_scheduler_is_bad_input(

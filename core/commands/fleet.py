@@ -100,6 +100,8 @@ def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]
 
     if args.workers is not None and args.workers < 1:
         raise TraceError("--workers must be at least 1.")
+    if args.out:
+        _check_writable(args.out)  # before a long run, not after it
     files = expand_paths(args.paths)
     jobs = plan_jobs(files)
     options = SummaryOptions(gap_threshold_ns=args.gap_threshold, max_memory=_max_memory(args.max_memory))
@@ -124,6 +126,18 @@ def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]
         warnings=[*renumbered, *fleet_warnings(summaries)],
     )
     return doc, summaries
+
+
+def _check_writable(path: str) -> None:
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise TraceError(
+            f"Cannot write --out {path}: "
+            + ("it is a directory" if os.path.isdir(path) else f"{folder} does not exist or is not writable")
+            + ". Choose a file path in a writable folder, like --out fleet.parquet."
+        )
 
 
 def run(args: argparse.Namespace) -> int:
