@@ -36,6 +36,8 @@ OnResult = Callable[["list[RankSummary]"], None]
 PerFile = list["list[RankSummary]"]
 
 EXECUTORS = ("local", "processes", "dask://HOST:PORT", "dask-local")
+#: Dask tasks that failed are run again one at a time when there are at most this many.
+DASK_RETRY_ALONE_MAX = 32
 
 
 @dataclass(frozen=True)
@@ -229,13 +231,32 @@ def run_dask(
             call, [j.path for j in jobs], [j.default_rank for j in jobs], [options] * len(jobs), pure=False
         )
         index = {f.key: i for i, f in enumerate(futures)}
+        failed: list[int] = []
         for fut in as_completed(futures):
             i = index[fut.key]
             try:
                 done[i] = fut.result()
-            except Exception as e:  # the task itself failed on the cluster (summarize_file never raises)
-                done[i] = _died(jobs[i], f"the Dask task failed ({type(e).__name__}: {e})")
-            fut.release()
+            except Exception:  # the task itself failed on the cluster (summarize_file never raises)
+                failed.append(i)
+                continue
+            finally:
+                fut.release()
+            if on_result:
+                on_result(done[i])
+        # a task that kills its worker also fails the tasks queued on that worker each time (Dask counts them as
+        # suspects): run the failed ones again alone, so that only the file that kills its worker gets an error
+        for i in sorted(failed):
+            j = jobs[i]
+            if len(failed) <= DASK_RETRY_ALONE_MAX:
+                fut = client.submit(call, j.path, j.default_rank, options, pure=False)
+                try:
+                    done[i] = fut.result()
+                except Exception as e:
+                    done[i] = _died(j, f"the Dask task failed ({type(e).__name__}: {e})")
+                finally:
+                    fut.release()
+            else:
+                done[i] = _died(j, f"the Dask task failed, with {len(failed)} others (not retried one by one)")
             if on_result:
                 on_result(done[i])
         return [done[i] for i in range(len(jobs))]
