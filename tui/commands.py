@@ -55,6 +55,9 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
             partial(tl.set_collapsed, {k for k in layout.group_keys() if "/pid" in k}),
         )
     )
+    back = getattr(main.app, "back_to_fleet", None)
+    if getattr(main.app, "fleet", None) is not None and callable(back):
+        out.append(("Back to the fleet", "close this rank's trace and show every rank again (Esc)", back))
     out.append(("Fit the whole trace", "zoom out to show everything (0)", tl.fit_all))
     out.append(
         (
@@ -105,7 +108,9 @@ class TraceCommands(Provider):
         if main is None:
             return
         for text, help_text, cb in palette_entries(main):
-            if text.startswith(("Panel:", "Fit", "Compare", "Search", "Export", "Help", "Lanes: expand everything")):
+            if text.startswith(
+                ("Panel:", "Back to", "Fit", "Compare", "Search", "Export", "Help", "Lanes: expand everything")
+            ):
                 yield DiscoveryHit(text, cb, help=help_text)
         yield DiscoveryHit("Go to time…", main.action_goto_time_prompt, help="type a time such as 12.5ms")
 

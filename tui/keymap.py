@@ -97,7 +97,8 @@ MAIN_BINDINGS: list[Binding] = [
         "back",
         "Back",
         show=False,
-        tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection",
+        tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection (then back to "
+        "the fleet, when the trace was opened from one)",
     ),
     Binding("ctrl+d", "scroll_details(1)", "Details down", show=False, tooltip="Scroll the details down"),
     Binding("ctrl+u", "scroll_details(-1)", "Details up", show=False, tooltip="Scroll the details up"),

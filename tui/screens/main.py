@@ -544,7 +544,8 @@ class MainScreen(Screen[None]):
         self.show_panel(CYCLE[(i + step) % len(CYCLE)])
 
     def action_back(self) -> None:
-        """Esc: leave a filter, then a panel, then the search."""
+        """Esc: leave a filter, then a panel, then the search, then the selection; then back to the fleet screen
+        when the trace was opened from one."""
         if self.panel != "details":
             widget = self.query_one(f"#{self.panel}")
             leave = getattr(widget, "leave_filter", None)
@@ -558,6 +559,10 @@ class MainScreen(Screen[None]):
             return
         if self.timeline.selected >= 0 or self.timeline.interval is not None:
             self.timeline.select(-1, reveal=False)
+            return
+        back = getattr(self.app, "back_to_fleet", None)
+        if callable(back):
+            back()
 
     # ---- help ------------------------------------------------------------------------------------------------
     def help_sections(self) -> list[HelpSection]:
