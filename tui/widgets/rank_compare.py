@@ -289,8 +289,8 @@ class RankCompare(Widget, can_focus=True):
         if line.kind in (LineKind.HEADER, LineKind.NOTE):
             if line.kind == LineKind.HEADER:
                 sp = self.slot.spans.get(line.rank)
-                text = "▾ " + header_text(cmp, line.rank, sp[1] - sp[0] if sp else None)
                 late = cmp.has_late_rank and line.rank == cmp.late_rank
+                text = ("⚑ " if late else "  ") + header_text(cmp, line.rank, sp[1] - sp[0] if sp else None)
                 style = Style(bold=True) + (Style(color="yellow") if late and not self.palette.mono else Style())
                 if late and self.palette.mono:
                     style += Style(underline=True)
