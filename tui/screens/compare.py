@@ -145,8 +145,8 @@ class CompareScreen(Screen[ShowRank | None]):
         text = Text(step_sentence(c))
         if c.worst_op:
             text.append(
-                f"\n{MARKER} the moment rank {c.first_rank} reached {op_label(c.worst_op)} {c.worst_at}, on every "
-                "rank's lines · Enter: this rank in the timeline",
+                f"\n{MARKER} = rank {c.first_rank} reaching {op_label(c.worst_op)} {c.worst_at} · "
+                "Enter: this rank in the timeline",
                 style="dim",
             )
         summary.update(text)
@@ -190,10 +190,8 @@ class CompareScreen(Screen[ShowRank | None]):
 
     def action_toggle_align(self) -> None:
         """Each rank's step start ↔ the common clock."""
-        if not self._ready():
-            return
-        align = self.compare.toggle_align()
-        self.notify(f"Time 0 is now {align.value}.", timeout=2)
+        if self._ready():
+            self.compare.toggle_align()  # the title line says which
 
     def action_open_rank(self) -> None:
         """Close and show the rank under the cursor in this step on the timeline."""
