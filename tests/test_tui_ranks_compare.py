@@ -183,7 +183,7 @@ def test_busy_strips_are_aligned_too(pair: tuple[TimelineData, RanksView]) -> No
 def test_the_first_arrival_marker_on_every_rank(pair: tuple[TimelineData, RanksView]) -> None:
     data, view = pair
     slot = view.slots[0]
-    cmp = compare_step(data.trace, view.report, view.collectives, slot)
+    cmp = compare_step(data, view.report, view.collectives, slot)
     step = rank_offsets(slot, Align.STEP)
     clock = rank_offsets(slot, Align.CLOCK)
     # rank 0 reached all-reduce 1 at 6.0 ms: that is 6.0 ms into rank 0's step and 5.5 ms into rank 1's
@@ -208,7 +208,7 @@ def test_view_window_and_extent(pair: tuple[TimelineData, RanksView]) -> None:
 # ---- the step's collectives -----------------------------------------------------------------------------------------
 def test_lateness_waiting_and_host_activity_in_a_step(pair: tuple[TimelineData, RanksView]) -> None:
     data, view = pair
-    cmp = compare_step(data.trace, view.report, view.collectives, view.slots[1])
+    cmp = compare_step(data, view.report, view.collectives, view.slots[1])
     f0, f1 = cmp.figures[0], cmp.figures[1]
     assert cmp.instances == 2 and f0.collectives == f1.collectives == 2
     assert (f1.late_ns, f1.late_at, f1.late_op, f1.times_last, f1.wait_ns) == (2 * MS, 1, "all_reduce", 2, 0)
@@ -231,13 +231,13 @@ def test_lateness_waiting_and_host_activity_in_a_step(pair: tuple[TimelineData, 
 def test_collectives_belong_to_the_step_that_issued_them() -> None:
     """Rank 0's all-reduce 2 of a step is issued inside it but may run past its end: it still counts there."""
     data, view = _prepared(straggler_pair())
-    counts = [compare_step(data.trace, view.report, view.collectives, s).instances for s in view.slots]
+    counts = [compare_step(data, view.report, view.collectives, s).instances for s in view.slots]
     assert counts == [2, 2, 2]
 
 
 def test_a_step_without_collectives_says_so() -> None:
     data, view = _prepared(straggler_pair(collectives=False))
-    cmp = compare_step(data.trace, view.report, view.collectives, view.slots[0])
+    cmp = compare_step(data, view.report, view.collectives, view.slots[0])
     assert cmp.instances == 0 and not cmp.has_late_rank
     assert "no collective kernels were matched" in step_sentence(cmp)
     assert header_text(cmp, 0, 9_500 * US) == "rank 0 · ProfilerStep#1 9.50 ms · no collectives here"
@@ -251,7 +251,7 @@ def test_without_step_ranges_the_comparison_is_a_time_window() -> None:
     slot = window_slot([0, 1], 10 * MS, 20 * MS)
     assert slot.window and slot.spans == {0: (10 * MS, 20 * MS, -1), 1: (10 * MS, 20 * MS, -1)}
     assert rank_offsets(slot, Align.STEP) == rank_offsets(slot, Align.CLOCK) == {0: 10 * MS, 1: 10 * MS}
-    cmp = compare_step(data.trace, view.report, view.collectives, slot)
+    cmp = compare_step(data, view.report, view.collectives, slot)
     assert cmp.instances == 2 and cmp.late_rank == 1 and cmp.spread_ns == 2 * MS
     assert step_sentence(cmp).startswith("In this window, rank 1 arrives 2.00 ms after rank 0")
     title = title_text(slot, -1, 0, Align.STEP, 200)

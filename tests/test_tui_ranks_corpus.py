@@ -231,3 +231,40 @@ def test_the_bundled_sample_has_one_rank() -> None:
             assert "This trace has one rank: there is nothing to compare." in _flat(screen_text(app))
 
     run(body())
+
+
+def test_ddp_host_activity_per_step_agrees_with_the_straggler_analysis() -> None:
+    """The comparison looks up the late rank's host activity at one moment in the prepared rows (cheap enough for
+    a keypress); it must say what the straggler analysis says for that single collective."""
+    import dataclasses
+
+    from gputop_trace.analysis.stragglers import _host_activity
+    from gputop_trace.tui.rank_compare import compare_step
+    from gputop_trace.tui.ranks_view import ranks_view
+    from gputop_trace.tui.timeline_data import prepare_timeline
+
+    trace = load_paths([corpus_file(DDP)])
+    data = prepare_timeline(trace)
+    view = ranks_view(trace, set(data.util))
+    (g,) = view.report.groups
+    seen = set()
+    for slot in view.slots:
+        cmp = compare_step(data, view.report, view.collectives, slot)
+        # the step's most uneven collective, as an instance of the matched group
+        spread = g.arrival_ns.max(axis=1) - g.arrival_ns.min(axis=1)
+        c1 = g.ranks.index(1)
+        i = int(np.flatnonzero(spread == cmp.spread_ns)[0])
+        one = dataclasses.replace(
+            g,
+            op=(g.op[i],),
+            event=g.event[i : i + 1],
+            arrival_ns=g.arrival_ns[i : i + 1],
+            end_ns=g.end_ns[i : i + 1],
+            wait_ns=g.wait_ns[i : i + 1],
+            last=g.last[i : i + 1],
+        )
+        assert int(g.last[i]) == c1
+        expected = _host_activity(trace, [one], 1, view.report.clock_offset_ns)[0][0]
+        assert cmp.activity == expected, slot.label
+        seen.add(cmp.activity)
+    assert len(seen) >= 2  # not one answer for every step

@@ -14,7 +14,7 @@ the moment the first rank arrived. Times are int64 ns from the trace start unles
 
 from __future__ import annotations
 
-import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
@@ -24,9 +24,10 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.collectives import OP_LABEL, Collectives
 from gputop_trace.analysis.steps import Steps, is_step_name
-from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport, _host_activity
-from gputop_trace.model import FlowKind, LaneKind, Trace
+from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport
+from gputop_trace.model import FlowKind, Kind, LaneKind, Trace
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.timeline_data import TimelineData
 from gputop_trace.tui.timeline_math import Window, column_bounds, fit_label
 from gputop_trace.units import format_ns
 
@@ -349,9 +350,11 @@ def _issue_lookup(coll: Collectives) -> tuple[I64, I64]:
     return coll.event[order], coll.issue_ns[order]
 
 
-def compare_step(trace: Trace, report: StragglerReport, coll: Collectives, slot: StepSlot) -> StepComparison:
+def compare_step(data: TimelineData, report: StragglerReport, coll: Collectives, slot: StepSlot) -> StepComparison:
     """The step's collectives: the matched instances any rank issued inside its step (its launch call, not the
-    kernel, is in the step: a waiting kernel may run on into the next one), with each rank's lateness and wait."""
+    kernel, is in the step: a waiting kernel may run on into the next one), with each rank's lateness and wait.
+    Cost: O(collectives) numpy plus a few row lookups, cheap enough for a keypress."""
+    trace = data.trace
     ev_sorted, issue_sorted = _issue_lookup(coll)
     acc = {r: _Acc() for r in slot.spans}
     instances = 0
@@ -413,17 +416,9 @@ def compare_step(trace: Trace, report: StragglerReport, coll: Collectives, slot:
     late_rank = g.ranks[last_col] if spread > 0 else None
     activity = ""
     if late_rank is not None and spread >= STRAGGLER_MIN_LATE_NS:
-        one = dataclasses.replace(
-            g,
-            op=(g.op[i],),
-            event=g.event[i : i + 1],
-            arrival_ns=g.arrival_ns[i : i + 1],
-            end_ns=g.end_ns[i : i + 1],
-            wait_ns=g.wait_ns[i : i + 1],
-            last=g.last[i : i + 1],
-        )
-        found = _host_activity(trace, [one], late_rank, report.clock_offset_ns)
-        activity = found[0][0] if found else ""
+        api = int(trace.launch_of[int(g.event[i, last_col])])
+        at = first_t + report.clock_offset_ns.get(late_rank, 0)
+        activity = host_activity_at(data, late_rank, int(trace.lane[api]) if api >= 0 else -1, at)
     return StepComparison(
         slot,
         figures,
@@ -436,6 +431,48 @@ def compare_step(trace: Trace, report: StragglerReport, coll: Collectives, slot:
         worst_of=best_pos[1],
         activity=activity,
     )
+
+
+_HOST_RANGE = (int(Kind.RANGE),)
+_HOST_OP = (int(Kind.CPU_OP), int(Kind.PYTHON), int(Kind.SYNC), int(Kind.OSRT))
+_STEP_NUMBER = re.compile(r"(?<=\D)\d+$")
+
+
+def _innermost_at(data: TimelineData, lane: int, t: int, kinds: tuple[int, ...]) -> int:
+    """The innermost event of ``kinds`` on ``lane`` running at ``t`` (the deepest row holding one), ``-1`` none.
+    O(rows × log n) over the prepared rows."""
+    trace = data.trace
+    for depth in range(int(trace.lane_rows[lane]) - 1, -1, -1):
+        row = data.row(lane, depth)
+        k = int(np.searchsorted(row.starts, t, side="right")) - 1
+        if k >= 0 and int(row.ends[k]) > t and int(trace.kind[int(row.events[k])]) in kinds:
+            return int(row.events[k])
+    return -1
+
+
+def host_activity_at(data: TimelineData, rank: int, launch_lane: int, t: int) -> str:
+    """What ``rank``'s host was inside at time ``t``, in the words of the straggler analysis's host activity:
+    ``range › operator`` (the innermost annotation range, step numbers as ``<n>``, and the innermost operator
+    inside it), on the thread that launched the collective first, else on the process's other threads, busiest
+    first; ``(no traced host activity)`` when no thread was in anything."""
+    trace = data.trace
+    pid = trace.lanes[launch_lane].pid if launch_lane >= 0 else None
+    threads = [
+        i
+        for i, ln in enumerate(trace.lanes)
+        if ln.kind == LaneKind.CPU_THREAD and ln.rank == rank and (pid is None or ln.pid == pid)
+    ]
+    threads.sort(key=lambda ln: -int(trace.lane_offsets[ln + 1] - trace.lane_offsets[ln]))
+    for lane in ([launch_lane] if launch_lane >= 0 else []) + threads:
+        r_ev = _innermost_at(data, lane, t, _HOST_RANGE)
+        o_ev = _innermost_at(data, lane, t, _HOST_OP)
+        if r_ev >= 0 and o_ev >= 0 and trace.start_ns[o_ev] >= trace.start_ns[r_ev]:
+            return f"{_STEP_NUMBER.sub('<n>', trace.event_name(r_ev))} › {trace.event_name(o_ev)}"
+        if r_ev >= 0:
+            return _STEP_NUMBER.sub("<n>", trace.event_name(r_ev))
+        if o_ev >= 0:
+            return trace.event_name(o_ev)
+    return "(no traced host activity)"
 
 
 def op_label(op: str) -> str:

@@ -129,7 +129,7 @@ class RankCompare(Widget, can_focus=True):
         assert self.view is not None
         self.slot = slot
         self.offsets = rank_offsets(slot, self.align)
-        self.comparison = compare_step(self.data.trace, self.view.report, self.view.collectives, slot)
+        self.comparison = compare_step(self.data, self.view.report, self.view.collectives, slot)
         self._build_lines()
         self.lo, self.hi = view_extent(self.data.trace.span_ns, self.offsets)
         if not keep_window:
