@@ -578,14 +578,19 @@ def busy_pct(busy_ns: int, w: Window) -> str:
 
 
 def title_text(slot: StepSlot, index: int, count: int, align: Align, width: int) -> str:
-    """The title line: which step, how it is aligned, the keys to move on."""
+    """The title line: which step, how it is aligned, the keys to move on (a time window has no alignment: it
+    is the same on every rank)."""
     if slot.window:
         where = f"window {slot.label} (no step ranges in this trace)"
+        long = f" Ranks side by side · {where}"
+        keys = " · [ ] move the window · Esc back"
+        short = f" Ranks · {where}"
     else:
         where = f"{clean(slot.label)} ({index + 1} of {count})"
-    long = f" Ranks side by side · {where} · time 0 = {align.value}"
-    short = f" Ranks · {where} · 0 = {'step start' if align == Align.STEP else 'common clock'}"
-    for text in (long + " · [ ] step · t align · Esc back", long):
+        long = f" Ranks side by side · {where} · time 0 = {align.value}"
+        keys = " · [ ] step · t align · Esc back"
+        short = f" Ranks · {where} · 0 = {'step start' if align == Align.STEP else 'common clock'}"
+    for text in (long + keys, long):
         if len(text) <= width:
             return text
     return fit_label(short, width, min_chars=1)
