@@ -62,11 +62,6 @@ class StepSlot:
     spans: dict[int, tuple[int, int, int]]
     window: bool = False
 
-    @property
-    def ranks(self) -> list[int]:
-        """The ranks that have this slot, in order."""
-        return sorted(self.spans)
-
 
 def step_slots(trace: Trace, steps: Sequence[Steps]) -> list[StepSlot]:
     """The steps of every rank lined up: by name when every rank names its steps uniquely and the ranks share

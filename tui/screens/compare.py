@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputop_trace.tui.keymap import help_sections
-from gputop_trace.tui.rank_compare import Align, op_label, step_sentence, title_text
+from gputop_trace.tui.rank_compare import op_label, step_sentence, title_text
 from gputop_trace.tui.ranks_view import RanksView
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.timeline_data import TimelineData
@@ -216,8 +216,3 @@ class CompareScreen(Screen[ShowRank | None]):
     def action_help(self) -> None:
         """The keys of this view."""
         self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
-
-    @property
-    def alignment(self) -> Align:
-        """Where time 0 is for each rank."""
-        return self.compare.align
