@@ -20,6 +20,7 @@ from tui_helpers import (
     synthetic_trace,
     timeline,
     wait_loaded,
+    wait_text,
     wait_until,
 )
 
@@ -55,7 +56,7 @@ def test_load_error_dialog_has_the_cli_text_and_exits_2(tmp_path: Path, content:
             if isinstance(app.screen, MainScreen):  # a truncated file can still be recovered: no error then
                 return None
             text = app.screen.text
-            assert "Could not open the trace" in screen_text(app)
+            await wait_text(pilot, app, "Could not open the trace")
             await press(pilot, "enter")
             await wait_until(pilot, lambda: app.return_code is not None)
             assert app.return_code == 2
@@ -110,6 +111,7 @@ def test_progress_screen_shows_bytes_and_events() -> None:
     async def body() -> None:
         app = GputopApp(["/nonexistent-but-never-loaded"], trace=synthetic_trace())
         async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(app, pilot, analyses=False)  # the given trace's own loading screen is gone
             screen = LoadingScreen(["big.json.gz"])
             await app.push_screen(screen)
             screen.show_progress(1 << 20, 4 << 20, 1234, "reading")
@@ -448,5 +450,32 @@ def test_every_nsys_export_opens_and_every_panel_fills(name: str) -> None:
                 await press(pilot, key)
             assert isinstance(app.screen, MainScreen)
             assert len(screen_text(app).splitlines()) == 24
+
+    run(body())
+
+
+def test_a_palette_opened_while_loading_gives_way_to_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.command import CommandPalette
+
+    from gputop_trace import loader
+
+    release = threading.Event()
+    real = loader.load_paths
+
+    def slow(paths: list[str], **kwargs: object) -> object:
+        release.wait(30)
+        return real(paths, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loader, "load_paths", slow)
+
+    async def body() -> None:
+        app = GputopApp([default_sample()])
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, LoadingScreen))
+            app.action_command_palette()
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+            release.set()
+            await wait_loaded(app, pilot)
+            assert not any(isinstance(s, (LoadingScreen, CommandPalette)) for s in app.screen_stack)
 
     run(body())

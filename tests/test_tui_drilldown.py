@@ -240,8 +240,17 @@ async def test_x_cancels_a_slow_run_and_the_ui_stays_responsive(
         await pilot.pause()
         await _fill(pilot, _workload("import time; time.sleep(120)"))
         await pilot.press("ctrl+r")
-        await _until(pilot, lambda: panel.running and pid_file.exists() and "pass 3" in screen_text(app))
-        assert "running" in screen_text(app) and "x to cancel" in screen_text(app)
+        # the status line counts seconds on a 0.5 s timer: wait for it, a loaded machine may be slow to fire it
+        await _until(
+            pilot,
+            lambda: (
+                panel.running
+                and pid_file.exists()
+                and "pass 3" in screen_text(app)
+                and "ncu running" in screen_text(app)
+            ),
+        )
+        assert "x to cancel" in screen_text(app)
         panel.focus()
         await pilot.press("x")
         await _until(pilot, lambda: not panel.running and any(m[0] == "failed" for m in app.messages))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable
-from tui_helpers import press, run, screen_text, timeline, wait_until
+from tui_helpers import press, run, screen_text, timeline, wait_text, wait_until
 
 from gputop_trace.commands.view import make_app
 from gputop_trace.errors import TraceError
@@ -133,7 +133,7 @@ def test_an_unreadable_trace_shows_the_error_then_the_fleet(tmp_path: Path) -> N
             await pilot.pause()
             await _open(app, pilot, 1)
             await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
-            assert "gputop-trace: error:" in screen_text(app) and "rank1.json" in screen_text(app)
+            await wait_text(pilot, app, "gputop-trace: error:", "rank1.json")
             await press(pilot, "escape")
             await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
             assert app.return_code is None and len(app.screen_stack) == 1

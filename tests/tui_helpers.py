@@ -149,6 +149,12 @@ async def press(pilot: Any, *keys: str) -> None:
     await pilot.pause()
 
 
+async def wait_text(pilot: Any, app: Any, *needles: str, timeout: float = 20.0) -> str:
+    """Wait until every one of ``needles`` is on screen (a new screen is drawn a frame after it is pushed)."""
+    await wait_until(pilot, lambda: all(n in screen_text(app) for n in needles), timeout=timeout)
+    return screen_text(app)
+
+
 def screen_text(app: GputopApp) -> str:
     """Everything on screen, as plain text lines."""
     strips = app.screen._compositor.render_strips()

@@ -232,6 +232,10 @@ class GputopApp(App[int]):
         self.trace = message.trace
         self.data = message.data
         self.load_seconds = message.seconds
+        # a palette or dialog opened while loading closes: the main screen takes the loading screen's place
+        loading_below = any(isinstance(s, LoadingScreen) for s in self.screen_stack)
+        while loading_below and not isinstance(self.screen, LoadingScreen):
+            self.pop_screen()
         self.switch_screen(MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono))
         self.call_after_refresh(self._first_screen_shown)
         warnings = message.trace.meta.warnings

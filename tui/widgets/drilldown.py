@@ -196,7 +196,7 @@ class DrilldownPanel(Widget):
         self.remove_class("choose")
         self._runner = NcuRunner(command, cwd=cwd, timeout_s=self.timeout_s, on_line=self._on_line)
         self._status_base = f"{command.kernel_name} launch {command.launch_skip}"
-        self._set_status(f"ncu starting · {self._status_base}")
+        self._set_status(f"ncu starting · x to cancel · {self._status_base}")
         self._ticker = self.set_interval(0.5, self._tick)
         self.post_message(self.RunStarted(command))
         self.run_worker(self._run(self._runner), exclusive=True, group="ncu-run")
