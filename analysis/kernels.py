@@ -79,7 +79,7 @@ def short_name(name: str, width: int | None = None) -> str:
                 break
             out.append(ch)
     core = "".join(out).strip()
-    if " " in core:
+    if " " in core and ("(" in s or "<" in s or "::" in s):  # a return type before a C++ signature
         core = core.rsplit(" ", 1)[-1]
     core = core or name.strip()
     if width is not None and len(core) > width:

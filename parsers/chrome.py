@@ -992,6 +992,15 @@ def _finish(
             f"at byte {real_damage[0][0]:,} of the decompressed JSON); the events there were skipped, everything "
             "else was loaded."
         )
+    if info.too_deep:
+        deep_bytes = sum(n for _, n in info.too_deep)
+        b.warn(
+            f"{len(info.too_deep)} event(s) nest JSON deeper than the decoder can follow ({deep_bytes:,} bytes, first "
+            f"at byte {info.too_deep[0][0]:,} of the decompressed JSON); they were skipped, everything else was "
+            "loaded."
+        )
+    if info.trailer_too_deep:
+        b.warn("The keys after the traceEvents array nest JSON too deeply to read; that metadata was skipped.")
     if st.repaired:
         b.warn(
             f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "
@@ -1011,6 +1020,12 @@ def _finish(
         raise TraceError(
             f"{path} is cut short before its first complete event ({info.total:,} bytes read). "
             "Re-copy the file or re-record the profile.",
+            path=path,
+        )
+    if st.n == 0 and not st.be and not st.asyncs and info.too_deep:
+        raise TraceError(
+            f"{path} nests JSON too deeply to read ({info.too_deep[0][1]:,} bytes of nested brackets) and holds no "
+            "event that could be read. It is probably not a trace; if it is, report it.",
             path=path,
         )
     if st.n == 0 and not st.be and not st.asyncs:

@@ -150,6 +150,8 @@ class DocumentInfo:
     truncated: bool = False
     chunks: int = 0
     damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
+    too_deep: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) of elements nested too deeply
+    trailer_too_deep: bool = False  # the keys after the events array nest too deeply to read
 
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -215,11 +217,17 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                 yield chunk_or_none
             if resync < 0:
                 if src.eof:
-                    info.truncated = True
-                    info.damaged.append((base + good, len(buf) - good))
+                    rest = buf[good:]
+                    if _nested_too_deeply(rest, closed=True):
+                        info.too_deep.append((base + good, len(rest)))
+                        info.consumed = base + len(buf)
+                    else:
+                        info.truncated = True
+                        info.damaged.append((base + good, len(rest)))
                     break
                 resync = len(buf)  # nothing readable in this window: skip it
-            info.damaged.append((base + good, resync - good))
+            skipped = (base + good, resync - good)
+            (info.too_deep if _nested_too_deeply(buf[good:resync]) else info.damaged).append(skipped)
             pos = resync
             continue
         info.chunks += 1
@@ -245,9 +253,9 @@ def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo
             if head.endswith(b","):
                 head = head[:-1]
             try:
-                header = _DEC_ANY.decode(head + b"}") if head != b"{" else {}
-            except msgspec.DecodeError:
-                continue  # the key text was inside a string or a nested object
+                header = _decode_header(head + b"}") if head != b"{" else {}
+            except (ValueError, RecursionError):
+                continue  # the key text was inside a nested object (or the keys before it nest too deeply)
             if isinstance(header, dict):
                 info.header.update(header)
                 return m.end(), buf
@@ -290,8 +298,11 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
     tail = rest.strip(_WS)
     if tail.startswith(b","):
         try:
-            extra = _DEC_ANY.decode(b"{" + tail[1:])
-        except msgspec.DecodeError:
+            extra = _decode_header(b"{" + tail[1:])
+        except RecursionError:
+            info.trailer_too_deep = True
+            return
+        except ValueError:
             return
         if isinstance(extra, dict):
             for k, v in extra.items():
@@ -362,7 +373,7 @@ def _recover_damage(buf: bytes, pos: int) -> tuple[int, Chunk | None, int]:
             continue
         try:
             _DEC_RAW_LIST.decode(b"[" + buf[start:probe] + b"]")
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             continue
         return good, best, start
     return good, best, -1
@@ -389,7 +400,17 @@ _ERR_POS = re.compile(r"byte (\d+)")
 
 
 def _decode_chunk(text: bytes) -> Chunk:
-    """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be."""
+    """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be.
+
+    An element nested deeper than the decoders' recursion limit makes the whole run fail like damage does, so
+    the streamer keeps the elements before it and resumes after it."""
+    try:
+        return _decode_chunk_or_recurse(text)
+    except RecursionError:
+        raise _NotAnArray from None
+
+
+def _decode_chunk_or_recurse(text: bytes) -> Chunk:
     try:
         events = _DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
@@ -476,11 +497,42 @@ def _lenient_chunk(text: bytes) -> Chunk:
     )
 
 
+def _decode_header(text: bytes) -> Any:
+    """The keys around the events array: msgspec, then (for lone surrogates, NaN, control characters or invalid
+    UTF-8 that only a lenient parser reads) the standard library. Raises ValueError or RecursionError."""
+    try:
+        return _DEC_ANY.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text.decode("utf-8", "replace"), strict=False)
+
+
+def _nested_too_deeply(region: bytes, *, closed: bool = False) -> bool:
+    """Whether skipped bytes are whole elements that only failed because they nest deeper than the decoder's
+    recursion limit (rather than damaged or missing bytes). ``closed``: the region runs to the end of the file,
+    so it must also close the events array (brackets balance) — a file cut inside deep nesting is truncated."""
+    body = region.strip(b" \t\r\n,")
+    if closed:
+        opened = body.count(b"[") + body.count(b"{")
+        if not body.endswith(b"]") or opened != body.count(b"]") + body.count(b"}") - 1:
+            return False
+        body = body[:-1]
+    try:
+        _DEC_RAW_LIST.decode(b"[" + body + b"]")
+    except RecursionError:
+        return True
+    except msgspec.DecodeError:
+        return False
+    return False
+
+
 def _python_chunk(text: bytes) -> Chunk:
     """Last resort for bytes msgspec rejects (NaN, Infinity, raw control characters, invalid UTF-8)."""
     try:
         decoded = text.decode("utf-8")
-        note = "non-standard JSON (NaN, Infinity or raw control characters in strings) was read leniently"
+        note = (
+            "non-standard JSON (NaN, Infinity, raw control characters or unpaired \\uD800-style surrogates in "
+            "strings) was read leniently"
+        )
     except UnicodeDecodeError:
         decoded = text.decode("utf-8", "replace")
         note = "bytes that are not valid UTF-8 were replaced with U+FFFD in names"

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.worker import get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
@@ -63,10 +64,14 @@ class GputopApp(App[int]):
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, paths: list[str], *, analyses: bool = True, trace: Trace | None = None) -> None:
-        """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading."""
+    def __init__(
+        self, paths: list[str], *, analyses: bool = True, trace: Trace | None = None, max_memory: int | None = None
+    ) -> None:
+        """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
+        ``max_memory`` (bytes) replaces the available memory in the check made before loading."""
         super().__init__()
         self.paths = list(paths)
+        self.max_memory = max_memory
         self._given_trace = trace
         self.run_analyses_after_load = analyses
         self.trace: Trace | None = None
@@ -78,6 +83,19 @@ class GputopApp(App[int]):
         self.summary_analyses: Any = None  # commands.summary.Analyses once every analysis is done (export)
         self.failures: dict[str, str] = {}
         self._started = time.perf_counter()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A notification whose text is never read as markup (``markup`` is ignored): notifications carry names
+        from the trace, warnings quoting the file and paths the user typed, which must show as they are."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     @property
     def mono(self) -> bool:
@@ -116,6 +134,10 @@ class GputopApp(App[int]):
 
         t0 = time.perf_counter()
         try:
+            if self._given_trace is None:
+                from gputop_trace.resources import check_paths
+
+                check_paths(self.paths, self.max_memory)
             trace = self._given_trace or load_paths(self.paths, progress=progress)
             counts[2] = len(trace)
             data = prepare_timeline(trace, step=step)

@@ -39,6 +39,6 @@ def run(args: argparse.Namespace) -> int:
         )
     from gputop_trace.tui.app import GputopApp
 
-    app = GputopApp(paths)
+    app = GputopApp(paths, max_memory=args.max_memory)
     app.run()
     return int(app.return_code or 0)
