@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.kernel_names import qualified_name
 from gputop_trace.model import Kind, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -61,27 +62,12 @@ class KernelRow:
 
 def short_name(name: str, width: int | None = None) -> str:
     """A readable short form of a demangled kernel name: no return type, namespaces' anonymous parts,
-    template arguments or parameters.
+    template arguments or parameters, cut to ``width`` characters with an ellipsis.
 
     ``void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>(...)`` →
     ``at::native::multi_tensor_apply_kernel``. Names that are not C++ signatures come back unchanged.
     """
-    s = name.strip().replace("(anonymous namespace)::", "").replace("{anonymous}::", "")
-    out: list[str] = []
-    depth = 0
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            if ch == "(" and out:
-                break
-            out.append(ch)
-    core = "".join(out).strip()
-    if " " in core and ("(" in s or "<" in s or "::" in s):  # a return type before a C++ signature
-        core = core.rsplit(" ", 1)[-1]
-    core = core or name.strip()
+    core = qualified_name(name)
     if width is not None and len(core) > width:
         core = core[: max(1, width - 1)] + "…"
     return core

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.errors import TraceError
-from gputop_trace.parsers.ncu import function_name
+from gputop_trace.kernel_names import function_name
 
 if TYPE_CHECKING:
     import numpy as np

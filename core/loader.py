@@ -34,11 +34,37 @@ def list_trace_files(directory: str) -> list[str]:
     return files
 
 
-def load_file(path: str, *, progress: Progress | None = None, default_rank: int = 0) -> Trace:
-    """Load one file of any supported format."""
+def load_file(path: str, *, progress: Progress | None = None, default_rank: int = 0, use_cache: bool = True) -> Trace:
+    """Load one file of any supported format, from the columnar cache when it was loaded before
+    (:mod:`gputop_trace.cache`; ``use_cache=False`` or ``GPUTOP_TRACE_NO_CACHE=1`` bypasses it)."""
     kind = sniff(path)
     if kind == "directory":
-        return load_paths([path], progress=progress)
+        return load_paths([path], progress=progress, use_cache=use_cache)
+    if kind in ("chrome", "nsys", "nsys-rep") and use_cache:
+        from gputop_trace import cache
+
+        if not cache.cache_disabled():
+            trace = cache.load_cached(
+                path,
+                {"format": kind, "default_rank": default_rank},
+                lambda: _parse_file(path, kind, progress, default_rank),
+            )
+            if progress is not None:
+                size = os.path.getsize(path)
+                progress(size, size, len(trace))
+            return trace
+    return _parse_file(path, kind, progress, default_rank)
+
+
+def _parse_file(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
+    if kind in ("nsys", "nsys-rep"):
+        from gputop_trace.parsers.process_ranks import ranks_from_processes
+
+        return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
+    return _parse_format(path, kind, progress, default_rank)
+
+
+def _parse_format(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
     if kind == "chrome":
         from gputop_trace.parsers import chrome
 
@@ -59,11 +85,85 @@ def load_file(path: str, *, progress: Progress | None = None, default_rank: int 
     raise TraceError(f"{path}: unsupported input.", path=path)
 
 
-def load_paths(paths: Sequence[str], *, progress: Progress | None = None) -> Trace:
+#: per-rank files are parsed in parallel processes only when there is this much (decompressed) data in all
+PARALLEL_MIN_BYTES = 64 << 20
+
+
+def _default_ranks(files: Sequence[str]) -> list[int]:
+    """Rank for each file without ``distributedInfo``: a number in its name when that is unique, else its position."""
+    from gputop_trace.parsers.chrome import rank_from_filename
+
+    guesses = [rank_from_filename(f) for f in files]
+    unique = {g for g in guesses if g is not None and guesses.count(g) == 1}
+    return [g if g is not None and g in unique else i for i, g in enumerate(guesses)]
+
+
+def parallel_workers(files: Sequence[str]) -> int:
+    """How many processes to parse ``files`` with: bounded by the cores, the files and the memory available for
+    the largest file's estimated peak (:mod:`gputop_trace.resources`); 1 for small inputs."""
+    from gputop_trace.resources import available_memory, estimate
+
+    if len(files) < 2:
+        return 1
+    per_file = [estimate([f]) for f in files]
+    if sum(e.decompressed for e in per_file) < PARALLEL_MIN_BYTES:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    avail = available_memory()
+    biggest = max(e.needed for e in per_file)
+    by_memory = max(1, avail // biggest) if avail else cores
+    return max(1, min(cores, len(files), by_memory))
+
+
+def _load_one(path: str, default_rank: int, use_cache: bool) -> Trace:
+    """Worker entry point (module level so that it pickles)."""
+    return load_file(path, default_rank=default_rank, use_cache=use_cache)
+
+
+def _load_parallel(
+    files: Sequence[str], defaults: Sequence[int], workers: int, progress: Progress | None, use_cache: bool
+) -> list[Trace]:
+    """Parse files in ``workers`` fresh processes (spawned: safe from an app with threads running)."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    sizes = [os.path.getsize(f) for f in files]
+    total = sum(sizes)
+    done_bytes = 0
+    done_events = 0
+    results: dict[int, Trace] = {}
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    try:
+        futures = {
+            pool.submit(_load_one, f, d, use_cache): i for i, (f, d) in enumerate(zip(files, defaults, strict=True))
+        }
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                i = futures[fut]
+                results[i] = fut.result()  # re-raises the worker's TraceError as is
+                done_bytes += sizes[i]
+                done_events += len(results[i])
+            if progress is not None:
+                progress(done_bytes, total, done_events)  # may raise LoadCancelled
+    except BaseException:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.kill()
+        raise
+    pool.shutdown(wait=True)
+    return [results[i] for i in range(len(files))]
+
+
+def load_paths(paths: Sequence[str], *, progress: Progress | None = None, use_cache: bool = True) -> Trace:
     """Load one or more paths (files or directories) as one trace; several files become ranks.
 
     A file's rank comes from the file itself (Kineto ``distributedInfo``), else from a number in its name
-    (``rank3``), else from its position in the sorted list.
+    (``rank3``), else from its position in the sorted list. Each file is cached on its own (``use_cache``).
+    Several large files are parsed in parallel processes (:func:`parallel_workers`); ranks whose clocks
+    disagree are aligned on their collectives (:func:`gputop_trace.analysis.clock.align_rank_clocks`).
     """
     files: list[str] = []
     for p in paths:
@@ -72,21 +172,23 @@ def load_paths(paths: Sequence[str], *, progress: Progress | None = None) -> Tra
         else:
             files.append(p)
     if len(files) == 1:
-        return load_file(files[0], progress=progress)
-    from gputop_trace.parsers.chrome import rank_from_filename
-
-    traces: list[Trace] = []
-    used: set[int] = set()
-    for i, f in enumerate(files):
-        guess = rank_from_filename(f)
-        default = guess if guess is not None and guess not in used else i
-        t = load_file(f, progress=progress, default_rank=default)
-        traces.append(t)
-        used.update(t.meta.ranks)
+        return load_file(files[0], progress=progress, use_cache=use_cache)
+    defaults = _default_ranks(files)
+    workers = parallel_workers(files)
+    if workers > 1:
+        traces = _load_parallel(files, defaults, workers, progress, use_cache)
+    else:
+        traces = [
+            load_file(f, progress=progress, default_rank=d, use_cache=use_cache)
+            for f, d in zip(files, defaults, strict=True)
+        ]
     ranks = [r for t in traces for r in t.meta.ranks]
     if len(set(ranks)) != len(ranks):
+        dup = sorted({r for r in ranks if ranks.count(r) > 1})
         raise TraceError(
-            f"Two of the traces claim the same rank ({sorted(ranks)}); open them one at a time, or rename them "
-            "rank0…, rank1… and remove distributedInfo clashes.",
+            f"Several of these traces claim the same rank ({', '.join(map(str, dup))}): they look like runs of "
+            "different jobs, or copies of one file. Open them one at a time, or keep one file per rank.",
         )
-    return merge_traces(traces)
+    from gputop_trace.analysis.clock import align_rank_clocks
+
+    return align_rank_clocks(merge_traces(traces))

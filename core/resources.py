@@ -16,10 +16,8 @@ from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import GZIP_MAGIC, SQLITE_MAGIC
 from gputop_trace.units import parse_size_bytes
 
-#: model + streaming buffers per byte of decompressed JSON, and the fixed part: the loader's memory budget
-#: (performance.md: peak ≤ 1.0 × the JSON + 200 MB). Measured peak RSS of a whole ``gputop-trace summary``
-#: process (docs/fuzzing.md lists how): 0.22 GB for 100 MB of Kineto JSON, 1.04 GB for 1 GB.
-JSON_BYTES_FACTOR = 1.0
+#: model + streaming buffers per byte of decompressed JSON, and the fixed part (benchmarks/RESULTS.md)
+JSON_BYTES_FACTOR = 0.65  # measured peak: 0.62 × a 1 GB JSON (benchmarks/RESULTS.md)
 SQLITE_BYTES_FACTOR = 4.0  # measured peak RSS ≈ 4 × the export size (benchmarks/RESULTS.md)
 FIXED_OVERHEAD = 200 << 20
 #: gzip ratio assumed when the trailer cannot be trusted (several members, or more than 4 GiB)

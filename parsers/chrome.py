@@ -10,12 +10,15 @@ Classification: Kineto by ``cat``; JAX/XLA (no ``cat``) by process and thread na
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -35,7 +38,7 @@ from gputop_trace.model import (
     TraceBuilder,
     TraceMeta,
 )
-from gputop_trace.parsers.chrome_json import Chunk, DocumentInfo, stream_events
+from gputop_trace.parsers.chrome_json import Args, Chunk, DocumentInfo, stream_events
 from gputop_trace.parsers.source import ByteStream
 
 #: ``progress(bytes_read_from_disk, file_size, events_so_far)``; may raise :class:`LoadCancelled`.
@@ -99,6 +102,48 @@ _MEMKIND = {
 # values of the per-event "ph class" column
 _PH_X, _PH_I, _PH_BE, _PH_ASYNC, _PH_ASYNC_I = 0, 1, 2, 3, 4
 
+# how a chunk is split by phase: slices and instants become events at once, B/E and async pairs are matched
+# after streaming, flows are bound to slices after the build, metadata fills the name tables
+_G_X, _G_I, _G_BE, _G_FLOW, _G_ASYNC, _G_META, _G_COUNTER, _G_NONE, _G_OTHER = range(9)
+_PH_GROUP: dict[str, int] = {
+    "X": _G_X,
+    "i": _G_I,
+    "I": _G_I,
+    "R": _G_I,
+    "B": _G_BE,
+    "E": _G_BE,
+    "s": _G_FLOW,
+    "t": _G_FLOW,
+    "f": _G_FLOW,
+    "b": _G_ASYNC,
+    "e": _G_ASYNC,
+    "n": _G_ASYNC,
+    "M": _G_META,
+    "C": _G_COUNTER,
+    "": _G_NONE,
+}
+
+_A_PH = attrgetter("ph")
+_A_TS = attrgetter("ts")
+_A_DUR = attrgetter("dur")
+_A_CAT = attrgetter("cat")
+_A_NAME = attrgetter("name")
+_A_PIDTID = attrgetter("pid", "tid")
+_A_ID = attrgetter("id")
+_A_ARGS = attrgetter("args")
+_A_CORR = attrgetter("correlation")
+_A_CORR_ID = attrgetter("correlation_id")
+_A_EXT = attrgetter("external_id")
+_A_DEVICE = attrgetter("device")
+_A_REGS = attrgetter("registers")
+_A_GRID = attrgetter("grid")
+_A_BYTES = attrgetter("bytes")
+_A_KDETAILS = attrgetter("kernel_details")
+_A_COLLECTIVE = attrgetter("collective")
+_A_MDETAILS = attrgetter("memcpy_details")
+_A_KERNEL = attrgetter("grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy")
+_NO_ARGS = Args()
+
 
 @dataclass
 class _Columns:
@@ -119,8 +164,42 @@ class _Columns:
         return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
 
+@dataclass
+class _Flows:
+    """Chrome flow events (``s``/``t``/``f``) other than launch flows, column-wise in file order."""
+
+    ident: list[Any] = field(default_factory=list)  # the flow id (int, str or None)
+    cat: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    src: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    ts: list[np.ndarray[Any, Any]] = field(default_factory=list)  # ns, file time
+    next_slice: list[np.ndarray[Any, Any]] = field(default_factory=list)  # an "f" bound to the next slice
+    seq: list[np.ndarray[Any, Any]] = field(default_factory=list)  # file order
+
+    def __len__(self) -> int:
+        return len(self.ident)
+
+
+@dataclass
+class _KernelRows:
+    """Kineto kernel args of slices, column-wise (``event`` = provisional index)."""
+
+    event: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    grid: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    block: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    registers: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    shared: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    blocks_per_sm: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    warps_per_sm: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    occupancy: list[np.ndarray[Any, Any]] = field(default_factory=list)
+
+
 class _State:
-    """Everything gathered while streaming one file."""
+    """Everything gathered while streaming one file.
+
+    Ids are handed out in file order, whatever the chunking: a thread ``(pid, tid)`` and a category get their id
+    at the first slice, instant, B/E or flow event that names them; an event name at the first slice, instant or
+    B/E event. ``seq`` counts every event of the array, so it orders any two events as the file does.
+    """
 
     def __init__(self) -> None:
         self.builder = TraceBuilder("chrome")
@@ -134,14 +213,15 @@ class _State:
         self.thread_name: dict[tuple[Any, Any], str] = {}
         self.thread_sort: dict[tuple[Any, Any], int] = {}
         # side info by provisional event index
-        self.kern_rows: list[tuple[Any, ...]] = []
-        self.copy_rows: list[tuple[int, int]] = []
+        self.kern = _KernelRows()
+        self.copy_ev: list[np.ndarray[Any, Any]] = []
+        self.copy_bytes: list[np.ndarray[Any, Any]] = []
         self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
-        self.asyncs: list[tuple[Any, ...]] = []
-        self.flows: list[tuple[str, Any, int, int, int, str, int]] = []  # (ph, id, cat, src, ts, bp, seq)
+        self.asyncs: list[tuple[Any, ...]] = []  # (ph, pid, cat, id, ts, name, seq)
+        self.flows = _Flows()
         self.counters: dict[tuple[Any, str], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
         self.other_phases: dict[str, int] = defaultdict(int)
         self.skipped = 0
@@ -164,12 +244,16 @@ class _State:
             i = self.cats[cat] = len(self.cats)
         return i
 
+    def name_id(self, name: str) -> int:
+        return self.builder.names.intern(name)
 
-def _to_ns(values: list[Any], exact: bool) -> np.ndarray[Any, Any]:
+
+def _to_ns(values: Iterable[Any], exact: bool) -> np.ndarray[Any, Any]:
     """µs values (float or Decimal) → int64 ns, rounded to the nearest ns (never to whole µs)."""
     if exact:
-        return np.array([int((Decimal(v) * 1000).to_integral_value(ROUND_HALF_EVEN)) for v in values], dtype=np.int64)
-    return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
+        return np.array([_one_ns(v, True) for v in values], dtype=np.int64)
+    arr = values if isinstance(values, np.ndarray) else np.fromiter(values, np.float64)
+    return np.rint(arr * 1000.0).astype(np.int64)
 
 
 def _one_ns(v: Any, exact: bool) -> int:
@@ -179,82 +263,233 @@ def _one_ns(v: Any, exact: bool) -> int:
     return round(float(v) * 1000.0)
 
 
-def _process_chunk(st: _State, chunk: Chunk) -> None:
+def _ids(table: dict[Any, int], keys: list[Any]) -> np.ndarray[Any, Any]:
+    """Dense ids of ``keys`` from ``table``; keys not in it yet are added in the order they first appear."""
+    got = list(map(table.get, keys))
+    if None in got:
+        for k in compress(keys, map(operator.is_, got, repeat(None))):
+            if k not in table:
+                table[k] = len(table)
+        got = list(map(table.__getitem__, keys))
+    return np.array(got, dtype=np.int64)
+
+
+def _name_ids(st: _State, names: list[str]) -> np.ndarray[Any, Any]:
+    """Ids of event names, interned in the order they first appear."""
+    table = st.builder.names
+    got = list(map(table.ids.get, names))
+    if None in got:
+        for s in compress(names, map(operator.is_, got, repeat(None))):
+            table.intern(s)
+        got = list(map(table.ids.__getitem__, names))
+    return np.array(got, dtype=np.int64)
+
+
+def _int64_or(v: Any, default: int) -> int:
+    """``v`` as an int when it is an int (or the text of one) within int64, else ``default``."""
+    if isinstance(v, str):
+        try:
+            v = int(v)
+        except ValueError:
+            return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        return default
+    return v if -(2**63) <= v < 2**63 else default
+
+
+def _process_chunk(st: _State, chunk: Chunk, *, include_python: bool = True) -> None:
+    """Turn one decoded chunk into columns and side rows (column-wise; no Python loop per slice)."""
     evs = chunk.events
-    no_ts = [e for e in evs if e.ts != e.ts and e.ph != "M"]  # NaN: the event has no timestamp
-    if no_ts:
-        st.skipped += len(no_ts)
-        st.skipped_example = st.skipped_example or f"a {no_ts[0].ph!r} event named {no_ts[0].name!r} without ts"
-        evs = [e for e in evs if e.ts == e.ts or e.ph == "M"]
     st.skipped += chunk.skipped
     st.skipped_example = st.skipped_example or chunk.skipped_example
     st.repaired += chunk.repaired
     st.repaired_example = st.repaired_example or chunk.repaired_example
     for note in chunk.notes:
         st.builder.warn(f"The file is not strict JSON: {note}.")
-    xs = [e for e in evs if e.ph == "X"]
-    if len(xs) != len(evs):
-        _process_other(st, [e for e in evs if e.ph != "X"], chunk.exact)
     if chunk.counters:
         _process_counters(st, chunk.counters, chunk.exact)
-    if not xs:
+    n = len(evs)
+    if n == 0:
         return
-    n = len(xs)
+    exact = chunk.exact
+    phs: list[str] = chunk.phs if chunk.phs is not None else list(map(_A_PH, evs))
+    ts_f = chunk.ts
+    # an event without a timestamp (NaN) is skipped, except metadata, which needs none
+    no_ts = np.isnan(ts_f) if ts_f is not None else np.fromiter((e.ts != e.ts for e in evs), bool, n)
+    drop = None
+    if no_ts.any():
+        no_ts &= np.fromiter(map("M".__ne__, phs), bool, n)
+        if no_ts.any():
+            first = evs[int(np.flatnonzero(no_ts)[0])]
+            st.skipped += int(no_ts.sum())
+            st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
+            drop = no_ts
+    if not include_python:
+        cats = list(map(_A_CAT, evs))
+        if "python_function" in cats:
+            python = np.fromiter(map("python_function".__eq__, cats), bool, n)
+            drop = python if drop is None else drop | python
+    if drop is not None:
+        keep = (~drop).tolist()
+        evs = list(compress(evs, keep))
+        phs = list(compress(phs, keep))
+        if ts_f is not None:
+            ts_f = ts_f[~drop]
+        n = len(evs)
+        if n == 0:
+            return
+    seq0 = st.seq
+    st.seq += n
+    if phs.count("X") == n:  # the common case: a run of complete events only
+        _process_slices(st, evs, None, ts_f, exact, seq0, None)
+        return
+    group = np.fromiter(map(_PH_GROUP.get, phs, repeat(_G_OTHER)), dtype=np.uint8, count=n)
+    is_p = group <= _G_FLOW
+    idx_p = np.flatnonzero(is_p)
+    if len(idx_p):
+        ev_p = list(compress(evs, is_p.tolist())) if len(idx_p) < n else evs
+        _process_slices(st, ev_p, group[idx_p], ts_f[idx_p] if ts_f is not None else None, exact, seq0, idx_p)
+    if len(idx_p) < n:
+        _process_other(st, evs, phs, group, exact, seq0)
+
+
+def _process_slices(
+    st: _State,
+    evs: list[Any],
+    group: np.ndarray[Any, Any] | None,
+    ts_f: np.ndarray[Any, Any] | None,
+    exact: bool,
+    seq0: int,
+    pos: np.ndarray[Any, Any] | None,
+) -> None:
+    """Slices, instants, B/E and flow events of a chunk (``group`` None: slices only); ``pos`` = their places."""
+    n = len(evs)
+    src = _ids(st.srcs, list(map(_A_PIDTID, evs)))
+    cat = _ids(st.cats, list(map(_A_CAT, evs)))
+    ts = np.rint(ts_f * 1000.0).astype(np.int64) if ts_f is not None else _to_ns(map(_A_TS, evs), exact)
+    if group is None:
+        _add_slices(st, evs, ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None, exact)
+        return
+    named = group <= _G_BE
+    name = np.full(n, -1, dtype=np.int64)
+    if named.all():
+        name = _name_ids(st, list(map(_A_NAME, evs)))
+    elif named.any():
+        name[named] = _name_ids(st, list(map(_A_NAME, compress(evs, named.tolist()))))
+    direct = group <= _G_I
+    sel = np.flatnonzero(direct)
+    if len(sel):
+        ev_d = evs if len(sel) == n else list(compress(evs, direct.tolist()))
+        is_x = group[sel] == _G_X
+        _add_slices(st, ev_d, ts[sel], src[sel], cat[sel], name[sel], None if is_x.all() else is_x, exact)
+    seq = seq0 + (pos if pos is not None else np.arange(n))
+    for i in np.flatnonzero(group == _G_BE).tolist():
+        st.be.append((int(src[i]), int(ts[i]), int(seq[i]), int(name[i]), int(cat[i]), evs[i].ph))
+    sel = np.flatnonzero(group == _G_FLOW)
+    if len(sel):
+        ac2g = st.cats.get("ac2g", -1)
+        sel = sel[cat[sel] != ac2g]  # launch flows come from correlation ids
+    if len(sel):
+        ev_f = [evs[i] for i in sel.tolist()]
+        f = st.flows
+        f.ident.extend(map(_A_ID, ev_f))
+        f.cat.append(cat[sel])
+        f.src.append(src[sel])
+        f.ts.append(ts[sel])
+        f.next_slice.append(np.array([e.ph == "f" and e.bp != "e" for e in ev_f], dtype=bool))
+        f.seq.append(seq[sel])
+
+
+def _add_slices(
+    st: _State,
+    evs: list[Any],
+    start: np.ndarray[Any, Any],
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    is_x: np.ndarray[Any, Any] | None,
+    exact: bool,
+) -> None:
+    """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events."""
+    n = len(evs)
     base = st.n
-    intern = st.builder.names.intern
-    src_id = st.src_id
-    cat_id = st.cat_id
-    start = _to_ns([e.ts for e in xs], chunk.exact)
-    dur = _to_ns([e.dur for e in xs], chunk.exact)
-    neg = dur < 0
+    xs = evs if is_x is None else list(compress(evs, is_x.tolist()))
+    nx = len(xs)
+    dur_x = _to_ns(map(_A_DUR, xs), exact)
+    neg = dur_x < 0
     if neg.any():
         st.negative_dur += int(neg.sum())
-        dur[neg] = 0
-    src = np.array([src_id(e.pid, e.tid) for e in xs], dtype=np.int32)
-    cat = np.array([cat_id(e.cat) for e in xs], dtype=np.int16)
-    name = np.array([intern(e.name) for e in xs], dtype=np.int32)
-    argl = [e.args for e in xs]
-    corr = np.array([a.correlation if a is not None and a.correlation >= 0 else _corr(a) for a in argl], dtype=np.int64)
-    ext = np.array([a.external_id if a is not None else -1 for a in argl], dtype=np.int64)
-    device = np.array([a.device if a is not None else -1 for a in argl], dtype=np.int32)
-    for i, a in enumerate(argl):
-        if a is None:
-            continue
-        if a.grid is not None or a.registers >= 0:
-            st.kern_rows.append(
-                (
-                    base + i,
-                    a.grid or (0, 0, 0),
-                    a.block or (0, 0, 0),
-                    a.registers,
-                    a.shared_memory,
-                    a.blocks_per_sm,
-                    a.warps_per_sm,
-                    a.occupancy,
-                )
-            )
-        elif a.bytes >= 0:
-            st.copy_rows.append((base + i, a.bytes))
-        if a.collective is not None:
-            st.coll_rows.append((base + i, a.collective, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
-        if a.kernel_details is not None:
-            st.details.append((base + i, "kernel", a.kernel_details))
-        elif a.memcpy_details is not None:
-            st.details.append((base + i, "memcpy", a.memcpy_details))
-    _append(st, start, dur, src, cat, name, corr, ext, device, np.full(n, _PH_X, dtype=np.uint8))
+        dur_x[neg] = 0
+    argl = list(map(_A_ARGS, xs))
+    if None in argl:
+        argl = [a if a is not None else _NO_ARGS for a in argl]
+    corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+    no_corr = corr_x < 0
+    if no_corr.any():
+        corr_x[no_corr] = -1
+        texts = list(map(_A_CORR_ID, argl))
+        if texts.count(None) != nx:
+            for i in np.flatnonzero(no_corr).tolist():
+                if texts[i] is not None:
+                    corr_x[i] = _int64_or(texts[i], -1)
+    ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
+    dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+    # provisional index of every X event
+    ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
+    _add_kernel_and_copy_rows(st, argl, ev_x)
+    if is_x is None:
+        dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
+        phc = np.full(n, _PH_X, dtype=np.uint8)
+    else:
+        dur = np.zeros(n, dtype=np.int64)
+        corr = np.full(n, -1, dtype=np.int64)
+        ext = np.full(n, -1, dtype=np.int64)
+        device = np.full(n, -1, dtype=np.int64)
+        dur[is_x], corr[is_x], ext[is_x], device[is_x] = dur_x, corr_x, ext_x, dev_x
+        phc = np.where(is_x, _PH_X, _PH_I).astype(np.uint8)
+    _append(st, start, dur, src, cat, name, corr, ext, device, phc)
 
 
-def _corr(a: Any) -> int:
-    if a is None:
-        return -1
-    if a.correlation >= 0:
-        return int(a.correlation)
-    if a.correlation_id is not None:
-        try:
-            return int(a.correlation_id)
-        except ValueError:
-            return -1
-    return -1
+def _add_kernel_and_copy_rows(st: _State, argl: list[Any], ev_x: np.ndarray[Any, Any]) -> None:
+    """Kernel rows (args with a grid or registers), copy rows (args with bytes) and JAX details strings."""
+    nx = len(argl)
+    regs = np.fromiter(map(_A_REGS, argl), np.int64, nx)
+    grids = list(map(_A_GRID, argl))
+    is_kernel = regs >= 0
+    if grids.count(None) != nx:
+        is_kernel |= np.fromiter(map(operator.is_not, grids, repeat(None)), bool, nx)
+    k = np.flatnonzero(is_kernel)
+    if len(k):
+        rows = [_A_KERNEL(argl[i]) for i in k.tolist()]
+        grid, block, registers, shared, bps, wps, occ = zip(*rows, strict=True)
+        kr = st.kern
+        kr.event.append(ev_x[k])
+        kr.grid.append(np.array([g or (0, 0, 0) for g in grid], dtype=np.int64).reshape(-1, 3))
+        kr.block.append(np.array([b or (0, 0, 0) for b in block], dtype=np.int64).reshape(-1, 3))
+        kr.registers.append(np.array(registers, dtype=np.int64))
+        kr.shared.append(np.array(shared, dtype=np.int64))
+        kr.blocks_per_sm.append(np.array(bps, dtype=np.float64))
+        kr.warps_per_sm.append(np.array(wps, dtype=np.float64))
+        kr.occupancy.append(np.array(occ, dtype=np.float64))
+    nbytes = np.fromiter(map(_A_BYTES, argl), np.int64, nx)
+    c = np.flatnonzero((nbytes >= 0) & ~is_kernel)
+    if len(c):
+        st.copy_ev.append(ev_x[c])
+        st.copy_bytes.append(nbytes[c])
+    coll = list(map(_A_COLLECTIVE, argl))
+    if coll.count(None) != nx:
+        for i, name in enumerate(coll):
+            if name is not None:
+                a = argl[i]
+                st.coll_rows.append((int(ev_x[i]), name, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
+    kd = list(map(_A_KDETAILS, argl))
+    md = list(map(_A_MDETAILS, argl))
+    if kd.count(None) != nx or md.count(None) != nx:
+        for i, (kt, mt) in enumerate(zip(kd, md, strict=True)):
+            if kt is not None:
+                st.details.append((int(ev_x[i]), "kernel", kt))
+            elif mt is not None:
+                st.details.append((int(ev_x[i]), "memcpy", mt))
 
 
 def _append(
@@ -272,9 +507,9 @@ def _append(
     c = st.cols
     c.start.append(start)
     c.dur.append(dur)
-    c.src.append(src)
-    c.cat.append(cat)
-    c.name.append(name)
+    c.src.append(src.astype(np.int32))
+    c.cat.append(cat.astype(np.int32))
+    c.name.append(name.astype(np.int32))
     c.corr.append(corr)
     c.ext.append(ext)
     c.device.append(device)
@@ -282,52 +517,20 @@ def _append(
     st.n += int(start.shape[0])
 
 
-def _process_other(st: _State, evs: list[Any], exact: bool) -> None:
-    """Metadata, instants, B/E, async and flow events (everything but ``X``)."""
-    instants: list[Any] = []
-    for e in evs:
-        ph = e.ph
-        if ph == "M":
+def _process_other(
+    st: _State, evs: list[Any], phs: list[str], group: np.ndarray[Any, Any], exact: bool, seq0: int
+) -> None:
+    """Metadata, async and unknown-phase events of a chunk (one by one: there are few)."""
+    for i in np.flatnonzero(group > _G_FLOW).tolist():
+        e = evs[i]
+        g = group[i]
+        if g == _G_META:
             _metadata(st, e)
-        elif ph in ("B", "E"):
-            st.seq += 1
-            st.be.append(
-                (
-                    st.src_id(e.pid, e.tid),
-                    _one_ns(e.ts, exact),
-                    st.seq,
-                    st.builder.names.intern(e.name),
-                    st.cat_id(e.cat),
-                    ph,
-                )
-            )
-        elif ph in ("i", "I", "R"):
-            instants.append(e)
-        elif ph in ("s", "t", "f"):
-            st.seq += 1
-            st.flows.append((ph, e.id, st.cat_id(e.cat), st.src_id(e.pid, e.tid), _one_ns(e.ts, exact), e.bp, st.seq))
-        elif ph in ("b", "e", "n"):
-            st.seq += 1
+        elif g == _G_ASYNC:
             ident = e.id if e.id is not None else (e.id2 if isinstance(e.id2, (int, str)) else None)
-            st.asyncs.append((ph, e.pid, e.cat, ident, _one_ns(e.ts, exact), e.name, st.seq))
-        elif ph == "C":
-            pass  # handled from chunk.counters
-        elif ph:
-            st.other_phases[ph] += 1
-    if instants:
-        n = len(instants)
-        _append(
-            st,
-            _to_ns([e.ts for e in instants], exact),
-            np.zeros(n, dtype=np.int64),
-            np.array([st.src_id(e.pid, e.tid) for e in instants], dtype=np.int32),
-            np.array([st.cat_id(e.cat) for e in instants], dtype=np.int16),
-            np.array([st.builder.names.intern(e.name) for e in instants], dtype=np.int32),
-            np.full(n, -1, dtype=np.int64),
-            np.full(n, -1, dtype=np.int64),
-            np.full(n, -1, dtype=np.int32),
-            np.full(n, _PH_I, dtype=np.uint8),
-        )
+            st.asyncs.append((e.ph, e.pid, e.cat, ident, _one_ns(e.ts, exact), e.name, seq0 + i))
+        elif g == _G_OTHER:
+            st.other_phases[phs[i]] += 1
 
 
 def _metadata(st: _State, e: Any) -> None:
@@ -682,10 +885,9 @@ def _classify_all(
         return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int32)
     use_name = (cat == 0) if fmt != "jax" else np.ones(n, dtype=bool)
     name_key = np.where(use_name, name, -1).astype(np.int64)
-    stacked = np.stack(
+    first, inverse = _distinct_rows(
         [src.astype(np.int64), cat.astype(np.int64), phc.astype(np.int64), device.astype(np.int64), name_key]
     )
-    _, first, inverse = np.unique(stacked, axis=1, return_index=True, return_inverse=True)
     src_keys = list(st.srcs)
     cat_names = list(st.cats)
     names = st.builder.names.strings
@@ -701,6 +903,27 @@ def _classify_all(
     return kinds[inverse], lanes[inverse]
 
 
+def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Distinct rows of equally long int64 columns, in lexicographic order: (index of each one's first
+    occurrence, row id of every row), like ``np.unique(np.stack(cols), axis=1, return_index, return_inverse)``.
+
+    The columns are packed into one int64 key (mixed radix over each column's range) when that fits, which is
+    several times faster than a multi-column unique.
+    """
+    key = np.zeros(cols[0].shape[0], dtype=np.int64)
+    radix = 1
+    for c in reversed(cols):
+        lo = int(c.min())
+        span = int(c.max()) - lo + 1
+        if radix * span >= 2**62:
+            _, first, inverse = np.unique(np.stack(cols), axis=1, return_index=True, return_inverse=True)
+            return first, np.asarray(inverse).reshape(-1)
+        key += (c - lo) * np.int64(radix)
+        radix *= span
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, np.asarray(inverse).reshape(-1)
+
+
 def _parse_details(text: str) -> dict[str, str]:
     return dict(_DETAIL_KV.findall(text))
 
@@ -708,16 +931,37 @@ def _parse_details(text: str) -> dict[str, str]:
 def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], name: np.ndarray[Any, Any]) -> None:
     b = st.builder
     # kernels from Kineto args
-    rows = [r for r in st.kern_rows if kind[r[0]] == Kind.KERNEL]
-    kern_events: list[int] = [r[0] for r in rows]
-    grid = [r[1] for r in rows]
-    block = [r[2] for r in rows]
-    regs = [r[3] for r in rows]
-    smem = [max(r[4], 0) for r in rows]
-    bps = [r[5] if r[5] >= 0 else np.nan for r in rows]
-    wps = [r[6] if r[6] >= 0 else np.nan for r in rows]
-    occ = [r[7] if r[7] >= 0 else np.nan for r in rows]
-    dyn = [0] * len(rows)
+    kr = st.kern
+    k_ev = np.concatenate(kr.event) if kr.event else np.zeros(0, dtype=np.int64)
+    keep = kind[k_ev] == Kind.KERNEL
+
+    def kcol(parts: list[np.ndarray[Any, Any]], dtype: Any, width: int = 0) -> np.ndarray[Any, Any]:
+        if not parts:
+            return np.zeros((0, width) if width else 0, dtype=dtype)
+        out: np.ndarray[Any, Any] = np.concatenate(parts)[keep].astype(dtype)
+        return out
+
+    def nan_if_negative(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.where(values >= 0, values, np.nan)
+
+    kineto_kernels = {
+        "event": k_ev[keep],
+        "grid": kcol(kr.grid, np.int32, 3),
+        "block": kcol(kr.block, np.int32, 3),
+        "registers": kcol(kr.registers, np.int32),
+        "shared_static": np.maximum(kcol(kr.shared, np.int64), 0).astype(np.int32),
+        "shared_dynamic": np.zeros(int(keep.sum()), dtype=np.int32),
+        "occupancy": nan_if_negative(kcol(kr.occupancy, np.float64)).astype(np.float32),
+        "blocks_per_sm": nan_if_negative(kcol(kr.blocks_per_sm, np.float64)).astype(np.float32),
+        "warps_per_sm": nan_if_negative(kcol(kr.warps_per_sm, np.float64)).astype(np.float32),
+    }
+    kern_events: list[int] = []
+    grid: list[tuple[int, int, int]] = []
+    block: list[tuple[int, int, int]] = []
+    regs: list[int] = []
+    smem: list[int] = []
+    dyn: list[int] = []
+    occ: list[float] = []
     copy_ev: list[int] = []
     copy_bytes: list[int] = []
     copy_dir: list[int] = []
@@ -735,8 +979,6 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             regs.append(_int_or(d.get("regs"), -1))
             smem.append(max(_int_or(d.get("static_shared"), 0), 0))
             dyn.append(max(_int_or(d.get("dynamic_shared"), 0), 0))
-            bps.append(np.nan)
-            wps.append(np.nan)
             occ.append(_float_or_nan(d.get("occ_pct")))
         elif what == "memcpy" and kind[ev] == Kind.MEMCPY:
             seen_copy.add(ev)
@@ -747,7 +989,10 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             copy_src.append(_MEMKIND.get(d.get("kind_src", "").lower(), MemKind.UNKNOWN))
             copy_dst.append(_MEMKIND.get(d.get("kind_dst", "").lower(), MemKind.UNKNOWN))
             copy_async.append(_int_or(d.get("async"), -1))
+    if len(kineto_kernels["event"]):
+        b.add_kernels(**kineto_kernels)
     if kern_events:
+        nan = np.full(len(kern_events), np.nan, dtype=np.float32)
         b.add_kernels(
             event=np.array(kern_events, dtype=np.int64),
             grid=np.array(grid, dtype=np.int32).reshape(-1, 3),
@@ -756,8 +1001,8 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             shared_static=np.array(smem, dtype=np.int32),
             shared_dynamic=np.array(dyn, dtype=np.int32),
             occupancy=np.array(occ, dtype=np.float32),
-            blocks_per_sm=np.array(bps, dtype=np.float32),
-            warps_per_sm=np.array(wps, dtype=np.float32),
+            blocks_per_sm=nan,
+            warps_per_sm=nan,
         )
     # collectives (Kineto writes the framework's view of the NCCL call on the kernel)
     colls = [r for r in st.coll_rows if kind[r[0]] == Kind.KERNEL]
@@ -773,31 +1018,27 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             dtype=np.array([intern(r[6]) if r[6] is not None else -1 for r in colls], dtype=np.int32),
         )
     # copies and memsets from Kineto args; direction and memory kinds from the name
-    byte_of = dict(st.copy_rows)
+    c_ev = np.concatenate(st.copy_ev) if st.copy_ev else np.zeros(0, dtype=np.int64)
+    c_bytes = np.concatenate(st.copy_bytes) if st.copy_bytes else np.zeros(0, dtype=np.int64)
     copy_like = np.flatnonzero((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))
-    for ev in copy_like.tolist():
-        if ev in seen_copy:
-            continue
-        label = names[int(name[ev])]
+    if seen_copy:
+        copy_like = copy_like[~np.isin(copy_like, np.array(sorted(seen_copy), dtype=np.int64))]
+    nbytes = np.zeros(len(copy_like), dtype=np.int64)
+    if len(c_ev) and len(copy_like):
+        at = np.minimum(np.searchsorted(c_ev, copy_like), len(c_ev) - 1)  # c_ev ascends: file order
+        hit = c_ev[at] == copy_like
+        nbytes[hit] = np.maximum(c_bytes[at[hit]], 0)
+    parsed: dict[tuple[int, bool], tuple[int, int, int]] = {}
+    for ev, nb in zip(copy_like.tolist(), nbytes.tolist(), strict=True):
+        key = (int(name[ev]), bool(kind[ev] == Kind.MEMSET))
+        got = parsed.get(key)
+        if got is None:
+            got = parsed[key] = _copy_from_label(names[key[0]], key[1])
         copy_ev.append(ev)
-        copy_bytes.append(max(byte_of.get(ev, 0), 0))
-        if kind[ev] == Kind.MEMSET:
-            copy_dir.append(CopyKind.UNKNOWN)
-            copy_src.append(MemKind.UNKNOWN)
-            inner = label[label.find("(") + 1 : label.rfind(")")].strip().lower() if "(" in label else ""
-            copy_dst.append(_MEMKIND.get(inner, MemKind.UNKNOWN))
-            copy_async.append(-1)
-            continue
-        m = _KINETO_COPY.search(label)
-        if m:
-            copy_dir.append(_DIRECTION.get(m.group(1).lower(), CopyKind.UNKNOWN))
-            copy_src.append(_MEMKIND.get((m.group(2) or "").lower(), MemKind.UNKNOWN))
-            copy_dst.append(_MEMKIND.get((m.group(3) or "").lower(), MemKind.UNKNOWN))
-        else:
-            jm = _JAX_COPY.match(label)
-            copy_dir.append(_DIRECTION.get(jm.group(1).lower(), CopyKind.UNKNOWN) if jm else CopyKind.UNKNOWN)
-            copy_src.append(MemKind.UNKNOWN)
-            copy_dst.append(MemKind.UNKNOWN)
+        copy_bytes.append(nb)
+        copy_dir.append(got[0])
+        copy_src.append(got[1])
+        copy_dst.append(got[2])
         copy_async.append(-1)
     if copy_ev:
         b.add_copies(
@@ -808,6 +1049,26 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
             dst_kind=np.array(copy_dst, dtype=np.uint8),
             is_async=np.array(copy_async, dtype=np.int8),
         )
+
+
+def _copy_from_label(label: str, memset: bool) -> tuple[int, int, int]:
+    """(direction, source memory kind, destination memory kind) of a copy or memset, from its name."""
+    if memset:
+        inner = label[label.find("(") + 1 : label.rfind(")")].strip().lower() if "(" in label else ""
+        return CopyKind.UNKNOWN, MemKind.UNKNOWN, _MEMKIND.get(inner, MemKind.UNKNOWN)
+    m = _KINETO_COPY.search(label)
+    if m:
+        return (
+            _DIRECTION.get(m.group(1).lower(), CopyKind.UNKNOWN),
+            _MEMKIND.get((m.group(2) or "").lower(), MemKind.UNKNOWN),
+            _MEMKIND.get((m.group(3) or "").lower(), MemKind.UNKNOWN),
+        )
+    jm = _JAX_COPY.match(label)
+    return (
+        _DIRECTION.get(jm.group(1).lower(), CopyKind.UNKNOWN) if jm else CopyKind.UNKNOWN,
+        MemKind.UNKNOWN,
+        MemKind.UNKNOWN,
+    )
 
 
 _DTYPE_BYTES = {
@@ -856,17 +1117,16 @@ def _launch_flows(kind: np.ndarray[Any, Any], corr: np.ndarray[Any, Any]) -> tup
 def _bind_flows(trace: Trace, st: _State, lane_of_src: dict[int, list[int]]) -> FlowTable:
     """Bind Chrome flow events (s/t/f, other than launch flows) to the slices they point at."""
     cat_names = list(st.cats)
-    pts = [p for p in st.flows if cat_names[p[2]] != "ac2g"]  # launch flows come from correlation ids
-    if not pts:
+    fl = st.flows
+    n = len(fl)
+    if not n:
         return trace.flows
-    n = len(pts)
-    ph = np.array([p[0] for p in pts])
-    ident = [p[1] for p in pts]
-    cat = np.array([p[2] for p in pts], dtype=np.int64)
-    src = np.array([p[3] for p in pts], dtype=np.int64)
-    rel = np.array([p[4] for p in pts], dtype=np.int64) - np.int64(trace.meta.t0_ns)
-    next_slice = (ph == "f") & np.array([p[5] != "e" for p in pts])
-    seq = np.array([p[6] for p in pts], dtype=np.int64)
+    ident = fl.ident
+    cat = np.concatenate(fl.cat)
+    src = np.concatenate(fl.src)
+    rel = np.concatenate(fl.ts) - np.int64(trace.meta.t0_ns)
+    next_slice = np.concatenate(fl.next_slice)
+    seq = np.concatenate(fl.seq)
     bound = np.full(n, -1, dtype=np.int64)
     for s_id in np.unique(src).tolist():
         sel = np.flatnonzero(src == s_id)
@@ -898,8 +1158,7 @@ def _bind_flows(trace: Trace, st: _State, lane_of_src: dict[int, list[int]]) -> 
             nx = nxt & (k_left < len(starts))
             bound[todo[nx]] = sl.start + k_left[nx]
     # chain the bound points of each flow id in file order
-    key_ids: dict[tuple[Any, int], int] = {}
-    group = np.array([key_ids.setdefault((ident[i], int(cat[i])), len(key_ids)) for i in range(n)], dtype=np.int64)
+    group = _ids({}, list(zip(ident, cat.tolist(), strict=True)))
     keep = np.flatnonzero(bound >= 0)
     order = keep[np.lexsort((seq[keep], group[keep]))]
     g, b = group[order], bound[order]
@@ -943,9 +1202,7 @@ def load(
     with ByteStream(path, on_read=on_read) as src:
         try:
             for chunk in stream_events(src, info):
-                if not include_python:
-                    chunk.events = [e for e in chunk.events if e.cat != "python_function"]
-                _process_chunk(st, chunk)
+                _process_chunk(st, chunk, include_python=include_python)
                 if progress is not None:
                     progress(src.bytes_in, file_size, st.n)
         except LoadCancelled:
@@ -1047,7 +1304,7 @@ def _finish(
     fmt = _detect_format(st, header)
     b.format = fmt
     src = st.cols.concat("src", np.int32)
-    cat = st.cols.concat("cat", np.int16)
+    cat = st.cols.concat("cat", np.int32)
     name = st.cols.concat("name", np.int32)
     device = st.cols.concat("device", np.int32)
     phc = st.cols.concat("phc", np.uint8)

@@ -17,14 +17,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import attrgetter
 from typing import Annotated, Any, Union
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import ByteStream
 
-CHUNK = 16 << 20  # decompressed bytes per decoded chunk
+CHUNK = 1 << 20  # decompressed bytes per decoded chunk: small enough that its decoded events stay in cache
 HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
 MAX_SPLIT_TRIES = 24
 MAX_ELEMENT = 64 << 20  # a window that still holds no complete element is treated as damaged
@@ -115,7 +118,7 @@ class CounterEvent(msgspec.Struct, gc=False):
 
 _DEC_EVENTS = msgspec.json.Decoder(list[Event])
 _DEC_EXACT = msgspec.json.Decoder(list[ExactEvent])
-_DEC_COUNTERS = msgspec.json.Decoder(list[Union[CounterEvent, Any]])  # noqa: UP007
+_DEC_COUNTER = msgspec.json.Decoder(CounterEvent)
 _DEC_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _DEC_ONE = msgspec.json.Decoder(Event)
 _DEC_ANY = msgspec.json.Decoder()
@@ -137,6 +140,8 @@ class Chunk:
     repaired: int = 0  # events kept after fields of the wrong type or range were dropped or converted
     repaired_example: str = ""
     notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
+    phs: list[str] | None = None  # every event's ``ph`` (when the typed decoder made the chunk)
+    ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
 
 
 @dataclass
@@ -162,6 +167,51 @@ def _strip_bom(b: bytes) -> bytes:
     return b[3:] if b.startswith(b"\xef\xbb\xbf") else b
 
 
+class _Window:
+    """A reusable buffer over the decompressed stream: the bytes ``buf[:end]`` start at stream offset ``base``.
+
+    Chunks are decoded straight out of it (no copy): the byte before a chunk and the byte after it are
+    overwritten with ``[`` and ``]`` for the time of the decoding, then restored. One byte of room is kept
+    before the current position for that.
+    """
+
+    def __init__(self, src: ByteStream, head: bytes, pos: int, base: int) -> None:
+        self.src = src
+        keep = head[pos - 1 :]
+        self.cap = max(2 * CHUNK + 64, 2 * len(keep))
+        self.buf = bytearray(self.cap)
+        self.view = memoryview(self.buf)
+        self.buf[: len(keep)] = keep
+        self.end = len(keep)
+        self.base = base + pos - 1
+
+    def data(self) -> bytes:
+        """A copy of the bytes in the window (for the rare paths that work on plain bytes)."""
+        return bytes(self.view[: self.end])
+
+    def refill(self, pos: int, *, grow: bool = False) -> int:
+        """Move ``buf[pos-1:end]`` to the front, read a chunk more (``grow``: as much again as the window
+        holds, for an element larger than it); returns the new position of ``pos``."""
+        keep = self.end - (pos - 1)
+        want = max(CHUNK, keep) if grow else CHUNK
+        if keep + want > self.cap:  # one element larger than the window: grow it
+            self.cap = keep + 2 * want
+            bigger = bytearray(self.cap)
+            bigger[:keep] = self.view[pos - 1 : self.end]
+            self.view.release()
+            self.buf, self.view = bigger, memoryview(bigger)
+        elif pos > 1:
+            self.buf[:keep] = self.view[pos - 1 : self.end]
+        self.base += pos - 1
+        self.end = keep
+        while self.end < keep + want and not self.src.eof:
+            self.end += self.src.readinto(self.view[self.end : keep + want])
+        return 1
+
+    def close(self) -> None:
+        self.view.release()
+
+
 def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     """Yield decoded chunks of the ``traceEvents`` array; fill ``info`` with header, form and truncation.
 
@@ -171,9 +221,9 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     buf = src.read(CHUNK)
     while len(buf) < 64 and not src.eof:
         buf += src.read(CHUNK)
-    base = 0  # decompressed offset of buf[0]
     start = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
-    start += len(buf) - start - len(buf[start:].lstrip(_WS))
+    while start < len(buf) and buf[start] in _WS:
+        start += 1
     if start >= len(buf):
         raise _not_trace(src.path, "it is empty" if src.bytes_out == 0 else "it holds only white space")
     first = buf[start : start + 1]
@@ -186,59 +236,63 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     else:
         raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
     info.consumed = pos
-    while True:
-        pos = _skip_ws_comma(buf, pos)
-        # keep a chunk's worth of bytes after pos in the buffer
-        if len(buf) - pos < CHUNK and not src.eof:
-            base += pos
-            buf, pos = buf[pos:] + src.read(CHUNK), 0
-            continue
-        if pos >= len(buf):  # the stream ended inside the array
-            info.truncated = True
-            break
-        if buf[pos : pos + 1] == b"]":
-            info.consumed = base + pos + 1
-            _read_trailer(src, buf[pos + 1 :], info)
-            break
-        end, chunk = _decode_some(buf, pos)
-        if end < 0 and src.eof:
-            end, chunk = _decode_last(buf, pos)
-        if end < 0 and not src.eof and len(buf) - pos < MAX_ELEMENT:
-            # an element larger than the window: read more and try again
-            base += pos
-            buf, pos = buf[pos:] + src.read(CHUNK), 0
-            continue
-        if end < 0:
-            # damaged bytes: keep what decodes before them, skip to where decoding works again
-            good, chunk_or_none, resync = _recover_damage(buf, pos)
-            if chunk_or_none is not None:
-                info.chunks += 1
-                info.consumed = base + good
-                yield chunk_or_none
-            if resync < 0:
-                if src.eof:
-                    rest = buf[good:]
-                    if _nested_too_deeply(rest, closed=True):
-                        info.too_deep.append((base + good, len(rest)))
-                        info.consumed = base + len(buf)
-                    else:
-                        info.truncated = True
-                        info.damaged.append((base + good, len(rest)))
-                    break
-                resync = len(buf)  # nothing readable in this window: skip it
-            skipped = (base + good, resync - good)
-            (info.too_deep if _nested_too_deeply(buf[good:resync]) else info.damaged).append(skipped)
-            pos = resync
-            continue
-        info.chunks += 1
-        info.consumed = base + end
-        yield chunk
-        pos = end
+    win = _Window(src, buf, pos, 0)
+    del buf
+    pos = 1
+    try:
+        while True:
+            pos = _skip_ws_comma(win.buf, pos, win.end)
+            # keep a chunk's worth of bytes after pos in the window
+            if win.end - pos < CHUNK and not src.eof:
+                pos = win.refill(pos)
+                continue
+            if pos >= win.end:  # the stream ended inside the array
+                info.truncated = True
+                break
+            if win.buf[pos] == 0x5D:  # "]"
+                info.consumed = win.base + pos + 1
+                _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
+                break
+            end, chunk = _decode_some(win, pos)
+            if end < 0 and src.eof:
+                end, chunk = _decode_last(win.data(), pos)
+            if end < 0 and not src.eof and win.end - pos < MAX_ELEMENT:
+                # an element larger than the window: read more (doubling) and try again
+                pos = win.refill(pos, grow=True)
+                continue
+            if end < 0:
+                # damaged bytes: keep what decodes before them, skip to where decoding works again
+                good, chunk_or_none, resync = _recover_damage(win.data(), pos)
+                if chunk_or_none is not None:
+                    info.chunks += 1
+                    info.consumed = win.base + good
+                    yield chunk_or_none
+                if resync < 0:
+                    if src.eof:
+                        rest = bytes(win.view[good : win.end])
+                        if _nested_too_deeply(rest, closed=True):
+                            info.too_deep.append((win.base + good, len(rest)))
+                            info.consumed = win.base + win.end
+                        else:
+                            info.truncated = True
+                            info.damaged.append((win.base + good, len(rest)))
+                        break
+                    resync = win.end  # nothing readable in this window: skip it
+                skipped = (win.base + good, resync - good)
+                deep = _nested_too_deeply(bytes(win.view[good:resync]))
+                (info.too_deep if deep else info.damaged).append(skipped)
+                pos = resync
+                continue
+            info.chunks += 1
+            info.consumed = win.base + end
+            yield chunk
+            pos = end
+    finally:
+        win.close()
     info.total = src.bytes_out
 
 
-def _skip_ws_comma(buf: bytes, pos: int) -> int:
-    n = len(buf)
+def _skip_ws_comma(buf: bytes | bytearray, pos: int, n: int) -> int:
     while pos < n and buf[pos] in b" \t\r\n,":
         pos += 1
     return pos
@@ -309,10 +363,9 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
                 info.header.setdefault(k, v)
 
 
-def _split_candidates(buf: bytes, pos: int) -> Iterator[int]:
-    """Positions just after a ``}`` that is followed by ``,`` or ``]``, from the end backwards."""
-    end = len(buf)
-    n = len(buf)
+def _split_candidates(buf: bytearray, pos: int, end: int) -> Iterator[int]:
+    """Positions just after a ``}`` that is followed by ``,`` or ``]``, from ``end`` backwards."""
+    n = end
     tries = 0
     while tries < MAX_SPLIT_TRIES:
         p = buf.rfind(b"}", pos, end)
@@ -327,14 +380,29 @@ def _split_candidates(buf: bytes, pos: int) -> Iterator[int]:
         end = p
 
 
-def _decode_some(buf: bytes, pos: int) -> tuple[int, Chunk]:
+def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
     """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
-    for cut in _split_candidates(buf, pos):
-        text = b"[" + buf[pos:cut] + b"]"
+    buf = win.buf
+    before = buf[pos - 1]
+    for cut in _split_candidates(buf, pos, win.end):
+        after = buf[cut] if cut < win.end else None
+        buf[pos - 1] = 0x5B  # "["
+        if after is None:
+            text: bytes | memoryview = bytes(win.view[pos - 1 : cut]) + b"]"
+        else:
+            buf[cut] = 0x5D  # "]"
+            text = win.view[pos - 1 : cut + 1]
         try:
-            return cut, _decode_chunk(text)
+            chunk = _decode_chunk(text)
         except _NotAnArray:
             continue
+        finally:
+            buf[pos - 1] = before
+            if after is not None:
+                buf[cut] = after
+            if isinstance(text, memoryview):
+                text.release()
+        return cut, chunk
     return -1, Chunk([])
 
 
@@ -363,7 +431,7 @@ def _recover_damage(buf: bytes, pos: int) -> tuple[int, Chunk | None, int]:
     if lo >= 0 and best is None:  # pragma: no cover - lo only moves on success
         best = _decode_chunk(b"[" + buf[pos:good] + b"]")
     for j in range(lo + 1, min(len(cands), lo + 1 + RESYNC_PROBES)):
-        start = _skip_ws_comma(buf, cands[j])
+        start = _skip_ws_comma(buf, cands[j], len(buf))
         if buf[start : start + 1] != b"{":
             continue
         probe = cands[j + 1] if j + 1 < len(cands) else None
@@ -399,28 +467,31 @@ class _NotAnArray(Exception):  # noqa: N818 - a control-flow signal
 _ERR_POS = re.compile(r"byte (\d+)")
 
 
-def _decode_chunk(text: bytes) -> Chunk:
+def _decode_chunk(text: bytes | memoryview) -> Chunk:
     """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be.
 
-    An element nested deeper than the decoders' recursion limit makes the whole run fail like damage does, so
-    the streamer keeps the elements before it and resumes after it."""
+    ``text`` may be a view of a buffer that is reused after this returns: nothing decoded refers to it. An element
+    nested deeper than the decoders' recursion limit makes the whole run fail like damage does, so the streamer
+    keeps the elements before it and resumes after it.
+    """
     try:
         return _decode_chunk_or_recurse(text)
     except RecursionError:
         raise _NotAnArray from None
 
 
-def _decode_chunk_or_recurse(text: bytes) -> Chunk:
+def _decode_chunk_or_recurse(text: bytes | memoryview) -> Chunk:
     try:
         events = _DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
         # valid types failed somewhere; the JSON itself may still be malformed further on
+        text = bytes(text)
         try:
             return _lenient_chunk(text)
         except msgspec.DecodeError as e:
             return _malformed_chunk(text, e)
     except msgspec.DecodeError as e:
-        return _malformed_chunk(text, e)
+        return _malformed_chunk(bytes(text), e)
     chunk = Chunk(events)
     _finish_chunk(chunk, text)
     return chunk
@@ -442,20 +513,30 @@ def _malformed_chunk(text: bytes, e: msgspec.DecodeError) -> Chunk:
     return _lenient_chunk(text)
 
 
-def _finish_chunk(chunk: Chunk, text: bytes) -> None:
+_A_PH = attrgetter("ph")
+_A_TS = attrgetter("ts")
+
+
+def _finish_chunk(chunk: Chunk, text: bytes | memoryview) -> None:
     events = chunk.events
-    big = any(e.ts > EXACT_FLOAT_LIMIT_US or e.ts < -EXACT_FLOAT_LIMIT_US for e in events)
-    if big:
+    chunk.phs = list(map(_A_PH, events))
+    ts = np.fromiter(map(_A_TS, events), np.float64, len(events))
+    if len(ts) and float(np.fmax.reduce(np.abs(ts))) > EXACT_FLOAT_LIMIT_US:  # fmax: NaN (no ts) ignored
         try:
             chunk.events = _DEC_EXACT.decode(text)
             chunk.exact = True
         except msgspec.MsgspecError:
             pass
-    if any(e.ph == "C" for e in chunk.events):
-        try:
-            chunk.counters = [c for c in _DEC_COUNTERS.decode(text) if isinstance(c, CounterEvent) and c.ph == "C"]
-        except msgspec.MsgspecError:
-            chunk.counters = []
+    if not chunk.exact:
+        chunk.ts = ts
+    if "C" in chunk.phs:
+        raws = _DEC_RAW_LIST.decode(bytes(text))
+        for raw, ph in zip(raws, chunk.phs, strict=True):
+            if ph == "C":
+                try:
+                    chunk.counters.append(_DEC_COUNTER.decode(raw))
+                except msgspec.MsgspecError:
+                    pass
 
 
 def _lenient_chunk(text: bytes) -> Chunk:
@@ -484,7 +565,7 @@ def _lenient_chunk(text: bytes) -> Chunk:
         events.append(ev)
         if ev.ph == "C":
             try:
-                counters.append(msgspec.json.decode(raw, type=CounterEvent))
+                counters.append(_DEC_COUNTER.decode(raw))
             except msgspec.MsgspecError:
                 pass
     return Chunk(

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_trace.errors import TraceError
+from gputop_trace.kernel_names import function_name
 
 #: Columns of the raw page that describe the launch, not a metric.
 _RAW_ID_COLUMNS = (
@@ -201,30 +202,6 @@ def _rows(text: str) -> list[list[str]]:
 def _geometry(text: str) -> tuple[int, int, int] | None:
     m = re.match(r"^\(\s*(\d+),\s*(\d+),\s*(\d+)\s*\)$", text.strip())
     return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
-
-
-def function_name(demangled: str) -> str:
-    """The bare function name ncu's ``--kernel-name-base function`` uses: no return type, namespaces, template
-    arguments or parameters. ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` →
-    ``vectorized_elementwise_kernel``; ``nvjet_sm90_tst_...`` stays as it is."""
-    s = demangled.strip().replace("(anonymous namespace)::", "").replace("{anonymous}::", "")
-    out: list[str] = []
-    depth = 0
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            if ch == "(" and "".join(out).strip():
-                break
-            out.append(ch)
-    core = "".join(out).strip()
-    if " " in core:
-        core = core.rsplit(" ", 1)[-1]
-    if "::" in core:
-        core = core.rsplit("::", 1)[-1]
-    return core or demangled.strip()
 
 
 def _nvtx_from_cell(text: str) -> tuple[str, ...]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from io import BufferedReader
 from types import ModuleType
-from typing import BinaryIO
 
 from gputop_trace.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-READ_BLOCK = 4 << 20  # bytes of compressed input read per step
+READ_BLOCK = 64 << 10  # compressed bytes read per step: keeps each inflated piece near 1 MB (cache-friendly)
 
 
 def _inflater() -> ModuleType:
@@ -30,7 +30,7 @@ def _inflater() -> ModuleType:
         return zlib
 
 
-def open_checked(path: str) -> BinaryIO:
+def open_checked(path: str) -> BufferedReader:
     """Open a file for reading, turning OS errors into a :class:`TraceError` that says what to do."""
     try:
         if os.path.isdir(path):
@@ -83,6 +83,8 @@ class ByteStream:
         self.members = 1 if self.gzip else 0
         self.eof = False
         self._on_read = on_read
+        self._left = b""  # inflated bytes not handed out yet (readinto)
+        self._left_pos = 0
 
     def close(self) -> None:
         """Close the file."""
@@ -96,6 +98,13 @@ class ByteStream:
 
     def read(self, want: int) -> bytes:
         """About ``want`` more decompressed bytes (fewer only at the end); ``b""`` once exhausted."""
+        if self._left:
+            data = self._left[self._left_pos : self._left_pos + want]
+            self._left_pos += len(data)
+            if self._left_pos >= len(self._left):
+                self._left = b""
+            self.bytes_out += len(data)
+            return data
         if self.eof:
             return b""
         if not self.gzip:
@@ -117,6 +126,41 @@ class ByteStream:
         data = b"".join(parts)
         self.bytes_out += len(data)
         return data
+
+    def readinto(self, view: memoryview) -> int:
+        """Fill ``view`` with decompressed bytes (fewer only at the end); returns how many; 0 once exhausted."""
+        if not self.gzip:
+            if self.eof:
+                return 0
+            got = 0
+            while got < len(view):
+                n = self._f.readinto(view[got:])
+                if not n:
+                    self.eof = True
+                    break
+                got += n
+            self.bytes_in += got
+            self.bytes_out += got
+            if self._on_read:
+                self._on_read(self.bytes_in)
+            return got
+        got = 0
+        want = len(view)
+        while got < want:
+            if not self._left:
+                if self.eof:
+                    break
+                self._left = self._inflate_step()
+                self._left_pos = 0
+                continue
+            n = min(want - got, len(self._left) - self._left_pos)
+            view[got : got + n] = self._left[self._left_pos : self._left_pos + n]
+            got += n
+            self._left_pos += n
+            if self._left_pos == len(self._left):
+                self._left = b""
+        self.bytes_out += got
+        return got
 
     def _salvage(self, piece: int = 1 << 14) -> bytes:
         """After an inflate error: inflate the file again with zlib in small pieces and return the good bytes

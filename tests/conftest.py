@@ -4,6 +4,7 @@ but fail in CI (``GPUTOP_REQUIRE_CORPUS=1``, set by ``.ci/run``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,18 @@ def corpus_missing_reason() -> str | None:
     if not (CORPUS / "README.md").is_file():
         return f"the test corpus is not at {CORPUS} (set GPUTOP_CORPUS to its folder)"
     return None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_trace_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests never read or write the user's trace cache (~/.cache/gputop-trace)."""
+    old = os.environ.get("GPUTOP_TRACE_CACHE_DIR")
+    os.environ["GPUTOP_TRACE_CACHE_DIR"] = str(tmp_path_factory.mktemp("trace-cache"))
+    yield
+    if old is None:
+        os.environ.pop("GPUTOP_TRACE_CACHE_DIR", None)
+    else:
+        os.environ["GPUTOP_TRACE_CACHE_DIR"] = old
 
 
 @pytest.fixture(autouse=True)

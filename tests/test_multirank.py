@@ -193,3 +193,24 @@ def test_clock_alignment_shifts_only_the_skewed_rank_and_keeps_file_times() -> N
     # a trace whose clocks agree is returned unchanged
     same = merge_traces([r0, _rank_trace(1, [b + MS for b in base], ends, 0, [])])
     assert align_rank_clocks(same) is same
+
+
+@pytest.mark.corpus
+def test_nsys_export_of_two_processes_on_two_gpus_becomes_two_ranks() -> None:
+    t = load_paths([str(CORPUS / "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite")], use_cache=False)
+    assert t.meta.ranks == (0, 1)
+    gpu_lanes = {(ln.rank, ln.device, ln.pid) for ln in t.lanes if ln.kind == LaneKind.GPU_STREAM}
+    assert {(r, d) for r, d, _ in gpu_lanes} == {(0, 0), (1, 1)}
+    # every CPU thread goes with the rank of its process
+    pids = {r: p for r, _, p in gpu_lanes}
+    for ln in t.lanes:
+        if ln.kind == LaneKind.CPU_THREAD:
+            assert pids[ln.rank] == ln.pid
+    rows = {r.rank: r for r in rank_table(t)}
+    assert set(rows) == {0, 1} and rows[0].busy_ns > 0 and rows[1].busy_ns > 0
+
+
+@pytest.mark.corpus
+def test_single_process_nsys_export_keeps_one_rank() -> None:
+    t = load_paths([str(CORPUS / "nsys/SMcMann__cudaHW__report1.sqlite")], use_cache=False)
+    assert t.meta.ranks == (0,)

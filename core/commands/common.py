@@ -39,6 +39,11 @@ def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> Non
         help="trace file (.json, .json.gz, .sqlite, .nsys-rep) or directory of per-rank traces",
     )
     parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="parse the trace again instead of reopening it from the columnar cache (~/.cache/gputop-trace)",
+    )
+    parser.add_argument(
         "--max-memory",
         type=size_arg,
         metavar="SIZE",
@@ -75,9 +80,10 @@ def load(args: argparse.Namespace) -> Trace:
     from gputop_trace.resources import check_paths
 
     paths: list[str] = list(args.paths)
+    use_cache = not getattr(args, "no_cache", False)
     check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
     if not sys.stderr.isatty():
-        return load_paths(paths)
+        return load_paths(paths, use_cache=use_cache)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -94,7 +100,7 @@ def load(args: argparse.Namespace) -> Trace:
         def progress(done: int, total: int, events: int) -> None:
             bar.update(task, completed=done, total=total or None, events=events)
 
-        return load_paths(paths, progress=progress)
+        return load_paths(paths, progress=progress, use_cache=use_cache)
 
 
 def _stderr_console() -> Console:

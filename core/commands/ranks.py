@@ -156,6 +156,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     )
     if doc["verdict"]:
         con.print(Text(doc["verdict"]))
+    elif len(doc["ranks"]) > 1 and not any(r["collectives"] for r in doc["ranks"]):
+        con.print(Text("No collective kernels in this trace: the ranks do not communicate through NCCL/RCCL here."))
     elif len(doc["ranks"]) > 1:
         con.print(Text("No rank stands out: collectives start within noise of each other on every rank."))
     else:

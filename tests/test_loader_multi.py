@@ -1,0 +1,80 @@
+"""Directories and lists of per-rank traces: ranks, parallel parsing bounded by memory, cancellation, clashes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from gputop_trace import loader
+from gputop_trace.errors import LoadCancelled, TraceError
+from tests.conftest import CORPUS
+from tests.trace_compare import assert_traces_equal
+
+DDP = CORPUS / "kineto/h200_ddp_2gpu"
+
+
+@pytest.mark.corpus
+def test_parallel_parse_gives_the_same_trace_as_serial(monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = loader.load_paths([str(DDP)], use_cache=False)
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+    files = loader.list_trace_files(str(DDP))
+    assert loader.parallel_workers(files) == 2
+    seen: list[tuple[int, int, int]] = []
+    parallel = loader.load_paths([str(DDP)], use_cache=False, progress=lambda *a: seen.append(a))
+    assert_traces_equal(serial, parallel)
+    assert seen[-1][0] == seen[-1][1]  # every byte accounted for at the end
+    assert seen[-1][2] == len(parallel)
+
+
+def test_workers_are_bounded_by_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = []
+    for i in range(4):
+        p = tmp_path / f"rank{i}.json"
+        p.write_bytes(b" " * (40 << 20))
+        files.append(str(p))
+    import gputop_trace.resources as res
+
+    monkeypatch.setattr(res, "available_memory", lambda: 10 << 30)
+    assert loader.parallel_workers(files) == min(4, len(__import__("os").sched_getaffinity(0)))
+    need = res.estimate([files[0]]).needed
+    monkeypatch.setattr(res, "available_memory", lambda: need + 1)
+    assert loader.parallel_workers(files) == 1
+    monkeypatch.setattr(res, "available_memory", lambda: 10 << 30)
+    assert loader.parallel_workers(files[:1]) == 1
+
+
+@pytest.mark.corpus
+def test_cancel_during_a_parallel_load_stops_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+
+    def cancel(*_: int) -> None:
+        raise LoadCancelled
+
+    t0 = time.monotonic()
+    with pytest.raises(LoadCancelled):
+        loader.load_paths([str(DDP)], use_cache=False, progress=cancel)
+    assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.corpus
+def test_two_files_claiming_the_same_rank_is_a_clear_error(tmp_path: Path) -> None:
+    src = DDP / "rank0.pt.trace.json.gz"
+    shutil.copy(src, tmp_path / "a.json.gz")
+    shutil.copy(src, tmp_path / "b.json.gz")
+    with pytest.raises(TraceError, match=r"claim the same rank \(0\)"):
+        loader.load_paths([str(tmp_path)], use_cache=False)
+
+
+@pytest.mark.corpus
+def test_ranks_from_file_names_when_the_trace_does_not_say(tmp_path: Path) -> None:
+    for r in (0, 1):
+        doc = json.loads(gzip.decompress((DDP / f"rank{r}.pt.trace.json.gz").read_bytes()))
+        del doc["distributedInfo"]
+        (tmp_path / f"worker_rank{7 - r}.json").write_text(json.dumps(doc))
+    t = loader.load_paths([str(tmp_path)], use_cache=False)
+    assert t.meta.ranks == (6, 7)
