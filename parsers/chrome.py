@@ -1275,10 +1275,16 @@ def _finish(
     lost = max(0, info.total - info.consumed) if info.truncated else 0
     if info.truncated:
         where = "the gzip stream ends early" if gz_truncated else "the file ends in the middle of the events"
-        b.warn(
-            f"Trace is truncated ({where}): loaded every complete event; the last {lost:,} bytes "
-            f"(decompressed) after the last complete event were not read."
-        )
+        if lost:
+            b.warn(
+                f"Trace is truncated ({where}): loaded every complete event; the last {lost:,} bytes "
+                f"(decompressed) after the last complete event were not read."
+            )
+        else:
+            b.warn(
+                f"Trace is truncated ({where}, right after a complete event): every event in the file was "
+                "loaded; the metadata that usually follows the events is missing."
+            )
     if corrupt:
         b.warn(f"{corrupt}; events up to the damage were loaded.")
     real_damage = [d for d in info.damaged if not (info.truncated and d is info.damaged[-1])]
@@ -1295,6 +1301,16 @@ def _finish(
             f"{len(info.too_deep)} event(s) nest JSON deeper than the decoder can follow ({deep_bytes:,} bytes, first "
             f"at byte {info.too_deep[0][0]:,} of the decompressed JSON); they were skipped, everything else was "
             "loaded."
+        )
+    if info.trailer_unreadable:
+        b.warn(
+            f"The {info.trailer_unreadable:,} bytes after the traceEvents array are cut short or damaged: every "
+            "event was loaded, the metadata there was not."
+        )
+    if gz_truncated and not info.truncated:
+        b.warn(
+            "The gzip stream ends before its checksum (the file was cut short, perhaps by a crash or an "
+            "interrupted copy): every event was read, but the data could not be verified."
         )
     if info.trailer_too_deep:
         b.warn("The keys after the traceEvents array nest JSON too deeply to read; that metadata was skipped.")

@@ -157,6 +157,7 @@ class DocumentInfo:
     damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
     too_deep: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) of elements nested too deeply
     trailer_too_deep: bool = False  # the keys after the events array nest too deeply to read
+    trailer_unreadable: int = 0  # bytes after the events array that are not the rest of the object (cut, damaged)
 
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -225,6 +226,13 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     while start < len(buf) and buf[start] in _WS:
         start += 1
     if start >= len(buf):
+        if src.truncated:
+            raise TraceError(
+                f"{src.path} is a gzip file cut short before any trace data ({src.bytes_out:,} bytes could be "
+                "decompressed): the copy was interrupted or the profiler crashed while writing it. Re-copy the file "
+                "or re-record the profile.",
+                path=src.path,
+            )
         raise _not_trace(src.path, "it is empty" if src.bytes_out == 0 else "it holds only white space")
     first = buf[start : start + 1]
     if first == b"[":
@@ -352,15 +360,23 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
     tail = rest.strip(_WS)
     if tail.startswith(b","):
         try:
-            extra = _decode_header(b"{" + tail[1:])
+            try:
+                extra = _decode_header(b"{" + tail[1:])
+            except ValueError:
+                if tail.endswith(b"}"):
+                    raise
+                extra = _decode_header(b"{" + tail[1:] + b"}")  # only the final brace is missing
         except RecursionError:
             info.trailer_too_deep = True
             return
         except ValueError:
+            info.trailer_unreadable = len(tail)
             return
         if isinstance(extra, dict):
             for k, v in extra.items():
                 info.header.setdefault(k, v)
+    elif tail not in (b"", b"}"):
+        info.trailer_unreadable = len(tail)
 
 
 def _split_candidates(buf: bytearray, pos: int, end: int) -> Iterator[int]:
@@ -448,7 +464,8 @@ def _recover_damage(buf: bytes, pos: int) -> tuple[int, Chunk | None, int]:
 
 
 def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
-    """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``."""
+    """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``.
+    A file cut just after an element's closing brace (before ``,`` or ``]``) keeps that element too."""
     close = buf.rfind(b"]", pos)
     tries = 0
     while close >= pos and tries < MAX_SPLIT_TRIES:
@@ -457,6 +474,12 @@ def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
         except _NotAnArray:
             close = buf.rfind(b"]", pos, close)
             tries += 1
+    rest = buf[pos:].rstrip(_WS)
+    if rest.endswith(b"}"):
+        try:
+            return pos + len(rest), _decode_chunk(b"[" + rest + b"]")
+        except _NotAnArray:
+            pass
     return -1, Chunk([])
 
 

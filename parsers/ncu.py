@@ -628,6 +628,10 @@ def load_csv(path: str) -> NcuReport:
             text = f.read()
     except OSError as e:
         raise TraceError(f"Cannot read {path}: {e.strerror}.", path=path) from None
+    warnings: tuple[str, ...] = ()
+    if text and not text.endswith(("\n", "\r")):  # ncu ends every line: the file was cut in its last line
+        text = text[: max(text.rfind("\n"), text.rfind("\r")) + 1]
+        warnings = ("The CSV page ends in the middle of a line: the file was cut short; its last line was left out.",)
     kernels = kernels_from_csv(text, text)
     if not kernels:
         rows = _rows(text)
@@ -643,7 +647,7 @@ def load_csv(path: str) -> NcuReport:
             f"'ncu -i REPORT.ncu-rep --csv --print-units base --page raw > {os.path.basename(path)}'.",
             path=path,
         )
-    return NcuReport(path=path, kernels=tuple(kernels), reader="csv")
+    return NcuReport(path=path, kernels=tuple(kernels), reader="csv", warnings=warnings)
 
 
 def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto") -> NcuReport:
@@ -662,7 +666,8 @@ def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto")
                 return NcuReport(path=path, kernels=tuple(kernels), reader="ncu_report", warnings=tuple(warnings))
             if warnings:
                 raise TraceError(
-                    f"{path} holds no complete kernel results ({'; '.join(warnings)}). Re-run the profile.",
+                    f"{path} holds no complete kernel results ({'; '.join(warnings)}): the report was probably cut "
+                    "short (ncu killed, disk full, an interrupted copy). Re-run the profile.",
                     path=path,
                 )
             errors.append(
