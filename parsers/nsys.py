@@ -174,9 +174,36 @@ def _device_used(ctx: Context, device: int) -> bool:
     return any(ln.device == device for ln in ctx.builder.lanes)
 
 
+#: the largest |time| and duration (ns) an export row may have: about 73 years, so that any difference of two
+#: times and any end still fits int64 (epoch-normalized times are about 2**60.6 in 2026)
+MAX_ABS_NS = 2**61
+
+
+def _drop_impossible_times(ctx: Context) -> None:
+    """Rows whose start lies beyond ±:data:`MAX_ABS_NS` are left out; durations beyond it become zero (a NULL end
+    stays :data:`NULL_DUR`). Both are counted in warnings: such values come from damaged or edited files."""
+    dropped = too_long = 0
+    for b in ctx.batches:
+        if not len(b):
+            continue
+        bad = (b.start > MAX_ABS_NS) | (b.start < -MAX_ABS_NS)
+        if bad.any():
+            dropped += int(bad.sum())
+            b.keep(~bad)
+        long = (b.dur > MAX_ABS_NS) | ((b.dur < -MAX_ABS_NS) & (b.dur != NULL_DUR))
+        if long.any():
+            too_long += int(long.sum())
+            b.dur = np.where(long, 0, b.dur)
+    if dropped:
+        ctx.warn(f"{dropped:,} rows have start times beyond ±73 years (damaged or edited values); they were left out.")
+    if too_long:
+        ctx.warn(f"{too_long:,} rows last longer than 73 years (damaged or edited values); shown with zero length.")
+
+
 def _fix_durations(ctx: Context) -> None:
     """Missing ends: NVTX ranges run to the end of the profile, everything else gets zero length.
     Negative durations (end before start) become zero. Both are counted in warnings."""
+    _drop_impossible_times(ctx)
     ends = [b.start[b.dur >= 0] + b.dur[b.dur >= 0] for b in ctx.batches if len(b)]
     starts = [b.start for b in ctx.batches if len(b)]
     last = max((int(e.max()) for e in ends if e.size), default=0)
