@@ -158,3 +158,23 @@ def test_mutated_csv_pages_are_explained_or_refused_cleanly(
 def test_parse_number_gives_a_finite_number_or_none(text: str) -> None:
     value = parse_number(text)
     assert value is None or math.isfinite(value)
+
+
+# ---- found by fuzzing (docs/fuzzing.md) ------------------------------------------------------------------------
+@pytest.mark.corpus
+def test_found_by_fuzzing_rule_type_and_gpu_name_cells_are_cleaned(tmp_path: Path) -> None:
+    """A details page whose "Rule Type" cell held an escape sequence: it reached the terminal raw (the rule's
+    name and message were cleaned, its type was not); the GPU name beside the kernel name had the same gap."""
+    text = (CORPUS / "ncu" / "full_details.csv").read_text(encoding="utf-8", errors="replace")
+    rows = list(csv.reader(io.StringIO(text[text.index('"ID"') :])))
+    col = rows[0].index("Rule Type")
+    for r in rows[1:]:
+        if len(r) > col and r[col]:
+            r[col] = "\x1b]52;c;cHduZWQ=\x07\x1b[31mWRN"
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    path = tmp_path / "page.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    code, shown, err = _run("ncu", str(path))
+    assert code == 0, err
+    assert unsafe_characters(shown) == [] and "WRN" in shown
