@@ -216,7 +216,7 @@ async def panel(app: GputopApp, pilot: Any, key: str, name: str) -> None:
 async def cycle(app: GputopApp, pilot: Any, key: str, step: int) -> None:
     main = _main(app)
     await press(pilot, key)
-    assert main.panel == ("kernels" if step > 0 else "findings")
+    assert main.panel == ("kernels" if step > 0 else "ranks")
 
 
 async def back(app: GputopApp, pilot: Any, key: str) -> None:
@@ -257,6 +257,14 @@ async def quit_app(app: GputopApp, pilot: Any, key: str) -> None:
     await press(pilot, key)
     await wait_until(pilot, lambda: app.return_code is not None)
     assert app.return_code == 0
+
+
+async def compare_ranks(app: GputopApp, pilot: Any, key: str) -> None:
+    # the synthetic trace has one rank: the key says so instead of opening an empty comparison (the two-rank
+    # behaviour is checked key by key in test_tui_ranks.py)
+    await press(pilot, key)
+    assert isinstance(app.screen, MainScreen)
+    assert any("one rank" in n.message for n in app._notifications)
 
 
 async def palette(app: GputopApp, pilot: Any, key: str) -> None:
@@ -300,6 +308,8 @@ CHECKS: dict[str, Callable[..., Awaitable[None]]] = {
     "panel('ranges')": lambda a, p, k: panel(a, p, k, "ranges"),
     "panel('drilldown')": lambda a, p, k: panel(a, p, k, "drilldown"),
     "panel('findings')": lambda a, p, k: panel(a, p, k, "findings"),
+    "panel('ranks')": lambda a, p, k: panel(a, p, k, "ranks"),
+    "compare_ranks": compare_ranks,
     "cycle_panel(1)": lambda a, p, k: cycle(a, p, k, 1),
     "cycle_panel(-1)": lambda a, p, k: cycle(a, p, k, -1),
     "back": back,

@@ -3,7 +3,11 @@ timeline lookups there too, then shows the main screen and runs the analyses in 
 panels as results arrive. The UI thread never parses, never scans all events and never waits on I/O.
 
 Load errors appear in a dialog with exactly the text the command line prints; closing it exits with the same
-code (2 for bad input)."""
+code (2 for bad input).
+
+Given a fleet (``gputop-trace view fleet.parquet``) the app starts on the fleet screen instead; Enter on a rank
+loads that rank's trace as above, and Esc on the timeline (with nothing left to back out of) returns to the
+fleet. Every load has a token; results of a load left behind are dropped."""
 
 from __future__ import annotations
 
@@ -16,14 +20,17 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.fleet_parquet import FleetFile
 from gputop_trace.model import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.commands import TraceCommands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
+from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.timeline_data import TimelineData
@@ -65,12 +72,21 @@ class GputopApp(App[int]):
     ]
 
     def __init__(
-        self, paths: list[str], *, analyses: bool = True, trace: Trace | None = None, max_memory: int | None = None
+        self,
+        paths: list[str],
+        *,
+        analyses: bool = True,
+        trace: Trace | None = None,
+        fleet: FleetFile | None = None,
+        max_memory: int | None = None,
     ) -> None:
         """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
+        ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there;
         ``max_memory`` (bytes) replaces the available memory in the check made before loading."""
         super().__init__()
-        self.paths = list(paths)
+        self.fleet = fleet
+        self.load_token = 0
+        self.paths = list(paths) if fleet is None else []
         self.max_memory = max_memory
         self._given_trace = trace
         self.run_analyses_after_load = analyses
@@ -82,6 +98,7 @@ class GputopApp(App[int]):
         self.results: dict[str, Any] = {}
         self.summary_analyses: Any = None  # commands.summary.Analyses once every analysis is done (export)
         self.failures: dict[str, str] = {}
+        self.fleet_rank: int | None = None
         self._started = time.perf_counter()
 
     def notify(
@@ -103,9 +120,67 @@ class GputopApp(App[int]):
         return bool(self.no_color)
 
     # ---- loading ---------------------------------------------------------------------------------------------
+    def get_default_screen(self) -> Screen[Any]:
+        """The fleet screen at the bottom of the stack when there is a fleet (Esc there quits)."""
+        if self.fleet is not None:
+            return FleetScreen(self.fleet, mono=self.mono)
+        return super().get_default_screen()
+
     def on_mount(self) -> None:
+        if self.fleet is not None:
+            return
         self.push_screen(LoadingScreen(self.paths))
         self.load_trace()
+
+    def _forget_trace(self) -> None:
+        """Drop the trace shown and everything computed from it; later results of its workers are ignored."""
+        self.workers.cancel_group(self, "load")
+        self.workers.cancel_group(self, "analyses")
+        self.load_token += 1
+        self.trace = None
+        self.data = None
+        self._given_trace = None
+        self.results = {}
+        self.failures = {}
+        self.analyses_done = False
+        self.summary_analyses = None
+
+    def on_fleet_screen_open_rank(self, message: FleetScreen.OpenRank) -> None:
+        """Enter on the fleet screen: load that rank's trace and show it."""
+        message.stop()
+        path = message.path
+        if not os.path.exists(path):
+            self.notify(
+                clean(
+                    f"Rank {message.rank}'s trace is not at {path}: the fleet file lists the paths where the fleet "
+                    "ran; open the trace from where it lies (gputop-trace view PATH)."
+                ),
+                title="Trace not found",
+                severity="warning",
+                timeout=8,
+            )
+            return
+        self._forget_trace()
+        self.paths = [path]
+        self.fleet_rank = message.rank
+        self.push_screen(LoadingScreen(self.paths))
+        self.load_trace()
+
+    def back_to_fleet(self) -> bool:
+        """Close the rank's trace and show the fleet screen again (False when there is no fleet)."""
+        if self.fleet is None or not any(isinstance(s, FleetScreen) for s in self.screen_stack):
+            return False
+        self._forget_trace()
+        self.paths = []
+        while not isinstance(self.screen, FleetScreen):
+            self.pop_screen()
+        return True
+
+    def cancel_load(self) -> None:
+        """Esc / q while a trace loads: back to the fleet when it was opened from one, else quit (code 130)."""
+        if not self.back_to_fleet():
+            self.workers.cancel_group(self, "load")
+            self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
 
     @work(thread=True, exclusive=True, group="load")
     def load_trace(self) -> None:
@@ -115,6 +190,8 @@ class GputopApp(App[int]):
         from gputop_trace.tui.timeline_data import prepare_timeline
 
         worker = get_current_worker()
+        token = self.load_token
+        paths = list(self.paths)
         last = [0.0]
         counts = [0, 0, 0]
 
@@ -137,8 +214,8 @@ class GputopApp(App[int]):
             if self._given_trace is None:
                 from gputop_trace.resources import check_paths
 
-                check_paths(self.paths, self.max_memory)
-            trace = self._given_trace or load_paths(self.paths, progress=progress)
+                check_paths(paths, self.max_memory)
+            trace = self._given_trace or load_paths(paths, progress=progress)
             counts[2] = len(trace)
             data = prepare_timeline(trace, step=step)
             step("launch flows")
@@ -146,19 +223,19 @@ class GputopApp(App[int]):
         except LoadCancelled:
             return
         except TraceError as e:
-            self.post_message(LoadFailed(cli_error_text(e.message), EXIT_BAD_INPUT))
+            self.post_message(LoadFailed(cli_error_text(e.message), EXIT_BAD_INPUT, token))
             return
         except MemoryError:
-            self.post_message(LoadFailed(cli_error_text(MEMORY_MESSAGE), EXIT_BAD_INPUT))
+            self.post_message(LoadFailed(cli_error_text(MEMORY_MESSAGE), EXIT_BAD_INPUT, token))
             return
         except Exception as e:  # a bug: say so as the command line would
             if os.environ.get("GPUTOP_DEBUG"):
                 import traceback
 
                 traceback.print_exc()
-            self.post_message(LoadFailed(cli_error_text(internal_error_message(e)), EXIT_INTERNAL))
+            self.post_message(LoadFailed(cli_error_text(internal_error_message(e)), EXIT_INTERNAL, token))
             return
-        self.post_message(TraceLoaded(trace, data, flows, time.perf_counter() - t0))
+        self.post_message(TraceLoaded(trace, data, flows, time.perf_counter() - t0, token))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         screen = self.screen
@@ -166,12 +243,18 @@ class GputopApp(App[int]):
             screen.show_progress(message.done, message.total, message.events, message.stage)
 
     def on_load_failed(self, message: LoadFailed) -> None:
+        if message.token != self.load_token:
+            return
+
         def close(_: None) -> None:
-            self.exit(message.exit_code, return_code=message.exit_code)
+            if not self.back_to_fleet():
+                self.exit(message.exit_code, return_code=message.exit_code)
 
         self.push_screen(ErrorDialog("Could not open the trace", message.text), close)
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
+        if message.token != self.load_token:
+            return
         self.trace = message.trace
         self.data = message.data
         self.load_seconds = message.seconds
@@ -187,6 +270,12 @@ class GputopApp(App[int]):
                 title=f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading",
                 severity="warning",
                 timeout=6,
+            )
+        if self.fleet is not None:
+            self.notify(
+                f"Rank {self.fleet_rank} of the fleet. Esc (with nothing selected and no panel open) goes back to "
+                "the fleet.",
+                timeout=5,
             )
         if self.run_analyses_after_load:
             self.run_analyses(message.trace)
@@ -211,6 +300,7 @@ class GputopApp(App[int]):
         from gputop_trace.tui.navigation import NameIndex, range_names
 
         worker = get_current_worker()
+        token = self.load_token
         data = self.data
         assert data is not None
         done: dict[str, Any] = {}
@@ -238,6 +328,11 @@ class GputopApp(App[int]):
             done["ranges"] = range_summary(trace)
             return done["ranges"]
 
+        def ranks() -> Any:
+            from gputop_trace.tui.ranks_view import ranks_view
+
+            return ranks_view(trace, set(data.util))
+
         jobs: list[tuple[str, Any]] = [
             ("names", build_names),
             ("range_names", lambda: range_names(trace, done["names"]) if "names" in done else []),
@@ -246,6 +341,7 @@ class GputopApp(App[int]):
             ("transfers", transfers),
             ("findings", findings),
             ("ranges", ranges),
+            ("ranks", ranks),
         ]
         for name, job in jobs:
             if worker.is_cancelled:
@@ -253,18 +349,22 @@ class GputopApp(App[int]):
             try:
                 result = job()
             except Exception as e:  # shown in the panel that needed it, never swallowed
-                self.post_message(AnalysisFailed(name, internal_error_message(e)))
+                self.post_message(AnalysisFailed(name, internal_error_message(e), token))
                 continue
-            self.post_message(AnalysisReady(name, result))
+            if worker.is_cancelled:
+                return
+            self.post_message(AnalysisReady(name, result, token))
         if {"gaps", "transfers", "findings", "ranges"} <= set(done):
             from gputop_trace.commands.summary import Analyses
 
             self.summary_analyses = Analyses(
                 done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS
             )
-        self.post_message(AnalysisReady("done", None))
+        self.post_message(AnalysisReady("done", None, token))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
+        if message.token != self.load_token:
+            return
         if message.name == "done":
             self.analyses_done = True
             gc.freeze()  # the analyses' results too (see _first_screen_shown)
@@ -275,6 +375,8 @@ class GputopApp(App[int]):
             main.on_analysis_ready(message)
 
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
+        if message.token != self.load_token:
+            return
         self.failures[message.name] = message.text
         main = self.main_screen
         if main is not None and main.is_mounted:
@@ -283,7 +385,7 @@ class GputopApp(App[int]):
     # ---- quitting --------------------------------------------------------------------------------------------
     def action_quit_app(self) -> None:
         """Quit (q, Ctrl+C). While loading, this cancels the load (exit code 130, as the command line)."""
-        if self.trace is None:
+        if any(isinstance(s, LoadingScreen) for s in self.screen_stack):
             self.workers.cancel_group(self, "load")
             self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
             return

@@ -1,5 +1,5 @@
 """Command palette (Ctrl+P) entries: go to a kernel, a range or a time; switch panels; collapse and expand lane
-groups; search, export, help."""
+groups; compare ranks side by side; search, export, help."""
 
 from __future__ import annotations
 
@@ -56,7 +56,17 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
             partial(tl.set_collapsed, {k for k in layout.group_keys() if "/pid" in k}),
         )
     )
+    back = getattr(main.app, "back_to_fleet", None)
+    if getattr(main.app, "fleet", None) is not None and callable(back):
+        out.append(("Back to the fleet", "close this rank's trace and show every rank again (Esc)", back))
     out.append(("Fit the whole trace", "zoom out to show everything (0)", tl.fit_all))
+    out.append(
+        (
+            "Compare ranks side by side",
+            "the step under the cursor on every rank, aligned: who is late, by how much, who waits (R)",
+            main.action_compare_ranks,
+        )
+    )
     out.append(("Search event names…", "regex search; n / N walk the matches (/)", main.action_search))
     out.append(("Export findings…", "write Markdown or JSON (e)", main.action_export))
     out.append(("Help: keys", "every key of the focused pane (?)", main.action_help))
@@ -112,7 +122,9 @@ class TraceCommands(Provider):
         if main is None:
             return
         for text, help_text, cb in palette_entries(main):
-            if text.startswith(("Panel:", "Fit", "Search", "Export", "Help", "Lanes: expand everything")):
+            if text.startswith(
+                ("Panel:", "Back to", "Fit", "Compare", "Search", "Export", "Help", "Lanes: expand everything")
+            ):
                 yield DiscoveryHit(text, cb, help=help_text)
         yield DiscoveryHit("Go to time…", main.action_goto_time_prompt, help="type a time such as 12.5ms")
 

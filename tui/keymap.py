@@ -82,14 +82,23 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("4", "panel('ranges')", "Ranges", show=False, tooltip="Ranges panel: NVTX / annotation summary"),
     Binding("5", "panel('drilldown')", "Drill-down", show=False, tooltip="Drill-down panel (ncu)"),
     Binding("6", "panel('findings')", "Findings", show=False, tooltip="Findings panel: what to fix first"),
-    Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 6)"),
+    Binding("7", "panel('ranks')", "Ranks", show=False, tooltip="Ranks panel: per-rank table and the straggler"),
+    Binding(
+        "R",
+        "compare_ranks",
+        "Compare ranks",
+        show=False,
+        tooltip="Ranks side by side: the step under the cursor on every rank, aligned, who is late and why",
+    ),
+    Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 7)"),
     Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False, tooltip="Previous panel"),
     Binding(
         "escape",
         "back",
         "Back",
         show=False,
-        tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection",
+        tooltip="Back out: leave a filter, then a panel, then clear the search, then the selection (then back to "
+        "the fleet, when the trace was opened from one)",
     ),
     Binding("ctrl+d", "scroll_details(1)", "Details down", show=False, tooltip="Scroll the details down"),
     Binding("ctrl+u", "scroll_details(-1)", "Details up", show=False, tooltip="Scroll the details up"),
@@ -125,7 +134,7 @@ def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSect
     order = {b.action: i for i, b in enumerate(order_by) if isinstance(b, Binding)}
     out = []
     for title, entries in sections.items():
-        if title == "Timeline and panels":
+        if title == _section_title(screen):
             entries = sorted(entries, key=lambda e: order.get(e.action, len(order)))
         out.append(HelpSection(title, tuple(entries)))
     return out
@@ -173,7 +182,7 @@ def _key_name(key: str) -> str:
 
 def _section_title(node: Any) -> str:
     if isinstance(node, Screen):
-        return "Timeline and panels"
+        return str(getattr(node, "HELP_TITLE", "Timeline and panels"))
     if isinstance(node, Widget):
         title = getattr(node, "title", "") or _WIDGET_TITLES.get(type(node).__name__, type(node).__name__)
         return f"{title} (focused)"

@@ -215,6 +215,12 @@ class LaneLayout:
                 return n.label
         return key
 
+    def rank_keys(self, rank: int) -> list[str]:
+        """The keys of a rank's group and of its GPU and process groups (not its profiler's own lanes)."""
+        prefix = f"r{rank}/"
+        mine = [n.key for n in self._walk() if n.kind == RowKind.GROUP]
+        return [k for k in mine if (k == f"r{rank}" or k.startswith(prefix)) and k != f"{prefix}other"]
+
     def keys_hiding(self, lane: int, depth: int = 0) -> list[str]:
         """The keys that must not be collapsed for row ``depth`` of ``lane`` to be shown."""
         key = lane_key(lane)

@@ -24,10 +24,11 @@ class LoadProgress(Message):
 
 
 class TraceLoaded(Message):
-    """The trace is loaded and its timeline lookups prepared."""
+    """The trace is loaded and its timeline lookups prepared (``token``: the load it belongs to)."""
 
-    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, seconds: float) -> None:
+    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, seconds: float, token: int = 0) -> None:
         super().__init__()
+        self.token = token
         self.trace = trace
         self.data = data
         self.flows = flows
@@ -37,17 +38,20 @@ class TraceLoaded(Message):
 class LoadFailed(Message):
     """Loading failed: ``text`` is exactly what the command line prints; ``exit_code`` what it returns."""
 
-    def __init__(self, text: str, exit_code: int) -> None:
+    def __init__(self, text: str, exit_code: int, token: int = 0) -> None:
         super().__init__()
+        self.token = token
         self.text = text
         self.exit_code = exit_code
 
 
 class AnalysisReady(Message):
-    """An analysis finished in its worker: ``name`` says which, ``result`` is its return value."""
+    """An analysis finished in its worker: ``name`` says which, ``result`` is its return value (``token``: the
+    load of the trace it was run on)."""
 
-    def __init__(self, name: str, result: Any) -> None:
+    def __init__(self, name: str, result: Any, token: int = 0) -> None:
         super().__init__()
+        self.token = token
         self.name = name
         self.result = result
 
@@ -55,8 +59,9 @@ class AnalysisReady(Message):
 class AnalysisFailed(Message):
     """An analysis raised: the panel that needed it shows ``text`` instead of results."""
 
-    def __init__(self, name: str, text: str) -> None:
+    def __init__(self, name: str, text: str, token: int = 0) -> None:
         super().__init__()
+        self.token = token
         self.name = name
         self.text = text
 
@@ -83,6 +88,14 @@ class JumpToInterval(Message):
         self.device = device
         self.label = label
         self.details = details
+
+
+class JumpToRank(Message):
+    """Show one rank's lanes on the timeline (from the Ranks panel)."""
+
+    def __init__(self, rank: int) -> None:
+        super().__init__()
+        self.rank = rank
 
 
 class DrilldownRequested(Message):

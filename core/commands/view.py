@@ -1,4 +1,5 @@
-"""``gputop-trace view [PATH ...]``: the keyboard-driven timeline browser (no PATH: the bundled sample).
+"""``gputop-trace view [PATH ...]``: the keyboard-driven timeline browser (no PATH: the bundled sample; a fleet
+Parquet file from ``gputop-trace fleet --out``: the fleet screen, where Enter opens a rank's trace).
 
 Textual is imported only when the command runs, so ``--help`` and the other commands stay fast."""
 
@@ -18,11 +19,34 @@ def register(sub: Any) -> None:
         "view",
         help="open the trace in the terminal timeline browser (no PATH: the bundled sample)",
         description="Browse a trace in the terminal: timeline of GPU streams and CPU threads, kernels, idle gaps, "
-        "transfers, ranges and findings, all from the keyboard (press ? inside for the keys). With no PATH it "
-        "opens the bundled sample trace.",
+        "transfers, ranges, findings and ranks, all from the keyboard (press ? inside for the keys). With no PATH "
+        "it opens the bundled sample trace; given a fleet Parquet file (gputop-trace fleet --out) it lists the "
+        "ranks, and Enter opens one.",
     )
     common.add_paths(p, optional=True)
     p.set_defaults(func=run)
+
+
+def make_app(paths: list[str], *, max_memory: int | None = None) -> Any:
+    """The app for ``paths``: the fleet screen for a fleet Parquet file (``gputop-trace fleet --out``), else the
+    timeline of the traces (``max_memory``: bytes the load may use, see :mod:`gputop_trace.resources`). A Parquet
+    file that is not a fleet, or one given with other paths, is a :class:`TraceError`."""
+    from gputop_trace.fleet_parquet import is_fleet_parquet
+
+    fleets = [p for p in paths if is_fleet_parquet(p)]
+    if fleets and len(paths) > 1:
+        raise TraceError(
+            f"{fleets[0]} is a fleet Parquet file: open it on its own (gputop-trace view {fleets[0]}); Enter on a "
+            "rank there opens that rank's trace.",
+            path=fleets[0],
+        )
+    from gputop_trace.tui.app import GputopApp
+
+    if fleets:
+        from gputop_trace.fleet_parquet import read_fleet
+
+        return GputopApp([], fleet=read_fleet(fleets[0]))
+    return GputopApp(paths, max_memory=max_memory)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,8 +61,6 @@ def run(args: argparse.Namespace) -> int:
             "gputop-trace view needs an interactive terminal (stdin and stdout must be a TTY). For output a "
             "script can read, use 'gputop-trace summary PATH --json'.",
         )
-    from gputop_trace.tui.app import GputopApp
-
-    app = GputopApp(paths, max_memory=args.max_memory)
+    app = make_app(paths, max_memory=getattr(args, "max_memory", None))
     app.run()
     return int(app.return_code or 0)

@@ -1,5 +1,6 @@
 """The screen shown while a trace loads: what is being opened, a progress bar, bytes read and events decoded.
-Esc, q or Ctrl+C cancel the load and quit."""
+Esc, q or Ctrl+C cancel the load and quit (Esc and q go back to the fleet screen when the trace was opened from
+one)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,10 @@ class LoadingScreen(Screen[None]):
         self.query_one("#loading-counts", Static).update(counts)
 
     def action_cancel(self) -> None:
-        """Stop loading and quit."""
+        """Stop loading and quit (back to the fleet screen when the trace was opened from one)."""
+        cancel = getattr(self.app, "cancel_load", None)
+        if callable(cancel):
+            cancel()
+            return
         self.app.workers.cancel_group(self.app, "load")
         self.app.exit(130, return_code=130)

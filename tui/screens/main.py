@@ -1,4 +1,4 @@
-"""The main screen: the timeline on top; below it the details of the selection or one of the panels (1–6 / Tab);
+"""The main screen: the timeline on top; below it the details of the selection or one of the panels (1–7 / Tab);
 the status bar and the key footer at the bottom. The timeline's keys live here so that they also work while a
 panel has the keyboard (a panel's own keys, such as Enter, j/k and / in a table, take precedence)."""
 
@@ -32,6 +32,7 @@ from gputop_trace.tui.messages import (
     DrilldownRequested,
     JumpToEvent,
     JumpToInterval,
+    JumpToRank,
 )
 from gputop_trace.tui.navigation import (
     FlowIndex,
@@ -41,6 +42,7 @@ from gputop_trace.tui.navigation import (
     search_events,
     step_in_sorted,
 )
+from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowRank
 from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.timeline_data import TimelineData
@@ -50,6 +52,7 @@ from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
 from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
+from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Interval, Timeline
 from gputop_trace.units import format_ns, parse_duration_ns
@@ -109,6 +112,7 @@ class MainScreen(Screen[None]):
                 yield RangesPanel(id="ranges")
                 yield DrilldownPanel(id="drilldown")
                 yield FindingsPanel(id="findings")
+                yield RanksPanel(id="ranks")
         yield StatusBar(id="status")
         yield Footer(compact=True)
 
@@ -124,6 +128,7 @@ class MainScreen(Screen[None]):
         for panel in (self.query_one(GapsPanel), self.query_one(TransfersPanel), self.query_one(RangesPanel)):
             panel.set_message(Text("analysing…", style="dim"))
         self.query_one(FindingsPanel).show([], self.trace.meta.warnings, "analysing… (the loader's warnings are below)")
+        self.query_one(RanksPanel).set_message(Text("comparing ranks…", style="dim"))
         # results that arrived before this screen was mounted
         app: Any = self.app
         for name, result in dict(getattr(app, "results", {})).items():
@@ -206,6 +211,9 @@ class MainScreen(Screen[None]):
             view = message.result
             self.data.set_gaps(view.marks)
             self.timeline.invalidate()
+            compare = self.compare_screen
+            if compare is not None and compare.is_mounted:
+                compare.compare.invalidate()
             panel = self.query_one(GapsPanel)
             panel.details = partial(gap_details, self.data)
             panel.show(view.items, view.total, view.summary)
@@ -216,6 +224,11 @@ class MainScreen(Screen[None]):
             self.query_one(RangesPanel).show(message.result)
         elif message.name == "findings":
             self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "")
+        elif message.name == "ranks":
+            self.query_one(RanksPanel).show(message.result)
+            compare = self.compare_screen
+            if compare is not None and compare.is_mounted and compare.view is None:
+                compare.set_view(message.result)
 
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
         panels: dict[str, Any] = {
@@ -226,6 +239,11 @@ class MainScreen(Screen[None]):
         }
         if message.name == "kernels":
             self.query_one(KernelsPanel).set_error(message.text)
+        elif message.name == "ranks":
+            self.query_one(RanksPanel).set_error(message.text)
+            compare = self.compare_screen
+            if compare is not None and compare.is_mounted:
+                compare.set_error(message.text)
         elif message.name in panels:
             self.query_one(panels[message.name]).set_message(Text(message.text, style="red"))
         self.notify(message.text, title=f"{message.name} analysis failed", severity="error", timeout=10)
@@ -240,6 +258,11 @@ class MainScreen(Screen[None]):
         self.timeline.select_interval(
             Interval(message.start, message.end, message.rank, message.device, message.label, details)
         )
+
+    def on_jump_to_rank(self, message: JumpToRank) -> None:
+        message.stop()
+        if not self.timeline.reveal_rank(message.rank):
+            self.notify(f"Rank {message.rank} has no lanes to show.", timeout=3)
 
     def on_drilldown_requested(self, message: DrilldownRequested) -> None:
         """Show panel 5 and let the drill-down confirm and run ncu for the requested launch."""
@@ -347,6 +370,35 @@ class MainScreen(Screen[None]):
             self.notify("This event has no launch flow (no correlation with a CPU call or a GPU op).", timeout=3)
             return
         tl.select(int(partners[0]))
+
+    # ---- ranks side by side ----------------------------------------------------------------------------------
+    @property
+    def compare_screen(self) -> CompareScreen | None:
+        """The rank comparison, while it is open."""
+        return next((s for s in self.app.screen_stack if isinstance(s, CompareScreen)), None)
+
+    def action_compare_ranks(self) -> None:
+        """R: the step under the cursor on every rank, side by side (needs two ranks or more)."""
+        ranks = sorted({ln.rank for ln in self.trace.lanes})
+        if len(ranks) < 2:
+            self.notify(
+                "This trace has one rank: there is nothing to compare side by side. Open a directory of per-rank "
+                "traces, or an nsys export of several processes.",
+                title="Ranks side by side",
+                timeout=5,
+            )
+            return
+        tl = self.timeline
+        line = tl.current_line
+        rank = line.rank if line is not None and line.rank in ranks else ranks[0]
+        anchor = CompareAnchor(rank, tl.cursor_t, (tl.t0, tl.t1))
+        view = self.results.get("ranks")
+
+        def shown(result: ShowRank | None) -> None:
+            if result is not None:
+                tl.show_rank_interval(result.rank, result.start, result.end, result.cursor)
+
+        self.app.push_screen(CompareScreen(self.data, view, anchor, mono=self.mono), shown)
 
     # ---- search --------------------------------------------------------------------------------------------
     def action_search(self) -> None:
@@ -492,7 +544,8 @@ class MainScreen(Screen[None]):
         self.show_panel(CYCLE[(i + step) % len(CYCLE)])
 
     def action_back(self) -> None:
-        """Esc: leave a filter, then a panel, then the search."""
+        """Esc: leave a filter, then a panel, then the search, then the selection; then back to the fleet screen
+        when the trace was opened from one."""
         if self.panel != "details":
             widget = self.query_one(f"#{self.panel}")
             leave = getattr(widget, "leave_filter", None)
@@ -506,6 +559,10 @@ class MainScreen(Screen[None]):
             return
         if self.timeline.selected >= 0 or self.timeline.interval is not None:
             self.timeline.select(-1, reveal=False)
+            return
+        back = getattr(self.app, "back_to_fleet", None)
+        if callable(back):
+            back()
 
     # ---- help ------------------------------------------------------------------------------------------------
     def help_sections(self) -> list[HelpSection]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-#: (content id, title) of panels 1–6; "details" is shown when no panel is.
+#: (content id, title) of panels 1–7; "details" is shown when no panel is.
 PANELS: tuple[tuple[str, str], ...] = (
     ("kernels", "Kernels"),
     ("gaps", "Gaps"),
@@ -13,6 +13,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("ranges", "Ranges"),
     ("drilldown", "Drill-down"),
     ("findings", "Findings"),
+    ("ranks", "Ranks"),
 )
 CYCLE: tuple[str, ...] = ("details", *(p for p, _ in PANELS))
 
@@ -25,11 +26,20 @@ class PanelTabs(Static):
     """
 
     def show(self, current: str) -> None:
+        self.update(tabs_text(current, max(1, self.size.width or 80)))
+
+
+def tabs_text(current: str, width: int) -> Text:
+    """The tab line for ``width`` columns: padded names when they all fit, else without the padding (every
+    panel still named), else cut with an ellipsis."""
+    entries = [("details", "Details", "")] + [(pid, title, str(i + 1)) for i, (pid, title) in enumerate(PANELS)]
+    for pad in (" ", ""):
         text = Text()
-        entries = [("details", "Details", "")] + [(pid, title, str(i + 1)) for i, (pid, title) in enumerate(PANELS)]
         for pid, title, num in entries:
-            label = f" {num + ' ' if num else ''}{title} "
+            label = f"{pad}{num + ' ' if num else ''}{title}{pad}"
             text.append(label, style="reverse bold" if pid == current else "")
             text.append("│", style="dim")
-        text.truncate(max(1, self.size.width or 80), overflow="ellipsis")
-        self.update(text)
+        if text.cell_len <= width:
+            return text
+    text.truncate(width, overflow="ellipsis")
+    return text

@@ -290,6 +290,29 @@ class Timeline(Widget, can_focus=True):
         self._scroll_to_current()
         self._changed()
 
+    def reveal_rank(self, rank: int) -> bool:
+        """Expand a rank's groups and bring its first line to the top, with the lane cursor on it. False when the
+        trace shows no lanes of that rank."""
+        self.collapsed.difference_update(self.data.layout.rank_keys(rank))
+        self._rebuild_lines()
+        idx = next(
+            (i for i, ln in enumerate(self.lines) if ln.kind != RowKind.NOTE and ln.rank == rank),
+            -1,
+        )
+        if idx < 0:
+            self._changed()
+            return False
+        self.current = idx
+        self.top = max(0, min(idx, max(0, len(self.lines) - self.visible_lines)))
+        self._changed()
+        return True
+
+    def show_rank_interval(self, rank: int, start: int, end: int, cursor: int) -> bool:
+        """Show ``[start, end)`` with a little context on a rank's lanes (expanded), the cursor at ``cursor``."""
+        self.t0, self.t1 = fit_interval(start, end, margin=0.02, lo=self.lo, hi=self.hi, width=self.plot_width)
+        self.cursor_t = min(max(cursor, self.t0), self.t1 - 1)
+        return self.reveal_rank(rank)
+
     # ---- selection -----------------------------------------------------------------------------------------
     def select(self, event: int, *, reveal: bool = True, rezoom: bool = False) -> None:
         """Select ``event`` (``-1`` clears): highlight it and its launch partner; bring it into view.
