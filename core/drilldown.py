@@ -137,8 +137,12 @@ class NcuCommand:
     notes: tuple[str, ...] = ()
 
     def display(self) -> str:
-        """The command as a shell would need it typed (for showing and copying only; it is never run this way)."""
-        return shlex.join(self.argv)
+        """The command as a shell would need it typed (for showing and copying only; it is never run this way).
+        Arguments with control characters (a kernel name from a trace may hold any) are written as ``$'...'``
+        escapes, so what is shown is exactly what runs and nothing in it acts on the terminal."""
+        from gputop_trace.safe_text import shell_join
+
+        return shell_join(self.argv)
 
     target_argv: tuple[str, ...] = ()
 

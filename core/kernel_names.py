@@ -20,7 +20,7 @@ def qualified_name(signature: str) -> str:
                 break
             out.append(ch)
     core = "".join(out).strip()
-    if " " in core:
+    if " " in core and ("(" in s or "<" in s or "::" in s):  # a return type before a C++ signature
         core = core.rsplit(" ", 1)[-1]
     return core or signature.strip()
 

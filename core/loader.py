@@ -120,6 +120,14 @@ def _load_one(path: str, default_rank: int, use_cache: bool) -> Trace:
     return load_file(path, default_rank=default_rank, use_cache=use_cache)
 
 
+def _worker_ignores_ctrl_c() -> None:
+    """Worker initializer: Ctrl+C reaches the whole foreground process group, but only the parent handles it (it
+    kills the workers); a worker left to it would print a traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _load_parallel(
     files: Sequence[str], defaults: Sequence[int], workers: int, progress: Progress | None, use_cache: bool
 ) -> list[Trace]:
@@ -132,7 +140,9 @@ def _load_parallel(
     done_bytes = 0
     done_events = 0
     results: dict[int, Trace] = {}
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_ctrl_c
+    )
     try:
         futures = {
             pool.submit(_load_one, f, d, use_cache): i for i, (f, d) in enumerate(zip(files, defaults, strict=True))
@@ -149,9 +159,17 @@ def _load_parallel(
                 progress(done_bytes, total, done_events)  # may raise LoadCancelled
     except BaseException:
         procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
         for proc in procs:
             proc.kill()
+        # a worker killed while sending its result leaves the pool's reader thread waiting for the rest of the
+        # message; with this process' (unused) end of the result pipe closed it reads end-of-file instead, else
+        # the interpreter hangs at exit joining that thread
+        writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+        if writer is not None:
+            writer.close()
+        # the workers are gone: joining the pool's threads is quick, and lets its queues release their semaphores
+        # (else the resource tracker warns about them as the program exits)
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
     return [results[i] for i in range(len(files))]

@@ -237,7 +237,7 @@ def header(v: KernelVerdict) -> Group:
     parts = [k.device_name or "GPU ?", format_ns(v.duration_ns) if not math.isnan(v.duration_ns) else "- ns"]
     if v.launch is not None:
         parts.append(f"launch {v.launch}")
-    first = Text(clean(k.name or "?"), style="bold") + Text("  ·  " + "  ·  ".join(parts))
+    first = Text(clean(k.name or "?"), style="bold") + Text(clean("  ·  " + "  ·  ".join(parts)))
     first.no_wrap = True
     first.overflow = "ellipsis"
     lines: list[RenderableType] = [first]
@@ -317,12 +317,14 @@ def rules_block(v: KernelVerdict, limit: int = 8) -> Group:
     if not v.rules:
         rows.append(Text("none in this report", style="dim"))
     for r in v.rules[:limit]:
-        head = Text(f"{r.type:<3} ", style=RULE_STYLE.get(r.type, ""))
+        head = Text(f"{clean(r.type):<3} ", style=RULE_STYLE.get(r.type, ""))
         head.append(clean(r.identifier), style="bold")
         if r.title:
             head.append(" · " + clean(r.title))
         if r.speedup_pct is not None and r.speedup_pct >= 0.05:
-            head.append(f" · est. speedup {r.speedup_pct:.1f}%" + (f" ({r.speedup_type})" if r.speedup_type else ""))
+            head.append(
+                f" · est. speedup {r.speedup_pct:.1f}%" + (f" ({clean(r.speedup_type)})" if r.speedup_type else "")
+            )
         head.no_wrap = True
         head.overflow = "ellipsis"
         rows.append(head)

@@ -60,8 +60,12 @@ def _jsonable(o: Any) -> Any:
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """JSON text of a document (NaN/inf become null; numpy scalars become Python numbers)."""
-    return json.dumps(_jsonable(doc), indent=2, ensure_ascii=False)
+    """JSON text of a document (NaN/inf become null; numpy scalars become Python numbers; characters a terminal
+    could act on are written as ``\\uXXXX`` escapes)."""
+    from gputop_trace.safe_text import escape_for_json
+
+    # names stay exact for parsers, but nothing in them can act on a terminal the JSON is printed to
+    return escape_for_json(json.dumps(_jsonable(doc), indent=2, ensure_ascii=False))
 
 
 def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
@@ -78,4 +82,8 @@ def _csv_cell(v: Any) -> Any:
     v = _jsonable(v)
     if isinstance(v, (list, dict)):
         return json.dumps(v)
+    if isinstance(v, str):
+        from gputop_trace.safe_text import escape_for_csv
+
+        return escape_for_csv(v)  # control characters as visible escapes: CSV is printed to terminals too
     return "" if v is None else v

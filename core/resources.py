@@ -16,7 +16,9 @@ from gputop_trace.errors import TraceError
 from gputop_trace.parsers.source import GZIP_MAGIC, SQLITE_MAGIC
 from gputop_trace.units import parse_size_bytes
 
-#: model + streaming buffers per byte of decompressed JSON, and the fixed part (benchmarks/RESULTS.md)
+#: model + streaming buffers per byte of decompressed JSON, and the fixed part (benchmarks/RESULTS.md). Peak RSS
+#: of whole processes measured on GPT-like Kineto JSON: ``summary`` 103 MB on 100 MB, 647 MB on 1 GB; ``view``
+#: (loaded and analysed) 136 MB and 669 MB (tests/test_resource_limits.py checks a fresh one)
 JSON_BYTES_FACTOR = 1.0  # measured peaks: 0.62 × JSON (GPT-like events), 1.3 × (small DDP events); RESULTS.md
 SQLITE_BYTES_FACTOR = 4.0  # measured peak RSS ≈ 4 × the export size (benchmarks/RESULTS.md)
 FIXED_OVERHEAD = 300 << 20
@@ -96,33 +98,54 @@ def available_memory() -> int | None:
     return avail
 
 
-def _gb(n: int) -> str:
-    return f"{n / 1e9:.1f} GB"
+def trace_files(paths: Sequence[str]) -> list[str]:
+    """The files ``paths`` will load: directories expanded to their trace files the way the loader does."""
+    from gputop_trace.loader import list_trace_files
+
+    files: list[str] = []
+    for p in paths:
+        files.extend(list_trace_files(p) if os.path.isdir(p) else [p])
+    return files
 
 
-def check_memory(paths: Sequence[str], max_memory: str | int | None = None) -> MemoryEstimate:
+def check_paths(paths: Sequence[str], max_memory: str | int | None = None) -> MemoryEstimate:
+    """:func:`check_memory` for what the command line or the app was given (files or directories)."""
+    files = trace_files(paths)
+    what = paths[0] if len(paths) == 1 else None
+    return check_memory(files, max_memory, what=what)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{max(1, round(n / 1e6))} MB"
+
+
+def check_memory(
+    paths: Sequence[str], max_memory: str | int | None = None, *, what: str | None = None
+) -> MemoryEstimate:
     """Raise :class:`TraceError` when loading ``paths`` would need more memory than is available.
 
     ``max_memory`` (bytes, or a size like ``"12GB"``; default ``$GPUTOP_MAX_MEMORY``) replaces the measured
-    available memory.
+    available memory. ``what`` names the input in the message (default: the file, or "these N traces").
     """
     est = estimate(paths)
-    limit_text = max_memory if max_memory is not None else os.environ.get("GPUTOP_MAX_MEMORY")
+    env = os.environ.get("GPUTOP_MAX_MEMORY")
+    limit_text = max_memory if max_memory is not None else env
     if limit_text is not None:
         try:
             limit: int | None = limit_text if isinstance(limit_text, int) else parse_size_bytes(str(limit_text))
         except ValueError as e:
-            raise TraceError(f"--max-memory: {e}.") from None
-        source = "the --max-memory limit"
+            raise TraceError(f"--max-memory (or GPUTOP_MAX_MEMORY): {e}.") from None
+        source = "the --max-memory limit" if max_memory is not None else "the GPUTOP_MAX_MEMORY limit"
     else:
         limit = available_memory()
         source = "available"
     if limit is not None and est.needed > limit:
-        what = paths[0] if len(paths) == 1 else f"these {est.files} traces"
+        what = what or (paths[0] if len(paths) == 1 else f"these {est.files} traces")
+        suggest = _size(int(est.needed * 1.2)).replace(" ", "")
         raise TraceError(
-            f"Opening {what} would need about {_gb(est.needed)} of memory (estimated from "
-            f"{_gb(est.decompressed)} of trace data once decompressed), but only {_gb(limit)} is {source}. Close "
-            "other programs or use a machine with more memory; record fewer steps or without with_stack to make "
-            f"the trace smaller; or pass --max-memory {_gb(int(est.needed * 1.2)).replace(' ', '')} to try anyway.",
+            f"Opening {what} would need about {_size(est.needed)} of memory (estimated from "
+            f"{_size(est.decompressed)} of trace data once decompressed), but only {_size(limit)} is {source}. "
+            "Close other programs or use a machine with more memory; record fewer steps or without with_stack to "
+            f"make the trace smaller; or pass --max-memory {suggest} to try anyway.",
         )
     return est

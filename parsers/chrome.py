@@ -248,16 +248,31 @@ class _State:
         return self.builder.names.intern(name)
 
 
+#: the largest |timestamp| or duration in µs the model holds: int64 ns with room for differences (2**62 ns,
+#: about 146 years); beyond it a value is no time (an epoch in ns written as µs, a corrupted number)
+MAX_ABS_US = float(2**62) / 1000.0
+#: what :func:`_to_ns` gives for a value beyond :data:`MAX_ABS_US`
+OUT_OF_RANGE_NS = np.iinfo(np.int64).min
+
+
 def _to_ns(values: Iterable[Any], exact: bool) -> np.ndarray[Any, Any]:
-    """µs values (float or Decimal) → int64 ns, rounded to the nearest ns (never to whole µs)."""
+    """µs values (float or Decimal) → int64 ns, rounded to the nearest ns (never to whole µs); values beyond
+    :data:`MAX_ABS_US` (or not finite) become :data:`OUT_OF_RANGE_NS`."""
     if exact:
         return np.array([_one_ns(v, True) for v in values], dtype=np.int64)
     arr = values if isinstance(values, np.ndarray) else np.fromiter(values, np.float64)
-    return np.rint(arr * 1000.0).astype(np.int64)
+    ok = np.abs(arr) <= MAX_ABS_US
+    if ok.all():
+        return np.rint(arr * 1000.0).astype(np.int64)
+    out = np.rint(np.where(ok, arr, 0.0) * 1000.0).astype(np.int64)
+    out[~ok] = OUT_OF_RANGE_NS
+    return out
 
 
 def _one_ns(v: Any, exact: bool) -> int:
     """One µs value → int ns (see :func:`_to_ns`)."""
+    if not abs(float(v)) <= MAX_ABS_US:
+        return int(OUT_OF_RANGE_NS)
     if exact:
         return int((Decimal(v) * 1000).to_integral_value(ROUND_HALF_EVEN))
     return round(float(v) * 1000.0)
@@ -316,14 +331,29 @@ def _process_chunk(st: _State, chunk: Chunk, *, include_python: bool = True) -> 
     ts_f = chunk.ts
     # an event without a timestamp (NaN) is skipped, except metadata, which needs none
     no_ts = np.isnan(ts_f) if ts_f is not None else np.fromiter((e.ts != e.ts for e in evs), bool, n)
+    far = (
+        np.abs(ts_f) > MAX_ABS_US
+        if ts_f is not None
+        else np.fromiter((abs(float(e.ts)) > MAX_ABS_US for e in evs), bool, n)
+    )
     drop = None
+    if far.any():  # a timestamp no clock gives (beyond ±146 years): the event is skipped like one without ts
+        far &= np.fromiter(map("M".__ne__, phs), bool, n)
+        if far.any():
+            first = evs[int(np.flatnonzero(far)[0])]
+            st.skipped += int(far.sum())
+            st.skipped_example = st.skipped_example or (
+                f"a {first.ph!r} event named {first.name!r} with ts {float(first.ts):.3g} µs, out of range"
+            )
+            drop = far
+            no_ts &= ~far
     if no_ts.any():
         no_ts &= np.fromiter(map("M".__ne__, phs), bool, n)
         if no_ts.any():
             first = evs[int(np.flatnonzero(no_ts)[0])]
             st.skipped += int(no_ts.sum())
             st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
-            drop = no_ts
+            drop = no_ts if drop is None else drop | no_ts
     if not include_python:
         cats = list(map(_A_CAT, evs))
         if "python_function" in cats:
@@ -416,6 +446,13 @@ def _add_slices(
     xs = evs if is_x is None else list(compress(evs, is_x.tolist()))
     nx = len(xs)
     dur_x = _to_ns(map(_A_DUR, xs), exact)
+    far = dur_x == OUT_OF_RANGE_NS
+    if far.any():
+        st.repaired += int(far.sum())
+        st.repaired_example = st.repaired_example or f"an event named {xs[int(np.flatnonzero(far)[0])].name!r} " + (
+            "whose dur is out of range (shown with duration 0)"
+        )
+        dur_x[far] = 0
     neg = dur_x < 0
     if neg.any():
         st.negative_dur += int(neg.sum())
@@ -554,6 +591,8 @@ def _process_counters(st: _State, counters: list[Any], exact: bool) -> None:
         if not isinstance(c.args, dict):
             continue
         ts = _one_ns(c.ts, exact)
+        if ts == OUT_OF_RANGE_NS:
+            continue
         for key, value in c.args.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
@@ -969,10 +1008,11 @@ def _add_side_tables(st: _State, kind: np.ndarray[Any, Any], names: list[str], n
     copy_dst: list[int] = []
     copy_async: list[int] = []
     seen_copy = set()
-    # JAX details strings
+    # JAX details strings (a kernel that also carries Kineto's launch args keeps those: one row per kernel)
+    has_kineto_row = set(kineto_kernels["event"].tolist()) if st.details else set()
     for ev, what, text in st.details:
         d = _parse_details(text)
-        if what == "kernel" and kind[ev] == Kind.KERNEL:
+        if what == "kernel" and kind[ev] == Kind.KERNEL and ev not in has_kineto_row:
             kern_events.append(ev)
             grid.append(_triple(d.get("grid")))
             block.append(_triple(d.get("block")))
@@ -1235,10 +1275,16 @@ def _finish(
     lost = max(0, info.total - info.consumed) if info.truncated else 0
     if info.truncated:
         where = "the gzip stream ends early" if gz_truncated else "the file ends in the middle of the events"
-        b.warn(
-            f"Trace is truncated ({where}): loaded every complete event; the last {lost:,} bytes "
-            f"(decompressed) after the last complete event were not read."
-        )
+        if lost:
+            b.warn(
+                f"Trace is truncated ({where}): loaded every complete event; the last {lost:,} bytes "
+                f"(decompressed) after the last complete event were not read."
+            )
+        else:
+            b.warn(
+                f"Trace is truncated ({where}, right after a complete event): every event in the file was "
+                "loaded; the metadata that usually follows the events is missing."
+            )
     if corrupt:
         b.warn(f"{corrupt}; events up to the damage were loaded.")
     real_damage = [d for d in info.damaged if not (info.truncated and d is info.damaged[-1])]
@@ -1249,6 +1295,25 @@ def _finish(
             f"at byte {real_damage[0][0]:,} of the decompressed JSON); the events there were skipped, everything "
             "else was loaded."
         )
+    if info.too_deep:
+        deep_bytes = sum(n for _, n in info.too_deep)
+        b.warn(
+            f"{len(info.too_deep)} event(s) nest JSON deeper than the decoder can follow ({deep_bytes:,} bytes, first "
+            f"at byte {info.too_deep[0][0]:,} of the decompressed JSON); they were skipped, everything else was "
+            "loaded."
+        )
+    if info.trailer_unreadable:
+        b.warn(
+            f"The {info.trailer_unreadable:,} bytes after the traceEvents array are cut short or damaged: every "
+            "event was loaded, the metadata there was not."
+        )
+    if gz_truncated and not info.truncated:
+        b.warn(
+            "The gzip stream ends before its checksum (the file was cut short, perhaps by a crash or an "
+            "interrupted copy): every event was read, but the data could not be verified."
+        )
+    if info.trailer_too_deep:
+        b.warn("The keys after the traceEvents array nest JSON too deeply to read; that metadata was skipped.")
     if st.repaired:
         b.warn(
             f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "
@@ -1268,6 +1333,12 @@ def _finish(
         raise TraceError(
             f"{path} is cut short before its first complete event ({info.total:,} bytes read). "
             "Re-copy the file or re-record the profile.",
+            path=path,
+        )
+    if st.n == 0 and not st.be and not st.asyncs and info.too_deep:
+        raise TraceError(
+            f"{path} nests JSON too deeply to read ({info.too_deep[0][1]:,} bytes of nested brackets) and holds no "
+            "event that could be read. It is probably not a trace; if it is, report it.",
             path=path,
         )
     if st.n == 0 and not st.be and not st.asyncs:

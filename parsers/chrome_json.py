@@ -155,6 +155,9 @@ class DocumentInfo:
     truncated: bool = False
     chunks: int = 0
     damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
+    too_deep: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) of elements nested too deeply
+    trailer_too_deep: bool = False  # the keys after the events array nest too deeply to read
+    trailer_unreadable: int = 0  # bytes after the events array that are not the rest of the object (cut, damaged)
 
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -223,6 +226,13 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     while start < len(buf) and buf[start] in _WS:
         start += 1
     if start >= len(buf):
+        if src.truncated:
+            raise TraceError(
+                f"{src.path} is a gzip file cut short before any trace data ({src.bytes_out:,} bytes could be "
+                "decompressed): the copy was interrupted or the profiler crashed while writing it. Re-copy the file "
+                "or re-record the profile.",
+                path=src.path,
+            )
         raise _not_trace(src.path, "it is empty" if src.bytes_out == 0 else "it holds only white space")
     first = buf[start : start + 1]
     if first == b"[":
@@ -267,11 +277,18 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                     yield chunk_or_none
                 if resync < 0:
                     if src.eof:
-                        info.truncated = True
-                        info.damaged.append((win.base + good, win.end - good))
+                        rest = bytes(win.view[good : win.end])
+                        if _nested_too_deeply(rest, closed=True):
+                            info.too_deep.append((win.base + good, len(rest)))
+                            info.consumed = win.base + win.end
+                        else:
+                            info.truncated = True
+                            info.damaged.append((win.base + good, len(rest)))
                         break
                     resync = win.end  # nothing readable in this window: skip it
-                info.damaged.append((win.base + good, resync - good))
+                skipped = (win.base + good, resync - good)
+                deep = _nested_too_deeply(bytes(win.view[good:resync]))
+                (info.too_deep if deep else info.damaged).append(skipped)
                 pos = resync
                 continue
             info.chunks += 1
@@ -298,9 +315,9 @@ def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo
             if head.endswith(b","):
                 head = head[:-1]
             try:
-                header = _DEC_ANY.decode(head + b"}") if head != b"{" else {}
-            except msgspec.DecodeError:
-                continue  # the key text was inside a string or a nested object
+                header = _decode_header(head + b"}") if head != b"{" else {}
+            except (ValueError, RecursionError):
+                continue  # the key text was inside a nested object (or the keys before it nest too deeply)
             if isinstance(header, dict):
                 info.header.update(header)
                 return m.end(), buf
@@ -343,12 +360,23 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
     tail = rest.strip(_WS)
     if tail.startswith(b","):
         try:
-            extra = _DEC_ANY.decode(b"{" + tail[1:])
-        except msgspec.DecodeError:
+            try:
+                extra = _decode_header(b"{" + tail[1:])
+            except ValueError:
+                if tail.endswith(b"}"):
+                    raise
+                extra = _decode_header(b"{" + tail[1:] + b"}")  # only the final brace is missing
+        except RecursionError:
+            info.trailer_too_deep = True
+            return
+        except ValueError:
+            info.trailer_unreadable = len(tail)
             return
         if isinstance(extra, dict):
             for k, v in extra.items():
                 info.header.setdefault(k, v)
+    elif tail not in (b"", b"}"):
+        info.trailer_unreadable = len(tail)
 
 
 def _split_candidates(buf: bytearray, pos: int, end: int) -> Iterator[int]:
@@ -429,14 +457,15 @@ def _recover_damage(buf: bytes, pos: int) -> tuple[int, Chunk | None, int]:
             continue
         try:
             _DEC_RAW_LIST.decode(b"[" + buf[start:probe] + b"]")
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             continue
         return good, best, start
     return good, best, -1
 
 
 def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
-    """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``."""
+    """At the end of the file, the elements left may not be objects (``1, 2]``): decode up to the array's ``]``.
+    A file cut just after an element's closing brace (before ``,`` or ``]``) keeps that element too."""
     close = buf.rfind(b"]", pos)
     tries = 0
     while close >= pos and tries < MAX_SPLIT_TRIES:
@@ -445,6 +474,12 @@ def _decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
         except _NotAnArray:
             close = buf.rfind(b"]", pos, close)
             tries += 1
+    rest = buf[pos:].rstrip(_WS)
+    if rest.endswith(b"}"):
+        try:
+            return pos + len(rest), _decode_chunk(b"[" + rest + b"]")
+        except _NotAnArray:
+            pass
     return -1, Chunk([])
 
 
@@ -458,8 +493,17 @@ _ERR_POS = re.compile(r"byte (\d+)")
 def _decode_chunk(text: bytes | memoryview) -> Chunk:
     """Decode ``[e, e, ...]``; typed and fast when it can be, element by element when it must be.
 
-    ``text`` may be a view of a buffer that is reused after this returns: nothing decoded refers to it.
+    ``text`` may be a view of a buffer that is reused after this returns: nothing decoded refers to it. An element
+    nested deeper than the decoders' recursion limit makes the whole run fail like damage does, so the streamer
+    keeps the elements before it and resumes after it.
     """
+    try:
+        return _decode_chunk_or_recurse(text)
+    except RecursionError:
+        raise _NotAnArray from None
+
+
+def _decode_chunk_or_recurse(text: bytes | memoryview) -> Chunk:
     try:
         events = _DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
@@ -557,11 +601,42 @@ def _lenient_chunk(text: bytes) -> Chunk:
     )
 
 
+def _decode_header(text: bytes) -> Any:
+    """The keys around the events array: msgspec, then (for lone surrogates, NaN, control characters or invalid
+    UTF-8 that only a lenient parser reads) the standard library. Raises ValueError or RecursionError."""
+    try:
+        return _DEC_ANY.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text.decode("utf-8", "replace"), strict=False)
+
+
+def _nested_too_deeply(region: bytes, *, closed: bool = False) -> bool:
+    """Whether skipped bytes are whole elements that only failed because they nest deeper than the decoder's
+    recursion limit (rather than damaged or missing bytes). ``closed``: the region runs to the end of the file,
+    so it must also close the events array (brackets balance) — a file cut inside deep nesting is truncated."""
+    body = region.strip(b" \t\r\n,")
+    if closed:
+        opened = body.count(b"[") + body.count(b"{")
+        if not body.endswith(b"]") or opened != body.count(b"]") + body.count(b"}") - 1:
+            return False
+        body = body[:-1]
+    try:
+        _DEC_RAW_LIST.decode(b"[" + body + b"]")
+    except RecursionError:
+        return True
+    except msgspec.DecodeError:
+        return False
+    return False
+
+
 def _python_chunk(text: bytes) -> Chunk:
     """Last resort for bytes msgspec rejects (NaN, Infinity, raw control characters, invalid UTF-8)."""
     try:
         decoded = text.decode("utf-8")
-        note = "non-standard JSON (NaN, Infinity or raw control characters in strings) was read leniently"
+        note = (
+            "non-standard JSON (NaN, Infinity, raw control characters or unpaired \\uD800-style surrogates in "
+            "strings) was read leniently"
+        )
     except UnicodeDecodeError:
         decoded = text.decode("utf-8", "replace")
         note = "bytes that are not valid UTF-8 were replaced with U+FFFD in names"

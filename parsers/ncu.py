@@ -28,7 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,9 +145,10 @@ def parse_number(text: str) -> float | None:
     if not s or not any(c.isdigit() for c in s) or not _NUMBER.match(s):
         return None
     try:
-        return float(s.replace(",", ""))
+        value = float(s.replace(",", ""))
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # "1e999" is no measurement
 
 
 def unit_factor(unit: str) -> tuple[float, str]:
@@ -290,37 +291,56 @@ DETAILS_LABELS: dict[tuple[str, str], str] = {
 }
 
 
+#: columns a details page cannot be read without (``Metric Unit`` may be missing: the values are then taken as
+#: printed, in base units)
+DETAILS_REQUIRED = ("ID", "Metric Name", "Metric Value")
+
+
 def _is_raw_header(header: list[str]) -> bool:
     return bool(header) and header[0] == "ID" and "Metric Name" not in header
+
+
+def _cells(header: list[str]) -> Callable[[list[str], str], str]:
+    """``cell(row, column)``: the row's value in that column, ``""`` when the page has no such column or the row
+    is short (a page cut off mid-row)."""
+    col = {h: i for i, h in enumerate(header)}
+
+    def cell(row: list[str], name: str) -> str:
+        i = col.get(name)
+        return row[i] if i is not None and i < len(row) else ""
+
+    return cell
 
 
 def parse_details_csv(text: str) -> list[NcuKernel]:
     """Kernels from ncu's details page (``--page details --csv``, also what ``--metrics a,b`` prints): one row per
     metric (``Section Name``, ``Metric Name``, ``Metric Unit``, ``Metric Value``) plus rule rows. Metric names
     (``gpu__time_duration.sum``) are kept as they are; the human labels ncu prints by default (``Duration``,
-    ``DRAM Throughput`` ...) are mapped through :data:`DETAILS_LABELS`; others are dropped."""
+    ``DRAM Throughput`` ...) are mapped through :data:`DETAILS_LABELS`; others are dropped. A page without the
+    :data:`DETAILS_REQUIRED` columns gives no kernels; rows cut short are skipped."""
     rows = _rows(text)
-    if not rows or rows[0][0] != "ID" or "Metric Name" not in rows[0]:
+    if not rows or rows[0][0] != "ID" or any(c not in rows[0] for c in DETAILS_REQUIRED):
         return []
     header = rows[0]
-    col = {h: i for i, h in enumerate(header)}
+    cell = _cells(header)
     metrics: dict[int, dict[str, float]] = {}
     strings: dict[int, dict[str, str]] = {}
     first: dict[int, list[str]] = {}
+    last_needed = max(header.index(c) for c in DETAILS_REQUIRED)
     for row in rows[1:]:
-        if len(row) <= col["Metric Value"]:
+        if len(row) <= last_needed:
             continue
-        kid_f = parse_number(row[col["ID"]])
+        kid_f = parse_number(cell(row, "ID"))
         kid = int(kid_f) if kid_f is not None else 0
         first.setdefault(kid, row)
-        label = row[col["Metric Name"]].strip()
+        label = cell(row, "Metric Name").strip()
         if not label:
             continue
-        unit = row[col["Metric Unit"]].strip()
+        unit = cell(row, "Metric Unit").strip()
         name = label if "__" in label else DETAILS_LABELS.get((label, "%" if unit == "%" else "*"))
         if name is None:
             continue
-        raw = row[col["Metric Value"]].strip()
+        raw = cell(row, "Metric Value").strip()
         num = parse_number(raw)
         if num is None:
             if raw and raw != "n/a":
@@ -328,13 +348,13 @@ def parse_details_csv(text: str) -> list[NcuKernel]:
             continue
         metrics.setdefault(kid, {})[name] = num * unit_factor(unit)[0]
     rules = parse_details_rules(text)
-    nvtx_cols = [i for i, h in enumerate(header) if "Push/Pop_Range" in h]
+    nvtx_cols = [h for h in header if "Push/Pop_Range" in h]
     out = []
     for kid, row in first.items():
-        demangled = row[col["Kernel Name"]] if "Kernel Name" in col else ""
+        demangled = cell(row, "Kernel Name")
         nvtx: tuple[str, ...] = ()
         for c in nvtx_cols:
-            nvtx += _nvtx_from_cell(row[c])
+            nvtx += _nvtx_from_cell(cell(row, c))
         out.append(
             NcuKernel(
                 index=kid,
@@ -344,8 +364,8 @@ def parse_details_csv(text: str) -> list[NcuKernel]:
                 strings=strings.get(kid, {}),
                 rules=tuple(rules.get(kid, ())),
                 nvtx=nvtx,
-                grid=_geometry(row[col["Grid Size"]]) if "Grid Size" in col else None,
-                block=_geometry(row[col["Block Size"]]) if "Block Size" in col else None,
+                grid=_geometry(cell(row, "Grid Size")),
+                block=_geometry(cell(row, "Block Size")),
             )
         )
     return out
@@ -358,28 +378,26 @@ def parse_details_rules(text: str) -> dict[int, list[NcuRule]]:
     if not rows or rows[0][0] != "ID":
         return {}
     header = rows[0]
-    col = {h: i for i, h in enumerate(header)}
     need = ("Rule Name", "Rule Type", "Rule Description")
-    if any(n not in col for n in need):
+    if any(n not in header for n in need):
         return {}
+    cell = _cells(header)
     out: dict[int, list[NcuRule]] = {}
     for row in rows[1:]:
-        if len(row) <= col["Rule Description"]:
+        name = cell(row, "Rule Name").strip()
+        if not name or cell(row, "Metric Name").strip() or len(row) <= header.index("Rule Description"):
             continue
-        name = row[col["Rule Name"]].strip()
-        if not name or (col.get("Metric Name") is not None and row[col["Metric Name"]].strip()):
-            continue
-        kid = parse_number(row[col["ID"]])
-        speedup = parse_number(row[col["Estimated Speedup"]]) if "Estimated Speedup" in col else None
-        stype = row[col["Estimated Speedup Type"]].strip() if "Estimated Speedup Type" in col else ""
+        kid = parse_number(cell(row, "ID"))
+        speedup = parse_number(cell(row, "Estimated Speedup"))
+        stype = cell(row, "Estimated Speedup Type").strip()
         out.setdefault(int(kid) if kid is not None else 0, []).append(
             NcuRule(
                 identifier=name,
                 name=name,
-                section=row[col["Section Name"]].strip() if "Section Name" in col else "",
-                type=row[col["Rule Type"]].strip() or "INF",
+                section=cell(row, "Section Name").strip(),
+                type=cell(row, "Rule Type").strip() or "INF",
                 title="",
-                text=row[col["Rule Description"]].strip(),
+                text=cell(row, "Rule Description").strip(),
                 speedup_pct=speedup,
                 speedup_type=stype or None,
             )
@@ -610,14 +628,26 @@ def load_csv(path: str) -> NcuReport:
             text = f.read()
     except OSError as e:
         raise TraceError(f"Cannot read {path}: {e.strerror}.", path=path) from None
+    warnings: tuple[str, ...] = ()
+    if text and not text.endswith(("\n", "\r")):  # ncu ends every line: the file was cut in its last line
+        text = text[: max(text.rfind("\n"), text.rfind("\r")) + 1]
+        warnings = ("The CSV page ends in the middle of a line: the file was cut short; its last line was left out.",)
     kernels = kernels_from_csv(text, text)
     if not kernels:
+        rows = _rows(text)
+        header = rows[0] if rows else []
+        missing = [c for c in DETAILS_REQUIRED if c not in header] if "Metric Name" in header else []
+        why = (
+            f"its details-page header has no {', '.join(repr(c) for c in missing)} column"
+            if missing
+            else "neither raw-page nor details-page rows"
+        )
         raise TraceError(
-            f"{path} holds no ncu metrics (neither raw-page nor details-page rows). Save them with "
+            f"{path} holds no ncu metrics ({why}). Save them with "
             f"'ncu -i REPORT.ncu-rep --csv --print-units base --page raw > {os.path.basename(path)}'.",
             path=path,
         )
-    return NcuReport(path=path, kernels=tuple(kernels), reader="csv")
+    return NcuReport(path=path, kernels=tuple(kernels), reader="csv", warnings=warnings)
 
 
 def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto") -> NcuReport:
@@ -636,10 +666,14 @@ def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto")
                 return NcuReport(path=path, kernels=tuple(kernels), reader="ncu_report", warnings=tuple(warnings))
             if warnings:
                 raise TraceError(
-                    f"{path} holds no complete kernel results ({'; '.join(warnings)}). Re-run the profile.",
+                    f"{path} holds no complete kernel results ({'; '.join(warnings)}): the report was probably cut "
+                    "short (ncu killed, disk full, an interrupted copy). Re-run the profile.",
                     path=path,
                 )
-            errors.append("the ncu_report package found no profiled kernels in it")
+            errors.append(
+                "the ncu_report package found no profiled kernel in it (the report is empty, or cut short: ncu "
+                "was killed, the disk filled up or a copy was interrupted)"
+            )
         else:
             errors.append("the ncu_report package is not installed")
     if reader in ("auto", "ncu-csv"):

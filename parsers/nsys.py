@@ -12,6 +12,7 @@ when it is installed (:mod:`.nsys_report`).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -95,6 +96,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
         )
     info = read_export_info(conn, schema)
     builder = TraceBuilder("nsys")
+    _warn_about_views(conn, schema, builder)
     total = sum(row_count(conn, schema.table(t)) for t in EVENT_TABLES)
     done = [0]
 
@@ -134,6 +136,13 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     _warn_about_content(ctx, decoder)
     if reader.slow_tables:
         ctx.properties["tables_read_row_by_row"] = sorted(set(reader.slow_tables))
+    for table, columns in sorted(reader.not_integers.items()):
+        what = ", ".join(f"{c} ({n:,} row{'s' if n != 1 else ''})" for c, n in sorted(columns.items()))
+        builder.warn(
+            f"Table {table} holds values that are not integers where nsys writes integers: {what}. They were read "
+            "as whole numbers (text that is no number as 0), so those rows may be misplaced; the export was "
+            "probably edited or damaged."
+        )
     meta = TraceMeta(
         format="nsys",
         source=(path,),
@@ -147,13 +156,54 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     return builder.build(meta)
 
 
+def _warn_about_views(conn: sqlite3.Connection, schema: Schema, builder: TraceBuilder) -> None:
+    """Views named like the tables the loader reads are never read (a view runs SQL the file chose): say so."""
+    known = {t.upper() for t in (*EVENT_TABLES, *NSYS_MARKER_TABLES)}
+    views = [str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+    for v in sorted(views):
+        m = re.match(r"^(.+?)(?:_V\d+)?$", v, re.IGNORECASE)
+        base = (m.group(1) if m else v).upper()
+        if base in known and schema.table(base) is None:
+            builder.warn(
+                f"{v} is a view, not a table: gputop-trace never runs the SQL of views in a file, so its rows were "
+                "not read. Export the report again with nsys to get the table."
+            )
+
+
 def _device_used(ctx: Context, device: int) -> bool:
     return any(ln.device == device for ln in ctx.builder.lanes)
+
+
+#: the largest |time| and duration (ns) an export row may have: about 73 years, so that any difference of two
+#: times and any end still fits int64 (epoch-normalized times are about 2**60.6 in 2026)
+MAX_ABS_NS = 2**61
+
+
+def _drop_impossible_times(ctx: Context) -> None:
+    """Rows whose start lies beyond ±:data:`MAX_ABS_NS` are left out; durations beyond it become zero (a NULL end
+    stays :data:`NULL_DUR`). Both are counted in warnings: such values come from damaged or edited files."""
+    dropped = too_long = 0
+    for b in ctx.batches:
+        if not len(b):
+            continue
+        bad = (b.start > MAX_ABS_NS) | (b.start < -MAX_ABS_NS)
+        if bad.any():
+            dropped += int(bad.sum())
+            b.keep(~bad)
+        long = (b.dur > MAX_ABS_NS) | ((b.dur < -MAX_ABS_NS) & (b.dur != NULL_DUR))
+        if long.any():
+            too_long += int(long.sum())
+            b.dur = np.where(long, 0, b.dur)
+    if dropped:
+        ctx.warn(f"{dropped:,} rows have start times beyond ±73 years (damaged or edited values); they were left out.")
+    if too_long:
+        ctx.warn(f"{too_long:,} rows last longer than 73 years (damaged or edited values); shown with zero length.")
 
 
 def _fix_durations(ctx: Context) -> None:
     """Missing ends: NVTX ranges run to the end of the profile, everything else gets zero length.
     Negative durations (end before start) become zero. Both are counted in warnings."""
+    _drop_impossible_times(ctx)
     ends = [b.start[b.dur >= 0] + b.dur[b.dur >= 0] for b in ctx.batches if len(b)]
     starts = [b.start for b in ctx.batches if len(b)]
     last = max((int(e.max()) for e in ends if e.size), default=0)

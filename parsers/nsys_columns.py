@@ -88,6 +88,9 @@ class ColumnReader:
         self.chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
         self.on_rows = on_rows
         self.slow_tables: list[str] = []
+        #: table → column → rows whose value is not an integer (REAL, TEXT, BLOB), found when a table is read the
+        #: slow way; such values were cast (``8000.5`` → 8000, ``'abc'`` → 0)
+        self.not_integers: dict[str, dict[str, int]] = {}
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -182,7 +185,29 @@ class ColumnReader:
         if self.on_rows is not None and part:
             self.on_rows(int(part[0].shape[0]))
 
+    def _count_not_integers(self, table: str, exprs: Sequence[str], where: str) -> None:
+        """Record how many rows hold a value that is not an integer in the columns ``exprs`` read."""
+        try:
+            names = [str(r[1]) for r in self.conn.execute(f'PRAGMA table_info("{table}")')]
+        except sqlite3.Error:
+            return
+        text = " ".join(exprs)
+        used = [n for n in names if re.search(rf'(?<![\w"]){re.escape(n)}(?![\w"])|"{re.escape(n)}"', text)]
+        if not used:
+            return
+        sums = ", ".join(f"""sum(typeof("{n}") NOT IN ('integer', 'null'))""" for n in used)
+        try:
+            row = self.conn.execute(f'SELECT {sums} FROM "{table}"' + (f" WHERE {where}" if where else "")).fetchone()
+        except sqlite3.Error:
+            return
+        bad = {n: int(c) for n, c in zip(used, row, strict=True) if c}
+        if bad:
+            found = self.not_integers.setdefault(table, {})
+            for n, c in bad.items():
+                found[n] = max(found.get(n, 0), c)
+
     def _read_slow(self, table: str, exprs: Sequence[str], where: str, *, order_by_rowid: bool) -> list[I64]:
+        self._count_not_integers(table, exprs, where)
         cols = ", ".join(f"ifnull(CAST(({e}) AS INTEGER), 0)" for e in exprs)
         sql = f'SELECT {cols} FROM "{table}"' + (f" WHERE {where}" if where else "")
         if order_by_rowid:

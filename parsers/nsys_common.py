@@ -144,6 +144,17 @@ class Batch:
     def __len__(self) -> int:
         return int(self.start.shape[0])
 
+    def keep(self, mask: npt.NDArray[np.bool_]) -> None:
+        """Keep only the rows where ``mask`` is True (every per-row column and side-table column)."""
+        n = len(self)
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray) and v.shape[:1] == (n,):
+                setattr(self, f.name, v[mask])
+            elif isinstance(v, dict):
+                setattr(self, f.name, {k: a[mask] if isinstance(a, np.ndarray) and a.shape[:1] == (n,) else a
+                                       for k, a in v.items()})  # fmt: skip
+
 
 @dataclass
 class Context:

@@ -168,14 +168,14 @@ def _copy_name(direction: int, src: int, dst: int, *, memset: bool = False) -> s
 
 
 def _lut(mapping: dict[int, int], values: I64, default: int) -> I64:
-    """Map small non-negative enum values through ``mapping`` (anything else → ``default``)."""
-    top = max([*mapping, 0]) + 1
-    table = np.full(top, default, dtype=np.int64)
-    for k, v in mapping.items():
-        if 0 <= k < top:
-            table[k] = v
-    ok = (values >= 0) & (values < top)
-    return np.where(ok, table[np.clip(values, 0, top - 1)], default)
+    """Map enum values through ``mapping`` (anything else → ``default``). The keys come from the file's ENUM
+    tables, so they may be anything: the lookup is a search, never a table as large as the largest key."""
+    if not mapping:
+        return np.full(values.shape, default, dtype=np.int64)
+    keys = np.array(sorted(mapping), dtype=np.int64)
+    vals = np.array([mapping[k] for k in keys.tolist()], dtype=np.int64)
+    pos = np.clip(np.searchsorted(keys, values), 0, len(keys) - 1)
+    return np.where(keys[pos] == values, vals[pos], default)
 
 
 def read_memcpy(ctx: Context) -> None:

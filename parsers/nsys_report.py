@@ -81,7 +81,7 @@ def export_report(report: str) -> str:
         ) from None
     try:
         proc = subprocess.run(
-            export_command(report, tmp, nsys),
+            export_command(os.path.abspath(report), tmp, nsys),  # absolute: a name like -x.nsys-rep is no option
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

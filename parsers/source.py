@@ -221,19 +221,24 @@ class ByteStream:
                 if rest[:2] == GZIP_MAGIC:
                     self.members += 1
                     self._dec = self._zlib.decompressobj(47)
-                    self._pending = rest
+                    self._pending = rest + self._pending  # the held-back trailer belongs to the next member
                 else:
                     self.corrupt = f"{len(rest)} bytes of data that is not gzip follow the compressed stream"
                     self.eof = True
             else:
-                # the member ended; more members may follow in later blocks
-                nxt = self._f.read(2)
+                # the member ended; more members may follow in the bytes held back or in later blocks
+                if self._pending:
+                    nxt, after = self._pending[:2], self._pending
+                else:
+                    nxt = self._f.read(2)
+                    after = nxt
+                    if nxt:
+                        self._f.seek(-len(nxt), os.SEEK_CUR)
                 if nxt:
-                    self._f.seek(-len(nxt), os.SEEK_CUR)
                     if nxt == GZIP_MAGIC:
                         self.members += 1
                         self._dec = self._zlib.decompressobj(47)
-                    elif nxt.strip(b"\x00"):
+                    elif after.strip(b"\x00"):
                         self.corrupt = "data that is not gzip follows the compressed stream"
                         self.eof = True
                     else:

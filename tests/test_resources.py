@@ -27,7 +27,7 @@ def test_refused_when_over_the_limit_with_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as err:
         check_memory([str(p)], max_memory="100MB")
     msg = err.value.message
-    assert "would need about" in msg and "0.1 GB is the --max-memory limit" in msg
+    assert "would need about" in msg and "100 MB is the --max-memory limit" in msg
     assert "--max-memory" in msg and "record fewer steps" in msg
 
 

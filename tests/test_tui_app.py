@@ -243,7 +243,7 @@ def test_no_argument_opens_the_bundled_sample() -> None:
     seen: list[list[str]] = []
 
     class FakeApp:
-        def __init__(self, paths: list[str]) -> None:
+        def __init__(self, paths: list[str], **options: object) -> None:
             seen.append(paths)
             self.return_code = 0
 
@@ -257,7 +257,7 @@ def test_no_argument_opens_the_bundled_sample() -> None:
         app_mod.GputopApp = FakeApp  # type: ignore[misc,assignment]
         sys.stdin.isatty = lambda: True  # type: ignore[method-assign]
         sys.stdout.isatty = lambda: True  # type: ignore[method-assign]
-        assert view.run(Namespace(paths=[])) == 0
+        assert view.run(Namespace(paths=[], max_memory=None)) == 0
     finally:
         app_mod.GputopApp = GputopApp  # type: ignore[misc]
         sys.stdin.isatty = orig_tty  # type: ignore[method-assign]

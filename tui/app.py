@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
@@ -71,14 +72,22 @@ class GputopApp(App[int]):
     ]
 
     def __init__(
-        self, paths: list[str], *, analyses: bool = True, trace: Trace | None = None, fleet: FleetFile | None = None
+        self,
+        paths: list[str],
+        *,
+        analyses: bool = True,
+        trace: Trace | None = None,
+        fleet: FleetFile | None = None,
+        max_memory: int | None = None,
     ) -> None:
         """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
-        ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there."""
+        ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there;
+        ``max_memory`` (bytes) replaces the available memory in the check made before loading."""
         super().__init__()
         self.fleet = fleet
         self.load_token = 0
         self.paths = list(paths) if fleet is None else []
+        self.max_memory = max_memory
         self._given_trace = trace
         self.run_analyses_after_load = analyses
         self.trace: Trace | None = None
@@ -91,6 +100,19 @@ class GputopApp(App[int]):
         self.failures: dict[str, str] = {}
         self.fleet_rank: int | None = None
         self._started = time.perf_counter()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A notification whose text is never read as markup (``markup`` is ignored): notifications carry names
+        from the trace, warnings quoting the file and paths the user typed, which must show as they are."""
+        super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     @property
     def mono(self) -> bool:
@@ -189,6 +211,10 @@ class GputopApp(App[int]):
 
         t0 = time.perf_counter()
         try:
+            if self._given_trace is None:
+                from gputop_trace.resources import check_paths
+
+                check_paths(paths, self.max_memory)
             trace = self._given_trace or load_paths(paths, progress=progress)
             counts[2] = len(trace)
             data = prepare_timeline(trace, step=step)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.fuzzy import Matcher
 
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
@@ -100,6 +101,19 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
     return out
 
 
+def highlighted(matcher: Matcher, text: str) -> Text:
+    """``text`` with the letters the query matched in reverse video. Unlike ``Matcher.highlight`` it never reads
+    ``text`` as markup: entries hold names from the trace, and one such as ``a[/]b`` must neither be styled nor
+    break the palette."""
+    out = Text(text)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    if score:
+        for offset in offsets:
+            if not text[offset].isspace():
+                out.stylize("reverse", offset, offset + 1)
+    return out
+
+
 class TraceCommands(Provider):
     """Palette entries for the loaded trace."""
 
@@ -136,4 +150,4 @@ class TraceCommands(Provider):
         for text, help_text, cb in palette_entries(main):
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), cb, text=text, help=help_text)
+                yield Hit(score, highlighted(matcher, text), cb, text=text, help=help_text)

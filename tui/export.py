@@ -41,7 +41,9 @@ def findings_document(trace: Trace, paths: list[str], analyses: Any = None) -> d
 
 
 def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    from gputop_trace.safe_text import clean
+
+    return clean(str(text)).replace("|", "\\|")
 
 
 def findings_markdown(doc: dict[str, Any]) -> str:

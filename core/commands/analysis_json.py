@@ -38,6 +38,8 @@ def event_json(trace: Trace, i: int) -> dict[str, Any] | None:
 def evidence_json(trace: Trace, value: Any, rank: int = 0, key: str = "") -> Any:
     """Finding evidence with event indices described and times in the file's time base."""
     if isinstance(value, dict):
+        if key == "events":  # event counts per kind ({"api": 3}), not event indices
+            return dict(value)
         r = value.get("rank", rank)
         r = r if isinstance(r, int) else rank
         return {k: evidence_json(trace, v, r, k) for k, v in value.items()}

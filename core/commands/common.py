@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gputop_trace.units import parse_duration_ns
+from gputop_trace.units import parse_duration_ns, parse_size_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,8 +22,16 @@ def duration_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def size_arg(text: str) -> int:
+    """argparse type: a size with units (``12GB``, ``512MiB``) → bytes."""
+    try:
+        return parse_size_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
-    """The PATH argument(s): files or directories of per-rank traces."""
+    """The PATH argument(s): files or directories of per-rank traces, and ``--max-memory``."""
     parser.add_argument(
         "paths",
         nargs="*" if optional else "+",
@@ -34,6 +42,13 @@ def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> Non
         "--no-cache",
         action="store_true",
         help="parse the trace again instead of reopening it from the columnar cache (~/.cache/gputop-trace)",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=size_arg,
+        metavar="SIZE",
+        help="memory the trace may use (e.g. 12GB); a trace estimated to need more is refused before loading. "
+        "Default: the memory available now (MemAvailable, or the container's limit), or $GPUTOP_MAX_MEMORY",
     )
 
 
@@ -59,11 +74,14 @@ def stdout_console() -> Console:
 
 
 def load(args: argparse.Namespace) -> Trace:
-    """Load the command's PATH(s), with a progress bar on stderr when it is a terminal."""
+    """Load the command's PATH(s), with a progress bar on stderr when it is a terminal. Raises
+    :class:`TraceError` up front when they are estimated to need more memory than is available."""
     from gputop_trace.loader import load_paths
+    from gputop_trace.resources import check_paths
 
     paths: list[str] = list(args.paths)
     use_cache = not getattr(args, "no_cache", False)
+    check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
     if not sys.stderr.isatty():
         return load_paths(paths, use_cache=use_cache)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn

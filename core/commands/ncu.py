@@ -268,16 +268,14 @@ def _confirm(display: str, assume_yes: bool, err: _Stderr) -> bool:
 
 
 def _guidance_message(g: Guidance, target: list[str]) -> str:
-    import shlex
+    from gputop_trace.safe_text import shell_join
 
     parts = [f"{g.title}. {g.text}"]
     if g.available_kernels:
         parts.append("Kernels ncu saw: " + ", ".join(g.available_kernels) + ".")
         parts.append(
-            "Profile one of them with: gputop-trace ncu --kernel "
-            + shlex.quote(g.available_kernels[0])
-            + " -- "
-            + shlex.join(target)
+            "Profile one of them with: "
+            + shell_join(["gputop-trace", "ncu", "--kernel", g.available_kernels[0], "--", *target])
         )
     if g.details:
         parts.append("Last lines: " + " | ".join(g.details[-8:]))

@@ -27,10 +27,10 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def make_app(paths: list[str]) -> Any:
+def make_app(paths: list[str], *, max_memory: int | None = None) -> Any:
     """The app for ``paths``: the fleet screen for a fleet Parquet file (``gputop-trace fleet --out``), else the
-    timeline of the traces. A Parquet file that is not a fleet, or one given with other paths, is a
-    :class:`TraceError`."""
+    timeline of the traces (``max_memory``: bytes the load may use, see :mod:`gputop_trace.resources`). A Parquet
+    file that is not a fleet, or one given with other paths, is a :class:`TraceError`."""
     from gputop_trace.fleet_parquet import is_fleet_parquet
 
     fleets = [p for p in paths if is_fleet_parquet(p)]
@@ -46,7 +46,7 @@ def make_app(paths: list[str]) -> Any:
         from gputop_trace.fleet_parquet import read_fleet
 
         return GputopApp([], fleet=read_fleet(fleets[0]))
-    return GputopApp(paths)
+    return GputopApp(paths, max_memory=max_memory)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
             "gputop-trace view needs an interactive terminal (stdin and stdout must be a TTY). For output a "
             "script can read, use 'gputop-trace summary PATH --json'.",
         )
-    app = make_app(paths)
+    app = make_app(paths, max_memory=getattr(args, "max_memory", None))
     app.run()
     return int(app.return_code or 0)

@@ -1,0 +1,152 @@
+"""Property-based tests of the Nsight Systems loader (hypothesis; budget ``GPUTOP_FUZZ_EXAMPLES``, docs/fuzzing.md).
+
+Two sources of input: small synthetic exports with the real nsys tables (any subset of them, typed or untyped
+columns) filled with random rows — integers of every size, NULLs, REALs, text, blobs, names with any characters
+— and real corpus exports copied to a temporary folder and damaged (bytes overwritten, the file cut short).
+Whatever the input, the loader returns a sound model (on which the summary analyses run) or raises TraceError,
+and it never writes next to the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from gputop_trace.errors import TraceError
+from gputop_trace.parsers import nsys
+from tests.conftest import CORPUS
+from tests.fixtures.fuzz import SETTINGS, check_model, check_summary
+from tests.fixtures.nsys_synth import _TABLES, GPID, gpid, gtid
+
+ID_COLUMNS = {"nameId", "demangledName", "shortName", "mangledName", "textId", "value"}
+THREAD_COLUMNS = {"globalTid", "endGlobalTid"}
+PROCESS_COLUMNS = {"globalPid"}
+
+anything = st.one_of(
+    st.none(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.binary(max_size=8),
+)
+times = st.integers(0, 50_000)
+
+
+def cell(column: str) -> st.SearchStrategy[Any]:
+    """Mostly what nsys writes in that column, sometimes anything at all."""
+    if column in THREAD_COLUMNS:
+        usual: st.SearchStrategy[Any] = st.sampled_from([gtid(4242), gtid(11), gtid(7, pid=99)])
+    elif column in PROCESS_COLUMNS:
+        usual = st.sampled_from([GPID, gpid(99)])
+    elif column in ID_COLUMNS:
+        usual = st.integers(0, 8)
+    elif column in ("start", "end"):
+        usual = times
+    else:
+        usual = st.integers(-2, 40)
+    return st.one_of(usual, usual, usual, anything)
+
+
+@st.composite
+def export(draw: st.DrawFn) -> tuple[dict[str, list[str]], dict[str, list[dict[str, Any]]], bool]:
+    tables = draw(st.sets(st.sampled_from(sorted(_TABLES)), min_size=1))
+    if draw(st.booleans()):
+        tables |= {"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"}
+    schema = {t: [c.split()[0] for c in _TABLES[t]] for t in tables}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for t, cols in schema.items():
+        if t == "StringIds":
+            ids = range(1, 9)
+            texts = draw(st.lists(st.text(max_size=20) | st.binary(max_size=12), min_size=8, max_size=8))
+            rows[t] = [{"id": i, "value": v} for i, v in zip(ids, texts, strict=True)]
+            continue
+        n = draw(st.integers(0, 6))
+        rows[t] = [{c: draw(cell(c)) for c in cols if draw(st.integers(0, 9))} for _ in range(n)]
+    return schema, rows, draw(st.booleans())
+
+
+def write_export(path: Path, schema: dict[str, list[str]], rows: dict[str, list[dict[str, Any]]], typed: bool) -> None:
+    conn = sqlite3.connect(path)
+    for t, cols in schema.items():
+        decl = {c.split()[0]: " ".join(c.split()[1:2]) for c in _TABLES[t]} if typed else {}
+        columns = ", ".join(f"{c} {decl.get(c, '')}".strip() for c in cols)
+        conn.execute(f"CREATE TABLE {t} ({columns})")
+        for r in rows.get(t, []):
+            if r:
+                names = ", ".join(r)
+                marks = ", ".join("?" for _ in r)
+                conn.execute(f"INSERT INTO {t} ({names}) VALUES ({marks})", list(r.values()))
+    conn.commit()
+    conn.close()
+
+
+@SETTINGS
+@given(ex=export())
+def test_random_rows_of_every_type_load_soundly_or_fail_cleanly(
+    tmp_path: Path, ex: tuple[dict[str, list[str]], dict[str, list[dict[str, Any]]], bool]
+) -> None:
+    folder = tmp_path / "x"
+    folder.mkdir(exist_ok=True)
+    path = folder / "report.sqlite"
+    path.unlink(missing_ok=True)
+    write_export(path, *ex)
+    try:
+        t = nsys.load(str(path))
+    except TraceError as e:
+        event("refused (TraceError)")
+        assert e.message
+    else:
+        event("loaded" + (" with warnings" if t.meta.warnings else ""))
+        check_model(t)
+        check_summary(t, str(path))
+    assert sorted(os.listdir(folder)) == ["report.sqlite"]  # no journal, WAL or shared-memory file
+
+
+SMALL_EXPORTS = sorted(p.name for p in (CORPUS / "nsys").glob("*.sqlite") if p.stat().st_size < 900_000) or [
+    "(corpus missing)"
+]
+
+
+@pytest.mark.corpus
+@SETTINGS
+@given(
+    name=st.sampled_from(SMALL_EXPORTS),
+    flips=st.lists(st.tuples(st.floats(0, 1), st.binary(min_size=1, max_size=16)), min_size=1, max_size=6),
+    page_flips=st.lists(st.tuples(st.integers(1, 400), st.integers(0, 4095), st.integers(0, 255)), max_size=6),
+    cut=st.one_of(st.none(), st.floats(0, 1)),
+)
+def test_damaged_corpus_exports_load_soundly_or_fail_cleanly(
+    tmp_path: Path,
+    name: str,
+    flips: list[tuple[float, bytes]],
+    page_flips: list[tuple[int, int, int]],
+    cut: float | None,
+) -> None:
+    data = bytearray((CORPUS / "nsys" / name).read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    for where, junk in flips:
+        at = int(where * (len(data) - 1))
+        data[at : at + len(junk)] = junk
+    for p, off, byte in page_flips:  # b-tree headers and cells of data pages: what corruption damages
+        at = (p % max(1, len(data) // page)) * page + off % page
+        if at < len(data):
+            data[at] = byte
+    if cut is not None:
+        data = data[: int(cut * len(data))]
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(bytes(data))
+    try:
+        t = nsys.load(str(path))
+    except TraceError as e:
+        event("refused (TraceError)")
+        assert e.message
+        return
+    event("loaded" + (" with warnings" if t.meta.warnings else ""))
+    check_model(t)
+    check_summary(t, str(path))
