@@ -34,41 +34,56 @@ def list_trace_files(directory: str) -> list[str]:
     return files
 
 
-def load_file(path: str, *, progress: Progress | None = None, default_rank: int = 0, use_cache: bool = True) -> Trace:
+def load_file(
+    path: str,
+    *,
+    progress: Progress | None = None,
+    default_rank: int = 0,
+    use_cache: bool = True,
+    include_python: bool = True,
+) -> Trace:
     """Load one file of any supported format, from the columnar cache when it was loaded before
-    (:mod:`gputop_trace.cache`; ``use_cache=False`` or ``GPUTOP_TRACE_NO_CACHE=1`` bypasses it)."""
+    (:mod:`gputop_trace.cache`; ``use_cache=False`` or ``GPUTOP_TRACE_NO_CACHE=1`` bypasses it).
+    ``include_python=False`` leaves out Kineto ``python_function`` events (cached apart from the full model)."""
     kind = sniff(path)
     if kind == "directory":
-        return load_paths([path], progress=progress, use_cache=use_cache)
+        return load_paths([path], progress=progress, use_cache=use_cache, include_python=include_python)
     if kind in ("chrome", "nsys", "nsys-rep") and use_cache:
         from gputop_trace import cache
 
         if not cache.cache_disabled():
+            params: dict[str, object] = {"format": kind, "default_rank": default_rank}
+            if not include_python and kind == "chrome":
+                params["python"] = False
             trace = cache.load_cached(
                 path,
-                {"format": kind, "default_rank": default_rank},
-                lambda: _parse_file(path, kind, progress, default_rank),
+                params,
+                lambda: _parse_file(path, kind, progress, default_rank, include_python),
             )
             if progress is not None:
                 size = os.path.getsize(path)
                 progress(size, size, len(trace))
             return trace
-    return _parse_file(path, kind, progress, default_rank)
+    return _parse_file(path, kind, progress, default_rank, include_python)
 
 
-def _parse_file(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
+def _parse_file(
+    path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
+) -> Trace:
     if kind in ("nsys", "nsys-rep"):
         from gputop_trace.parsers.process_ranks import ranks_from_processes
 
         return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
-    return _parse_format(path, kind, progress, default_rank)
+    return _parse_format(path, kind, progress, default_rank, include_python)
 
 
-def _parse_format(path: str, kind: str, progress: Progress | None, default_rank: int) -> Trace:
+def _parse_format(
+    path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
+) -> Trace:
     if kind == "chrome":
         from gputop_trace.parsers import chrome
 
-        return chrome.load(path, progress=progress, default_rank=default_rank)
+        return chrome.load(path, progress=progress, default_rank=default_rank, include_python=include_python)
     if kind in ("nsys", "nsys-rep"):
         from gputop_trace.parsers import nsys  # type: ignore[attr-defined,unused-ignore]
 
@@ -115,9 +130,9 @@ def parallel_workers(files: Sequence[str]) -> int:
     return max(1, min(cores, len(files), by_memory))
 
 
-def _load_one(path: str, default_rank: int, use_cache: bool) -> Trace:
+def _load_one(path: str, default_rank: int, use_cache: bool, include_python: bool = True) -> Trace:
     """Worker entry point (module level so that it pickles)."""
-    return load_file(path, default_rank=default_rank, use_cache=use_cache)
+    return load_file(path, default_rank=default_rank, use_cache=use_cache, include_python=include_python)
 
 
 def _worker_ignores_ctrl_c() -> None:
@@ -129,7 +144,12 @@ def _worker_ignores_ctrl_c() -> None:
 
 
 def _load_parallel(
-    files: Sequence[str], defaults: Sequence[int], workers: int, progress: Progress | None, use_cache: bool
+    files: Sequence[str],
+    defaults: Sequence[int],
+    workers: int,
+    progress: Progress | None,
+    use_cache: bool,
+    include_python: bool = True,
 ) -> list[Trace]:
     """Parse files in ``workers`` fresh processes (spawned: safe from an app with threads running)."""
     import multiprocessing as mp
@@ -145,7 +165,8 @@ def _load_parallel(
     )
     try:
         futures = {
-            pool.submit(_load_one, f, d, use_cache): i for i, (f, d) in enumerate(zip(files, defaults, strict=True))
+            pool.submit(_load_one, f, d, use_cache, include_python): i
+            for i, (f, d) in enumerate(zip(files, defaults, strict=True))
         }
         pending = set(futures)
         while pending:
@@ -175,11 +196,14 @@ def _load_parallel(
     return [results[i] for i in range(len(files))]
 
 
-def load_paths(paths: Sequence[str], *, progress: Progress | None = None, use_cache: bool = True) -> Trace:
+def load_paths(
+    paths: Sequence[str], *, progress: Progress | None = None, use_cache: bool = True, include_python: bool = True
+) -> Trace:
     """Load one or more paths (files or directories) as one trace; several files become ranks.
 
     A file's rank comes from the file itself (Kineto ``distributedInfo``), else from a number in its name
     (``rank3``), else from its position in the sorted list. Each file is cached on its own (``use_cache``).
+    ``include_python=False`` leaves out Kineto ``python_function`` events (``--no-python``).
     Several large files are parsed in parallel processes (:func:`parallel_workers`); ranks whose clocks
     disagree are aligned on their collectives (:func:`gputop_trace.analysis.clock.align_rank_clocks`).
     """
@@ -190,14 +214,14 @@ def load_paths(paths: Sequence[str], *, progress: Progress | None = None, use_ca
         else:
             files.append(p)
     if len(files) == 1:
-        return load_file(files[0], progress=progress, use_cache=use_cache)
+        return load_file(files[0], progress=progress, use_cache=use_cache, include_python=include_python)
     defaults = _default_ranks(files)
     workers = parallel_workers(files)
     if workers > 1:
-        traces = _load_parallel(files, defaults, workers, progress, use_cache)
+        traces = _load_parallel(files, defaults, workers, progress, use_cache, include_python)
     else:
         traces = [
-            load_file(f, progress=progress, default_rank=d, use_cache=use_cache)
+            load_file(f, progress=progress, default_rank=d, use_cache=use_cache, include_python=include_python)
             for f, d in zip(files, defaults, strict=True)
         ]
     ranks = [r for t in traces for r in t.meta.ranks]

@@ -218,6 +218,22 @@ class TraceMeta:
     properties: dict[str, Any] = field(default_factory=dict)
 
 
+#: ``TraceMeta.properties`` key: how many ``python_function`` events ``include_python=False`` left out
+PYTHON_LEFT_OUT = "python_function_left_out"
+
+
+def python_left_out(trace: Trace) -> int:
+    """``python_function`` events left out of ``trace`` on request (``--no-python``), over every rank."""
+    props = trace.meta.properties
+    ranks = props.get("ranks")
+    per_rank: list[Any] = ranks if isinstance(ranks, list) else [props]
+    total = 0
+    for p in per_rank:
+        if isinstance(p, dict):
+            total += int(p.get(PYTHON_LEFT_OUT, 0))
+    return total
+
+
 def _frozen(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     a.flags.writeable = False
     return a

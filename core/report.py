@@ -18,15 +18,22 @@ SCHEMA_VERSION = 1
 
 
 def source_block(trace: Trace, path: str | Sequence[str]) -> dict[str, Any]:
-    """The ``source`` object: path, format, producer, ranks, truncated bytes."""
+    """The ``source`` object: path, format, producer, ranks, truncated bytes (and, after ``--no-python``, how
+    many ``python_function`` events were left out)."""
+    from gputop_trace.model import python_left_out
+
     p = path if isinstance(path, str) else (path[0] if len(path) == 1 else list(path))
-    return {
+    block: dict[str, Any] = {
         "path": p,
         "format": trace.meta.format,
         "producer": trace.meta.producer,
         "ranks": list(trace.meta.ranks),
         "truncated_bytes": int(trace.meta.truncated_bytes),
     }
+    left_out = python_left_out(trace)
+    if left_out:  # --no-python: present only then
+        block["python_function_left_out"] = left_out
+    return block
 
 
 def envelope(command: str, trace: Trace | None, path: str | Sequence[str], **payload: Any) -> dict[str, Any]:

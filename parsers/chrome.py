@@ -25,6 +25,7 @@ import numpy as np
 
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import (
+    PYTHON_LEFT_OUT,
     CopyKind,
     CounterSeries,
     FlowKind,
@@ -225,6 +226,7 @@ class _State:
         self.counters: dict[tuple[Any, str], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
         self.other_phases: dict[str, int] = defaultdict(int)
         self.skipped = 0
+        self.python_left_out = 0  # python_function events left out on request (include_python=False)
         self.skipped_example = ""
         self.repaired = 0
         self.repaired_example = ""
@@ -358,6 +360,7 @@ def _process_chunk(st: _State, chunk: Chunk, *, include_python: bool = True) -> 
         cats = list(map(_A_CAT, evs))
         if "python_function" in cats:
             python = np.fromiter(map("python_function".__eq__, cats), bool, n)
+            st.python_left_out += int(python.sum())
             drop = python if drop is None else drop | python
     if drop is not None:
         keep = (~drop).tolist()
@@ -1393,7 +1396,7 @@ def _finish(
         ranks=(rank,),
         world_size=_int_or(dist.get("world_size"), 0) or None if dist else None,
         truncated_bytes=lost,
-        properties=_properties(header, info, file_size),
+        properties=_properties(header, info, file_size, st.python_left_out),
     )
     if fmt == "jax" and not any(k == Kind.KERNEL for k in np.unique(kind).tolist()):
         b.warn("No GPU kernels were found: the JAX trace has no /device:GPU process with stream threads.")
@@ -1465,13 +1468,15 @@ def _gpus(header: dict[str, Any], st: _State, fmt: str, rank: int) -> tuple[GpuI
     return tuple(sorted(out, key=lambda g: g.device))
 
 
-def _properties(header: dict[str, Any], info: DocumentInfo, file_size: int) -> dict[str, Any]:
+def _properties(header: dict[str, Any], info: DocumentInfo, file_size: int, python_left_out: int) -> dict[str, Any]:
     keep = {k: v for k, v in header.items() if k not in ("deviceProperties",) and not isinstance(v, (list, dict))}
     if isinstance(header.get("distributedInfo"), dict):
         keep["distributedInfo"] = header["distributedInfo"]
     keep["json_form"] = info.form
     keep["file_size"] = file_size
     keep["decompressed_size"] = info.total
+    if python_left_out:
+        keep[PYTHON_LEFT_OUT] = python_left_out
     return keep
 
 

@@ -164,6 +164,8 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
     copy_ev: list[int] = []
     copy_bytes: list[int] = []
     flows: dict[str, list[Any]] = {k: [] for k in ("ident", "cat", "src", "ts", "next", "seq")}
+    if not include_python:
+        st.python_left_out = sum(1 for ev in events if ev.get("cat") == "python_function")
     for seq, e in enumerate(ev for ev in events if include_python or ev.get("cat") != "python_function"):
         ph = e.get("ph", "")
         pid, tid = e.get("pid", 0), e.get("tid", 0)

@@ -61,8 +61,9 @@ def _gzip_to(src: str, dst: str) -> None:
         shutil.copyfileobj(f, g)
 
 
-def train_sample(out: str, steps: int = 4) -> str:
-    """Record the training sample; returns the written path."""
+def train_sample(out: str, steps: int = 4, *, with_stack: bool = False) -> str:
+    """Record the training sample; returns the written path. ``with_stack`` records Python stack frames
+    (``python_function`` events) into ``h200_train_step_stack.json.gz`` instead."""
     import torch
     from torch import nn
     from torch.profiler import ProfilerActivity, profile, record_function
@@ -130,12 +131,14 @@ def train_sample(out: str, steps: int = 4) -> str:
     torch.cuda.synchronize()
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "trace.json")
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+        with profile(
+            activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True, with_stack=with_stack
+        ) as prof:
             for i in range(steps):
                 step(i)
             torch.cuda.synchronize()
         prof.export_chrome_trace(raw)
-        dst = os.path.join(out, "h200_train_step.json.gz")
+        dst = os.path.join(out, "h200_train_step_stack.json.gz" if with_stack else "h200_train_step.json.gz")
         _gzip_to(raw, dst)
     return dst
 
@@ -175,10 +178,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)), help="output folder")
     ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument(
+        "--which",
+        choices=("all", "train", "compiled", "stack"),
+        default="all",
+        help="which sample to record (stack: the training sample, 2 steps, with Python stack frames)",
+    )
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     env = _env()
-    written = [train_sample(args.out, args.steps), compiled_sample(args.out)]
+    written = []
+    if args.which in ("all", "train"):
+        written.append(train_sample(args.out, args.steps))
+    if args.which in ("all", "compiled"):
+        written.append(compiled_sample(args.out))
+    if args.which in ("all", "stack"):
+        written.append(train_sample(args.out, 2, with_stack=True))
     with open(os.path.join(args.out, "samples_env.json"), "w") as f:
         json.dump(env, f, indent=2)
     for p in written:

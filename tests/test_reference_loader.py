@@ -51,15 +51,15 @@ def test_chunk_size_does_not_change_the_model(rel: str, monkeypatch: pytest.Monk
     assert_traces_equal(chrome.load(path), whole)
 
 
-@pytest.mark.corpus
 def test_leaving_python_events_out_matches_reference() -> None:
-    path = str(SAMPLES / "h200_train_step.json.gz")
+    path = str(SAMPLES / "h200_train_step_stack.json.gz")  # recorded with_stack=True
+    assert chrome.load(path).count_by_kind()[Kind.PYTHON] > 2000
     fast = chrome.load(path, include_python=False)
     assert_traces_equal(fast, chrome_reference.load(path, include_python=False))
     assert Kind.PYTHON not in fast.count_by_kind()
 
 
-@pytest.mark.parametrize("name", ["h200_train_step.json.gz", "h200_compiled.json.gz"])
+@pytest.mark.parametrize("name", ["h200_train_step.json.gz", "h200_compiled.json.gz", "h200_train_step_stack.json.gz"])
 def test_fast_loader_matches_reference_on_bundled_samples(name: str) -> None:
     path = str(SAMPLES / name)
     assert_traces_equal(chrome.load(path), chrome_reference.load(path))

@@ -25,7 +25,7 @@ from textual.worker import get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.fleet_parquet import FleetFile
-from gputop_trace.model import Trace
+from gputop_trace.model import Trace, python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.commands import TraceCommands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
@@ -79,15 +79,21 @@ class GputopApp(App[int]):
         trace: Trace | None = None,
         fleet: FleetFile | None = None,
         max_memory: int | None = None,
+        use_cache: bool = True,
+        include_python: bool = True,
     ) -> None:
         """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
         ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there;
-        ``max_memory`` (bytes) replaces the available memory in the check made before loading."""
+        ``max_memory`` (bytes) replaces the available memory in the check made before loading;
+        ``use_cache=False`` parses again (``--no-cache``); ``include_python=False`` leaves out ``python_function``
+        events (``--no-python``) until the palette's "Load Python stack events" asks for them."""
         super().__init__()
         self.fleet = fleet
         self.load_token = 0
         self.paths = list(paths) if fleet is None else []
         self.max_memory = max_memory
+        self.use_cache = use_cache
+        self.include_python = include_python
         self._given_trace = trace
         self.run_analyses_after_load = analyses
         self.trace: Trace | None = None
@@ -166,6 +172,15 @@ class GputopApp(App[int]):
         self.push_screen(LoadingScreen(self.paths))
         self.load_trace()
 
+    def load_python_events(self) -> None:
+        """Load the trace again with the ``python_function`` events that ``--no-python`` left out."""
+        if self.include_python or not self.paths:
+            return
+        self._forget_trace()
+        self.include_python = True
+        self.switch_screen(LoadingScreen(self.paths))
+        self.load_trace()
+
     def back_to_fleet(self) -> bool:
         """Close the rank's trace and show the fleet screen again (False when there is no fleet)."""
         if self.fleet is None or not any(isinstance(s, FleetScreen) for s in self.screen_stack):
@@ -215,7 +230,9 @@ class GputopApp(App[int]):
                 from gputop_trace.resources import check_paths
 
                 check_paths(paths, self.max_memory)
-            trace = self._given_trace or load_paths(paths, progress=progress)
+            trace = self._given_trace or load_paths(
+                paths, progress=progress, use_cache=self.use_cache, include_python=self.include_python
+            )
             counts[2] = len(trace)
             data = prepare_timeline(trace, step=step)
             step("launch flows")
@@ -273,6 +290,13 @@ class GputopApp(App[int]):
                 f"{first}{more} — all warnings are in panel 6 (Findings).",
                 title=f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading",
                 severity="warning",
+                timeout=6,
+            )
+        left_out = python_left_out(message.trace)
+        if left_out:
+            self.notify(
+                f"{left_out:,} Python stack events (python_function) were left out (--no-python). To see them: "
+                "Ctrl+P, Load Python stack events.",
                 timeout=6,
             )
         if self.fleet is not None:

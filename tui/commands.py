@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.fuzzy import Matcher
 
+from gputop_trace.model import python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
 
@@ -59,6 +60,15 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
     back = getattr(main.app, "back_to_fleet", None)
     if getattr(main.app, "fleet", None) is not None and callable(back):
         out.append(("Back to the fleet", "close this rank's trace and show every rank again (Esc)", back))
+    load_python = getattr(main.app, "load_python_events", None)
+    if python_left_out(main.trace) and callable(load_python):
+        out.append(
+            (
+                "Load Python stack events",
+                "load the trace again with the python_function events --no-python left out",
+                load_python,
+            )
+        )
     out.append(("Fit the whole trace", "zoom out to show everything (0)", tl.fit_all))
     out.append(
         (
@@ -123,7 +133,17 @@ class TraceCommands(Provider):
             return
         for text, help_text, cb in palette_entries(main):
             if text.startswith(
-                ("Panel:", "Back to", "Fit", "Compare", "Search", "Export", "Help", "Lanes: expand everything")
+                (
+                    "Panel:",
+                    "Back to",
+                    "Load Python",
+                    "Fit",
+                    "Compare",
+                    "Search",
+                    "Export",
+                    "Help",
+                    "Lanes: expand everything",
+                )
             ):
                 yield DiscoveryHit(text, cb, help=help_text)
         yield DiscoveryHit("Go to time…", main.action_goto_time_prompt, help="type a time such as 12.5ms")

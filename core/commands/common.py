@@ -44,6 +44,13 @@ def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> Non
         help="parse the trace again instead of reopening it from the columnar cache (~/.cache/gputop-trace)",
     )
     parser.add_argument(
+        "--no-python",
+        action="store_true",
+        help="leave out Kineto python_function events (the Python stack frames of with_stack=True, often most of "
+        "the events): a faster load and less memory; no GPU analysis uses them. In view, the palette loads them "
+        "later",
+    )
+    parser.add_argument(
         "--max-memory",
         type=size_arg,
         metavar="SIZE",
@@ -81,9 +88,10 @@ def load(args: argparse.Namespace) -> Trace:
 
     paths: list[str] = list(args.paths)
     use_cache = not getattr(args, "no_cache", False)
+    include_python = not getattr(args, "no_python", False)
     check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
     if not sys.stderr.isatty():
-        return load_paths(paths, use_cache=use_cache)
+        return load_paths(paths, use_cache=use_cache, include_python=include_python)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -100,7 +108,7 @@ def load(args: argparse.Namespace) -> Trace:
         def progress(done: int, total: int, events: int) -> None:
             bar.update(task, completed=done, total=total or None, events=events)
 
-        return load_paths(paths, progress=progress, use_cache=use_cache)
+        return load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
 
 
 def _stderr_console() -> Console:
@@ -120,7 +128,13 @@ def print_warnings(console: Console, trace: Trace) -> None:
     """The trace's warnings, one per line, in yellow."""
     from rich.text import Text
 
+    from gputop_trace.model import python_left_out
     from gputop_trace.safe_text import clean
 
     for w in trace.meta.warnings:
         console.print(Text("warning: ", style="yellow") + Text(clean(w)))
+    left_out = python_left_out(trace)
+    if left_out:
+        console.print(
+            Text(f"note: {left_out:,} python_function events were left out (--no-python); no GPU analysis uses them.")
+        )

@@ -27,7 +27,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def make_app(paths: list[str], *, max_memory: int | None = None) -> Any:
+def make_app(
+    paths: list[str], *, max_memory: int | None = None, use_cache: bool = True, include_python: bool = True
+) -> Any:
     """The app for ``paths``: the fleet screen for a fleet Parquet file (``gputop-trace fleet --out``), else the
     timeline of the traces (``max_memory``: bytes the load may use, see :mod:`gputop_trace.resources`). A Parquet
     file that is not a fleet, or one given with other paths, is a :class:`TraceError`."""
@@ -46,7 +48,7 @@ def make_app(paths: list[str], *, max_memory: int | None = None) -> Any:
         from gputop_trace.fleet_parquet import read_fleet
 
         return GputopApp([], fleet=read_fleet(fleets[0]))
-    return GputopApp(paths, max_memory=max_memory)
+    return GputopApp(paths, max_memory=max_memory, use_cache=use_cache, include_python=include_python)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
             "gputop-trace view needs an interactive terminal (stdin and stdout must be a TTY). For output a "
             "script can read, use 'gputop-trace summary PATH --json'.",
         )
-    app = make_app(paths, max_memory=getattr(args, "max_memory", None))
+    app = make_app(
+        paths,
+        max_memory=getattr(args, "max_memory", None),
+        use_cache=not getattr(args, "no_cache", False),
+        include_python=not getattr(args, "no_python", False),
+    )
     app.run()
     return int(app.return_code or 0)
