@@ -68,7 +68,7 @@ def load(path: str, *, progress: Progress | None = None, default_rank: int = 0) 
     conn = connect_readonly(path, decoder)
     try:
         return _load(path, conn, decoder, progress, default_rank)
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # the latter: SQLite's message quoted damaged bytes
         raise damaged_error(path, e) from None
     finally:
         conn.close()

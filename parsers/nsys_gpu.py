@@ -412,4 +412,7 @@ def read_gpus(ctx: Context) -> None:
 
 
 def _pos(v: object) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+    """A positive integer property, or None (also for NaN, infinities and values beyond int64)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 2**63:
+        return None
+    return int(v)

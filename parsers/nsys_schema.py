@@ -66,7 +66,7 @@ def connect_readonly(path: str, decoder: TextDecoder | None = None) -> sqlite3.C
     A database in WAL mode inside a read-only folder cannot be opened with ``mode=ro`` alone (SQLite wants to
     create its ``-shm`` file); it is then opened ``immutable``. Raises :class:`TraceError` when it cannot be read.
     """
-    last: sqlite3.Error | None = None
+    last: Exception | None = None
     for immutable in (False, True):
         try:
             conn = sqlite3.connect(_uri(path, immutable=immutable), uri=True, check_same_thread=False)
@@ -81,7 +81,7 @@ def connect_readonly(path: str, decoder: TextDecoder | None = None) -> sqlite3.C
             conn.text_factory = decoder if decoder is not None else TextDecoder()
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
-        except sqlite3.Error as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             conn.close()
             last = e
     raise damaged_error(path, last)
@@ -89,7 +89,11 @@ def connect_readonly(path: str, decoder: TextDecoder | None = None) -> sqlite3.C
 
 def damaged_error(path: str, err: BaseException | None) -> TraceError:
     """The error for a SQLite file that cannot be read (truncated, corrupt, not a database)."""
-    detail = str(err) if err is not None else "unknown error"
+    if isinstance(err, UnicodeDecodeError):
+        # SQLite's own message quoted bytes of the damaged file that are not text: Python could not decode it
+        detail = "malformed database: SQLite's error message about it is not readable text"
+    else:
+        detail = str(err) if err is not None else "unknown error"
     if "not a database" in detail or "malformed" in detail or "disk image" in detail:
         what = (
             f"{path} is a damaged SQLite file ({detail}): the export was cut short or corrupted, for example "

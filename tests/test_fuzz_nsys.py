@@ -150,3 +150,26 @@ def test_damaged_corpus_exports_load_soundly_or_fail_cleanly(
     event("loaded" + (" with warnings" if t.meta.warnings else ""))
     check_model(t)
     check_summary(t, str(path))
+
+
+def test_found_by_fuzzing_infinite_gpu_properties_are_left_unknown(tmp_path: Path) -> None:
+    """A REAL infinity (or NaN, or a number beyond int64) in a GPU property crashed the loader (OverflowError)."""
+    path = tmp_path / "inf.sqlite"
+    schema = {t: [c.split()[0] for c in _TABLES[t]] for t in ("TARGET_INFO_GPU", "StringIds")}
+    bad = [{"id": 0, "smCount": float("inf")}, {"id": 1, "smCount": float("nan"), "totalMemory": 2.0**70}]
+    write_export(path, schema, {"TARGET_INFO_GPU": bad, "StringIds": []}, typed=False)
+    t = nsys.load(str(path))
+    check_model(t)
+    assert all(g.sm_count is None and g.total_memory is None for g in t.meta.gpus)
+
+
+@pytest.mark.corpus
+def test_found_by_fuzzing_a_damaged_schema_with_undecodable_error_text_is_refused(tmp_path: Path) -> None:
+    """SQLite's error message about this damage quotes bytes that are not UTF-8: Python raised
+    UnicodeDecodeError instead of the usual one-paragraph 'damaged SQLite file' error."""
+    data = bytearray((CORPUS / "nsys" / "Faraz-Nasir__CUDA---Recap__report1.sqlite").read_bytes())
+    data[int(0.3203125 * (len(data) - 1))] = 0x80
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceError, match="damaged SQLite file"):
+        nsys.load(str(path))
