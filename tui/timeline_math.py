@@ -84,6 +84,11 @@ def column_bounds(w: Window) -> I64:
     return out
 
 
+def label_width(width: int) -> int:
+    """Columns of the label column left of a plot ``width`` columns wide in all (timeline, rank comparison)."""
+    return max(8, min(28, width // 5, width - 10))
+
+
 def min_span(width: int) -> int:
     """The narrowest window allowed on ``width`` columns (ns)."""
     return max(1, width) * MIN_NS_PER_COL

@@ -44,7 +44,15 @@ from gputop_trace.tui.rank_compare import (
 from gputop_trace.tui.ranks_view import RanksView
 from gputop_trace.tui.row_render import Cells, event_row_cells, to_segments, util_row_cells
 from gputop_trace.tui.timeline_data import TimelineData
-from gputop_trace.tui.timeline_math import Window, clamp_window, fit_label, pan_window, ruler_line, zoom_window
+from gputop_trace.tui.timeline_math import (
+    Window,
+    clamp_window,
+    fit_label,
+    label_width,
+    pan_window,
+    ruler_line,
+    zoom_window,
+)
 from gputop_trace.units import format_ns
 
 CACHE_LINES = 256
@@ -87,8 +95,7 @@ class RankCompare(Widget, can_focus=True):
     @property
     def label_width(self) -> int:
         """Width of the line-label column (as the timeline's)."""
-        w = self._width
-        return max(8, min(28, w // 5, w - 10))
+        return label_width(self._width)
 
     @property
     def plot_width(self) -> int:

@@ -34,6 +34,7 @@ from gputop_trace.tui.timeline_math import (
     column_bounds,
     fit_interval,
     fit_label,
+    label_width,
     pan_window,
     ruler_line,
     window_around,
@@ -126,8 +127,7 @@ class Timeline(Widget, can_focus=True):
     @property
     def label_width(self) -> int:
         """Width of the lane-label column."""
-        w = self._width
-        return max(8, min(28, w // 5, w - 10))
+        return label_width(self._width)
 
     @property
     def plot_width(self) -> int:
