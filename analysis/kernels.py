@@ -93,6 +93,31 @@ def _config_hash(grid: npt.NDArray[np.int32], block: npt.NDArray[np.int32]) -> n
     return h
 
 
+def _pair_code(rank: I64, device: I64) -> I64:
+    """A dense code per kernel for its (rank, device) pair, ascending in (rank, device). Ids come from the
+    trace and may be anything: a lookup table is used only while their range is small (no allocation sized by a
+    hostile id, no overflow), else a sort."""
+    r_lo, r_hi, d_lo, d_hi = (int(x) for x in (rank.min(), rank.max(), device.min(), device.max()))
+    d_span = d_hi - d_lo + 1
+    if (r_hi - r_lo + 1) * d_span <= 1 << 20:
+        rd = (rank - r_lo) * d_span + (device - d_lo)
+        code = np.zeros(int(rd.max()) + 1, dtype=np.int64)
+        present = np.flatnonzero(np.bincount(rd))
+        code[present] = np.arange(len(present))
+        out: I64 = code[rd]
+        return out
+    _, inverse = np.unique(np.column_stack([rank, device]), axis=0, return_inverse=True)
+    return np.asarray(inverse, dtype=np.int64).reshape(-1)
+
+
+def _most_frequent(values: npt.NDArray[np.integer]) -> int:
+    """The most frequent value (the smallest one on ties); a count table only for small values, else a sort."""
+    if int(values.max()) < 1 << 16:
+        return int(np.bincount(values).argmax())
+    uniq, counts = np.unique(values, return_counts=True)
+    return int(uniq[int(counts.argmax())])
+
+
 def kernel_table(
     trace: Trace,
     *,
@@ -148,12 +173,8 @@ def kernel_table(
         label = trace.name[k].astype(np.int64)
         label_text = []
     # one int64 key per kernel: (rank, device) through a small dense code, then the label; one sort groups them
-    rd = (rk + 1) * (int(dev.max()) + 2) + (dev + 1)
-    rd_present = np.flatnonzero(np.bincount(rd))
-    rd_code = np.zeros(int(rd.max()) + 1, dtype=np.int64)
-    rd_code[rd_present] = np.arange(len(rd_present))
     n_labels = int(label.max()) + 1
-    key = rd_code[rd] * n_labels + label
+    key = _pair_code(rk, dev) * n_labels + label
     order = np.argsort(key)
     key_sorted = key[order]
     cut = np.flatnonzero(key_sorted[1:] != key_sorted[:-1]) + 1
@@ -192,9 +213,9 @@ def kernel_table(
             g3, b3 = trace.kernels.grid[top_row], trace.kernels.block[top_row]
             grid = (int(g3[0]), int(g3[1]), int(g3[2]))
             block = (int(b3[0]), int(b3[1]), int(b3[2]))
-            regs = int(np.bincount(np.maximum(trace.kernels.registers[rows], 0)).argmax())
+            regs = _most_frequent(np.maximum(trace.kernels.registers[rows], 0))
             sh = trace.kernels.shared_static[rows].astype(np.int64) + trace.kernels.shared_dynamic[rows]
-            shared = int(np.bincount(np.maximum(sh, 0)).argmax()) if sh.max() < 1 << 24 else int(np.median(sh))
+            shared = _most_frequent(np.maximum(sh, 0))
             occv = trace.kernels.occupancy[rows]
             if np.isfinite(occv).any():
                 occ = float(np.nanmean(occv))

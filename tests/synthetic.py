@@ -58,10 +58,11 @@ class Synth:
         launch: int | None = None,
         grid: tuple[int, int, int] = (1, 1, 1),
         block: tuple[int, int, int] = (128, 1, 1),
+        registers: int = 0,
     ) -> int:
         """A kernel, optionally linked to the API call ``launch`` (an index from :meth:`launch`)."""
         k = self.ev(stream, Kind.KERNEL, name, start, dur)
-        self._kernels.append({"event": k, "grid": grid, "block": block})
+        self._kernels.append({"event": k, "grid": grid, "block": block, "registers": registers})
         if launch is not None:
             self._flows.append((launch, k))
         return k
@@ -107,6 +108,7 @@ class Synth:
                 event=[k["event"] for k in self._kernels],
                 grid=[k["grid"] for k in self._kernels],
                 block=[k["block"] for k in self._kernels],
+                registers=[k["registers"] for k in self._kernels],
             )
         if self._copies:
             self.b.add_copies(**{key: [c[key] for c in self._copies] for key in self._copies[0]})

@@ -173,3 +173,20 @@ def test_found_by_fuzzing_a_damaged_schema_with_undecodable_error_text_is_refuse
     path.write_bytes(bytes(data))
     with pytest.raises(TraceError, match="damaged SQLite file"):
         nsys.load(str(path))
+
+
+def test_found_by_fuzzing_huge_device_ids_and_register_counts_need_no_huge_tables() -> None:
+    """Device ids and register counts come from the file: the kernel table sized count tables by their largest
+    values (ids near 2^31 on two ranks asked for tens of GB; the long fuzz run was killed by the OOM killer)."""
+    from gputop_trace.analysis.kernels import kernel_table
+    from tests.synthetic import Synth
+
+    s = Synth()
+    far = s.stream(7, device=2**31 - 1, rank=2**31 - 1)
+    near = s.stream(7, device=-7)
+    s.kernel(far, 0, 10, "a", registers=2**31 - 1)
+    s.kernel(far, 20, 10, "a", registers=2**31 - 1)
+    s.kernel(near, 40, 5, "a", registers=32)
+    rows = kernel_table(s.build())
+    assert [(r.rank, r.device, r.count, r.total_ns) for r in rows] == [(2**31 - 1, 2**31 - 1, 2, 20), (0, -7, 1, 5)]
+    assert [r.registers for r in rows] == [2**31 - 1, 32]
