@@ -240,7 +240,8 @@ def _annotation_ns(trace: Trace, rank: int | None) -> dict[str, int]:
     ids, inv = np.unique(trace.name[ga], return_inverse=True)
     inv = np.asarray(inv).reshape(-1)
     # bands of different devices/ranks are separate GPUs: union per (name, device)
-    dev = trace.event_device[ga].astype(np.int64) * (int(trace.event_rank[ga].max()) + 1) + trace.event_rank[ga]
+    # (device, rank) as one int64: both are int32, so this is exact for any ids the file holds
+    dev = (trace.event_device[ga].astype(np.int64) << 32) + (trace.event_rank[ga].astype(np.int64) + 2**31)
     dk, dinv = np.unique(dev, return_inverse=True)
     grp = inv * len(dk) + np.asarray(dinv).reshape(-1)
     s = trace.start_ns[ga]
