@@ -68,7 +68,10 @@ def test_view_hands_max_memory_to_the_app(trace: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main(["view", str(trace), "--max-memory", "50MB"]) == 0
-    assert seen == {"paths": [str(trace)], "max_memory": 50_000_000}
+    assert seen == {"paths": [str(trace)], "max_memory": 50_000_000, "use_cache": True, "include_python": True}
+    seen.clear()
+    assert main(["view", str(trace), "--no-cache", "--no-python"]) == 0
+    assert seen == {"paths": [str(trace)], "max_memory": None, "use_cache": False, "include_python": False}
 
 
 def test_a_folder_is_estimated_from_every_trace_in_it(tmp_path: Path, trace: Path) -> None:

@@ -90,11 +90,11 @@ def test_loading_runs_in_a_worker_thread_and_reports_progress(monkeypatch: pytes
     threads: list[threading.Thread] = []
     real = loader.load_paths
 
-    def spy(paths: list[str], progress=None):  # type: ignore[no-untyped-def]
+    def spy(paths: list[str], progress=None, **options):  # type: ignore[no-untyped-def]
         threads.append(threading.current_thread())
         if progress:
             progress(1 << 20, 4 << 20, 1234)
-        return real(paths, progress=progress)
+        return real(paths, progress=progress, **options)
 
     monkeypatch.setattr(loader, "load_paths", spy)
 
