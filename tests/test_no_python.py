@@ -11,6 +11,7 @@ import pytest
 from cli_run import run_cli
 from tui_helpers import run, wait_loaded, wait_until
 
+from gputop_trace.analysis.gaps import find_gaps
 from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.loader import load_paths
 from gputop_trace.model import Kind, python_left_out
@@ -37,9 +38,16 @@ def test_everything_but_the_python_events_is_loaded() -> None:
     assert Kind.PYTHON not in lean_counts
     assert {k: v for k, v in full_counts.items() if k != Kind.PYTHON} == lean_counts
     assert python_left_out(lean) == 2310 and python_left_out(full) == 0
-    # the GPU side is untouched: the same kernels, launches and times
+    # the GPU side is untouched: the same kernels, launches and times, the same idle gaps
     assert kernel_table(lean) == kernel_table(full)
     assert len(lean.flows) == len(full.flows)
+    g_full, g_lean = find_gaps(full), find_gaps(lean)
+    assert [(d.idle_ns, len(d.gaps)) for d in g_lean] == [(d.idle_ns, len(d.gaps)) for d in g_full]
+    # ...but the host activity blamed can differ: the planted 5 ms time.sleep in data_load is a Python frame
+    sleep_full = [g for g in g_full[0].gaps if g.dur_ns > 5_000_000]
+    sleep_lean = [g for g in g_lean[0].gaps if g.dur_ns > 5_000_000]
+    assert [g.cause for g in sleep_full] == ["blocked_os"]
+    assert [g.cause for g in sleep_lean] == ["data_loading"]
 
 
 def test_the_cache_keeps_the_two_loads_apart(cache_dir: Path) -> None:

@@ -47,7 +47,8 @@ def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> Non
         "--no-python",
         action="store_true",
         help="leave out Kineto python_function events (the Python stack frames of with_stack=True, often most of "
-        "the events): a faster load and less memory; no GPU analysis uses them. In view, the palette loads them "
+        "the events): a faster load and less memory; GPU times do not change, idle gaps are then blamed on the "
+        "enclosing operator or annotation instead of a Python frame. In view, the palette loads them "
         "later",
     )
     parser.add_argument(
@@ -136,5 +137,8 @@ def print_warnings(console: Console, trace: Trace) -> None:
     left_out = python_left_out(trace)
     if left_out:
         console.print(
-            Text(f"note: {left_out:,} python_function events were left out (--no-python); no GPU analysis uses them.")
+            Text(
+                f"note: {left_out:,} python_function events were left out (--no-python): GPU times are the same; "
+                "idle gaps are blamed on operators and annotations, not Python frames."
+            )
         )
