@@ -137,11 +137,11 @@ class ColumnReader:
         lo, hi = bounds
         if lo is None:
             return []
-        ranges = [(a, min(a + self.chunk_rows, hi + 1)) for a in range(int(lo), int(hi) + 1, self.chunk_rows)]
+        ranges = self._rowid_ranges(table, int(lo), int(hi))
         sql = (
             "SELECT count(*), "
             + ", ".join(f"group_concat({lean(e)})" for e in exprs)
-            + f' FROM "{table}" WHERE rowid >= ? AND rowid < ?'
+            + f' FROM "{table}" WHERE rowid >= ? AND rowid <= ?'
             + (f" AND ({where})" if where else "")
         )
         try:
@@ -149,6 +149,27 @@ class ColumnReader:
         except _MismatchError:
             self.slow_tables.append(table)
             return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
+
+    def _rowid_ranges(self, table: str, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Inclusive rowid ranges of about ``chunk_rows`` rows each, covering ``lo..hi`` (inclusive: a rowid of
+        2^63 - 1 has no successor to bind).
+
+        nsys writes rowids 1..n, so fixed steps are right. A damaged or edited file can hold a rowid far beyond
+        its row count (one bit flipped: 2^62): stepping through that span would make billions of empty ranges
+        (the long fuzz run was OOM-killed by one), so sparse rowids are cut at every ``chunk_rows``-th real row."""
+        step = self.chunk_rows
+        n_ranges = (hi - lo) // step + 1
+        if n_ranges > 64:
+            count = int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+            if n_ranges > 2 * (count // step + 1):
+                rows = self.conn.execute(
+                    f'SELECT r FROM (SELECT rowid AS r, row_number() OVER (ORDER BY rowid) - 1 AS i FROM "{table}") '
+                    "WHERE i % ? = 0",
+                    (step,),
+                )
+                starts = [int(r[0]) for r in rows]
+                return list(zip(starts, [*(b - 1 for b in starts[1:]), hi], strict=True))
+        return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
 
     def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection) -> list[I64]:
         factory = conn.text_factory

@@ -19,6 +19,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from gputop_trace.errors import TraceError
+from gputop_trace.model import Kind
 from gputop_trace.parsers import nsys
 from tests.conftest import CORPUS
 from tests.fixtures.fuzz import SETTINGS, check_model, check_summary
@@ -190,3 +191,37 @@ def test_found_by_fuzzing_huge_device_ids_and_register_counts_need_no_huge_table
     rows = kernel_table(s.build())
     assert [(r.rank, r.device, r.count, r.total_ns) for r in rows] == [(2**31 - 1, 2**31 - 1, 2, 20), (0, -7, 1, 5)]
     assert [r.registers for r in rows] == [2**31 - 1, 32]
+
+
+@pytest.mark.corpus
+def test_found_by_fuzzing_a_rowid_far_beyond_the_row_count_is_read_in_row_sized_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged export whose kernel table held a rowid near 2^62 made the reader plan one chunk per
+    ``chunk_rows`` rowids of the whole span: billions of ranges, and the long fuzz run was OOM-killed. The rows
+    of a real export, given rowids that far apart (the largest possible one too), all load, quickly."""
+    import shutil
+    import time
+
+    from gputop_trace.parsers import nsys_columns
+
+    monkeypatch.setattr(nsys_columns, "CHUNK_ROWS", 256)  # many chunks on either side of the jump
+    src = CORPUS / "nsys" / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
+    whole = nsys.load(str(src))
+    path = tmp_path / "sparse.sqlite"
+    shutil.copy(src, path)
+    conn = sqlite3.connect(path)
+    n = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    assert n > 3000
+    conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = rowid + 4611686018427387904 WHERE rowid > ?", (n // 2,))
+    conn.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 9223372036854775807 WHERE rowid = "
+        "(SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+    )
+    conn.commit()
+    conn.close()
+    t0 = time.perf_counter()
+    sparse = nsys.load(str(path))
+    assert time.perf_counter() - t0 < 60, "sparse rowids must not be walked one chunk span at a time"
+    assert sparse.count_by_kind() == whole.count_by_kind()
+    assert int(sparse.dur_ns[sparse.of_kind(Kind.KERNEL)].sum()) == int(whole.dur_ns[whole.of_kind(Kind.KERNEL)].sum())
