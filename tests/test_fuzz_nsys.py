@@ -176,9 +176,10 @@ def test_found_by_fuzzing_a_damaged_schema_with_undecodable_error_text_is_refuse
         nsys.load(str(path))
 
 
-def test_found_by_fuzzing_huge_device_ids_and_register_counts_need_no_huge_tables() -> None:
-    """Device ids and register counts come from the file: the kernel table sized count tables by their largest
-    values (ids near 2^31 on two ranks asked for tens of GB; the long fuzz run was killed by the OOM killer)."""
+def test_huge_device_ids_and_register_counts_need_no_huge_tables() -> None:
+    """Device ids, ranks and register counts come from the file: the kernel table sized count tables by their
+    largest values (ids near 2^31 on two ranks asked for tens of GB). Found while hunting the fuzz run's OOM,
+    which turned out to have another cause (the rowid test below)."""
     from gputop_trace.analysis.kernels import kernel_table
     from tests.synthetic import Synth
 
