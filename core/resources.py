@@ -61,7 +61,10 @@ def estimate(paths: Sequence[str]) -> MemoryEstimate:
     for p in paths:
         if not os.path.isfile(p):
             continue
-        size, kind = _decompressed_size(p)
+        try:
+            size, kind = _decompressed_size(p)
+        except OSError:  # unreadable: the loader says why, in its own words
+            continue
         total += size
         n += 1
         needed += int(size * (SQLITE_BYTES_FACTOR if kind == "sqlite" else JSON_BYTES_FACTOR))

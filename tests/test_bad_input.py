@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,9 @@ from gputop_trace.errors import TraceError
 from gputop_trace.loader import load_paths
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, cwd: Path | None = None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gputop_trace", *args],
+        [*prefix, sys.executable, "-m", "gputop_trace", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -52,12 +53,32 @@ def test_permission_denied_is_explained(tmp_path: Path, monkeypatch: pytest.Monk
         load_paths([str(p)])
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read a chmod 000 file; the in-process test covers this")
-def test_permission_denied_cli(tmp_path: Path) -> None:
-    p = tmp_path / "secret.json"
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        ("summary", "secret.json"),
+        ("kernels", "secret.json"),
+        ("gaps", "secret.json"),
+        ("transfers", "secret.json"),
+        ("ranges", "secret.json"),
+        ("ranks", "secret.json"),
+        ("summary", "secret.sqlite"),
+        ("ncu", "secret.csv"),
+        ("ncu", "secret.ncu-rep"),
+        ("fleet", "secret.json"),
+    ],
+)
+def test_permission_denied_cli(tmp_path: Path, command: str, name: str) -> None:
+    p = tmp_path / name
     p.write_text('{"traceEvents": []}')
     p.chmod(0)
-    _assert_clean_error(_cli("summary", str(p)), "Permission denied")
+    prefix: tuple[str, ...] = ()
+    if os.geteuid() == 0:  # root reads any file: run the command as root without that right (CI runs as root)
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root, and setpriv (util-linux) is not installed to drop the right to read any file")
+        prefix = (setpriv, "--bounding-set=-dac_override,-dac_read_search")
+    _assert_clean_error(_cli(command, str(p), prefix=prefix), "ermission denied")
 
 
 def test_unknown_option_exits_2() -> None:
