@@ -34,6 +34,7 @@ from typing import Any
 
 from gputop_trace.errors import TraceError
 from gputop_trace.kernel_names import function_name
+from gputop_trace.parsers.source import open_checked
 
 #: Columns of the raw page that describe the launch, not a metric.
 _RAW_ID_COLUMNS = (
@@ -608,11 +609,8 @@ def _check_file(path: str) -> None:
         raise TraceError(f"{path} does not exist. Check the path of the Nsight Compute report.", path=path)
     if os.path.isdir(path):
         raise TraceError(f"{path} is a folder; give the path of one .ncu-rep file.", path=path)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as e:
-        raise TraceError(f"Cannot read {path}: {e.strerror}.", path=path) from None
+    with open_checked(path) as f:  # a pipe or an unreadable file: a clear error, never a hang
+        head = f.read(4)
     if head != REPORT_MAGIC:
         raise TraceError(
             f"{path} is not an Nsight Compute report: .ncu-rep files start with the bytes 'NVR', this one does "
@@ -624,7 +622,7 @@ def _check_file(path: str) -> None:
 def load_csv(path: str) -> NcuReport:
     """A saved ncu CSV page (raw page; a details page adds nothing but rules and is accepted for them)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with io.TextIOWrapper(open_checked(path), encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError as e:
         raise TraceError(f"Cannot read {path}: {e.strerror}.", path=path) from None

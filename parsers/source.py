@@ -9,6 +9,7 @@ still recover every complete event that was read.
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from io import BufferedReader
@@ -35,8 +36,22 @@ def open_checked(path: str) -> BufferedReader:
     try:
         if os.path.isdir(path):
             raise TraceError(f"{path} is a directory, not a trace file.", path=path)
+        mode = os.stat(path).st_mode  # never blocks, unlike opening a pipe that nobody writes to
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise TraceError(
+                f"{path} is a pipe, not a file (for example <(...) or a named pipe). gputop-trace reads a trace "
+                "more than once (to sniff its format, to recover a cut-off end, to reopen it from the cache): save "
+                "it to a file first, e.g. ssh host cat trace.json.gz > trace.json.gz",
+                path=path,
+            )
         return open(path, "rb")
     except FileNotFoundError:
+        if path == "-":
+            raise TraceError(
+                "Reading a trace from standard input is not supported: give the path of the trace file "
+                "(save a streamed trace to a file first).",
+                path=path,
+            ) from None
         raise TraceError(
             f"No such file: {path}. Check the path (it is resolved from {os.getcwd()}).", path=path
         ) from None

@@ -103,3 +103,29 @@ def test_empty_trace_events_loads_with_nothing_to_show(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "No GPU activity" in proc.stdout
     assert "holds no events" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["summary", "kernels", "ncu", "fleet"])
+def test_a_pipe_is_refused_at_once_not_waited_on(tmp_path: Path, command: str) -> None:
+    """A named pipe (or ``<(...)``, which is one) nobody writes to would block the first open() forever."""
+    fifo = tmp_path / "trace.json.gz"
+    os.mkfifo(fifo)
+    proc = _cli(command, str(fifo))  # _cli's timeout fails the test instead of hanging it
+    _assert_clean_error(proc, "is a pipe, not a file", "save it to a file first")
+
+
+def test_process_substitution_is_explained(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[1] / "sample_traces" / "h200_train_step.json.gz"
+    proc = subprocess.run(
+        ["bash", "-c", '"$0" -m gputop_trace summary <(cat "$1")', sys.executable, str(sample)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+    _assert_clean_error(proc, "/dev/fd/", "is a pipe, not a file")
+
+
+def test_standard_input_is_explained() -> None:
+    _assert_clean_error(_cli("summary", "-"), "standard input is not supported")
