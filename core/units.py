@@ -35,6 +35,10 @@ _SIZE_UNITS = {
 }
 
 
+#: largest duration (ns) or size (bytes) accepted from the command line: 2^62 (146 years; 4 EiB)
+_LARGEST = float(2**62)
+
+
 def parse_duration_ns(text: str, *, default_unit: str = "us") -> int:
     """Parse ``"50us"``, ``"1.5ms"``, ``"2s"`` or a bare number (in ``default_unit``) into nanoseconds.
 
@@ -47,7 +51,10 @@ def parse_duration_ns(text: str, *, default_unit: str = "us") -> int:
     factor = _DURATION_UNITS_NS.get(unit.lower() if unit not in ("µs", "μs") else unit)
     if factor is None:
         raise ValueError(f"unknown time unit {unit!r} in {text!r}; use ns, us, ms or s")
-    return round(value * factor)
+    ns = value * factor
+    if not math.isfinite(ns) or abs(ns) > _LARGEST:
+        raise ValueError(f"{text!r} is too long a time; give at most a few years, like 50us, 1.5ms or 2s")
+    return round(ns)
 
 
 def parse_size_bytes(text: str) -> int:
@@ -55,7 +62,10 @@ def parse_size_bytes(text: str) -> int:
     m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$", text)
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise ValueError(f"{text!r} is not a size; write a number with a unit, like 512MB or 8GiB")
-    return round(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    size = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if not math.isfinite(size) or size > _LARGEST:
+        raise ValueError(f"{text!r} is too large a size; write a number with a unit, like 512MB or 8GiB")
+    return round(size)
 
 
 def format_ns(ns: float, *, precision: int = 3) -> str:

@@ -1,0 +1,44 @@
+"""Durations and sizes typed by the user (command-line options, the app's go-to-time): exact, or a ValueError
+that says what to write — never an exception of another kind (infinity once reached ``round()``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop_trace.units import parse_duration_ns, parse_size_bytes
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [("50us", 50_000), ("1.5ms", 1_500_000), ("2s", 2_000_000_000), ("7", 7_000), ("250ns", 250), ("0", 0)],
+)
+def test_durations(text: str, ns: int) -> None:
+    assert parse_duration_ns(text) == ns
+
+
+@pytest.mark.parametrize("text", ["1e999s", "1e99s", "9" * 400 + "ms", "infs", "nanms", "abc", "", "5 parsecs"])
+def test_durations_out_of_range_or_not_numbers_are_value_errors(text: str) -> None:
+    with pytest.raises(ValueError, match=r"duration|time|unit"):
+        parse_duration_ns(text)
+
+
+@pytest.mark.parametrize(("text", "n"), [("512MB", 512_000_000), ("8GiB", 8 << 30), ("12", 12)])
+def test_sizes(text: str, n: int) -> None:
+    assert parse_size_bytes(text) == n
+
+
+@pytest.mark.parametrize("text", ["9" * 400 + "GB", "1e999GB", "-1GB", "12 parsecs"])
+def test_sizes_out_of_range_or_not_sizes_are_value_errors(text: str) -> None:
+    with pytest.raises(ValueError, match="size"):
+        parse_size_bytes(text)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["gaps", "--gap-threshold", "1e999s"], ["summary", "--max-memory", "9" * 400 + "GB"]],
+)
+def test_the_command_line_says_so_and_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_run import run_cli
+
+    code, _, err = run_cli(capsys, argv[0], "sample_traces/h200_train_step.json.gz", *argv[1:])
+    assert code == 2 and "Traceback" not in err and "too l" in err
