@@ -76,9 +76,13 @@ def test_text_output_shows_causes_and_the_longest_gaps(capsys: pytest.CaptureFix
 
 
 def test_device_filter_and_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "gaps", GPT, "--device", "3")
-    assert code == 0 and "No GPU activity on the selected GPU" in out
+    code, _, err = _run(capsys, "gaps", GPT, "--device", "3")  # a GPU the trace does not have: a typo, said so
+    assert code == 2 and "--device 3: this trace has no GPU 3; its GPUs are 0." in " ".join(err.split())
     code, out, _ = _run(capsys, "gaps", corpus_file("kineto/h200_ddp_2gpu"), "--rank", "1", "--json")
     assert [d["rank"] for d in json.loads(out)["devices"]] == [1]
+    code, _, err = _run(capsys, "gaps", corpus_file("kineto/h200_ddp_2gpu"), "--rank", "1", "--device", "0")
+    assert code == 2 and "no GPU 0 on rank 1; its GPUs on rank 1 are 1." in " ".join(err.split())
+    code, _, err = _run(capsys, "gaps", corpus_file("kineto/h200_ddp_2gpu"), "--rank", "5")
+    assert code == 2 and "no rank 5; its ranks are 0, 1." in " ".join(err.split())
     code, _, err = _run(capsys, "gaps", "/nonexistent/trace.json")
     assert code == 2 and "error" in err

@@ -52,6 +52,8 @@ def test_csv_and_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_device_filter(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "transfers", GPT, "--device", "1", "--json")
+    code, out, _ = run_cli(capsys, "transfers", GPT, "--device", "0", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["copies"] == [] and doc["exposed_ns"] == 0
+    assert code == 0 and doc["copies"] and {c["device"] for c in doc["copies"]} == {0}
+    code, out, err = run_cli(capsys, "transfers", GPT, "--device", "1", "--json")
+    assert code == 2 and out == "" and "this trace has no GPU 1" in err

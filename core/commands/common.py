@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from gputop_trace.errors import TraceError
 from gputop_trace.units import parse_duration_ns, parse_size_bytes
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def load(args: argparse.Namespace) -> Trace:
     include_python = not getattr(args, "no_python", False)
     check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
     if not sys.stderr.isatty():
-        return load_paths(paths, use_cache=use_cache, include_python=include_python)
+        return check_filters(load_paths(paths, use_cache=use_cache, include_python=include_python), args)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -109,7 +110,34 @@ def load(args: argparse.Namespace) -> Trace:
         def progress(done: int, total: int, events: int) -> None:
             bar.update(task, completed=done, total=total or None, events=events)
 
-        return load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
+        trace = load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
+    return check_filters(trace, args)
+
+
+def check_filters(trace: Trace, args: argparse.Namespace) -> Trace:
+    """``trace``, after checking that ``--device`` / ``--rank`` name a GPU / rank it has: a filter that matches
+    nothing is a typo, and an empty table would hide it (a :class:`TraceError` lists what there is). Traces
+    with no GPU at all are left to the command, which explains that."""
+    from gputop_trace.model import LaneKind
+
+    device, rank = getattr(args, "device", None), getattr(args, "rank", None)
+    gpus = sorted({(ln.rank, ln.device) for ln in trace.lanes if ln.kind != LaneKind.CPU_THREAD and ln.device >= 0})
+    if (device is None and rank is None) or not gpus:
+        return trace
+    ranks = sorted({r for r, _ in gpus} | set(trace.meta.ranks))
+    if rank is not None and rank not in ranks:
+        raise TraceError(f"--rank {rank}: this trace has no rank {rank}; its ranks are {_listed(ranks)}.")
+    if device is not None and not any(d == device and (rank is None or r == rank) for r, d in gpus):
+        where = f" on rank {rank}" if rank is not None else ""
+        have = sorted({d for r, d in gpus if rank is None or r == rank})
+        raise TraceError(
+            f"--device {device}: this trace has no GPU {device}{where}; its GPUs{where} are {_listed(have)}."
+        )
+    return trace
+
+
+def _listed(values: list[int]) -> str:
+    return ", ".join(map(str, values[:20])) + (f" … ({len(values)} in all)" if len(values) > 20 else "")
 
 
 def _stderr_console() -> Console:
