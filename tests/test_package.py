@@ -136,3 +136,14 @@ def test_no_unresolved_merge_conflicts_in_tracked_text() -> None:
         text = path.read_text(errors="replace")
         bad += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}" for m in marker.finditer(text)]
     assert not bad, f"merge conflict markers at {bad}"
+
+
+def test_ci_runs_the_readmes_test_command_verbatim() -> None:
+    """CI must run exactly what the README tells a user to run (the second command of the quick start)."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme.split("## Quick start", 1)[1].split("\n## ", 1)[0], re.S)
+    assert len(blocks) == 2, "the quick start has two commands: open the sample, run the tests"
+    test_command = blocks[1].strip()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci, f"{test_command!r} is not a line of .ci/run"
+    assert "GPUTOP_REQUIRE_CORPUS=1" in "\n".join(ci)
