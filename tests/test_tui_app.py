@@ -479,3 +479,18 @@ def test_a_palette_opened_while_loading_gives_way_to_the_trace(monkeypatch: pyte
             assert not any(isinstance(s, (LoadingScreen, CommandPalette)) for s in app.screen_stack)
 
     run(body())
+
+
+def test_a_time_too_large_typed_in_the_palette_is_ignored() -> None:
+    """'1e999' once reached round() as infinity (OverflowError) and ended the app."""
+
+    async def body() -> None:
+        app = GputopApp([default_sample()])
+        async with app.run_test(size=(80, 24)) as pilot:
+            main = await wait_loaded(app, pilot)
+            assert main.parse_time("1e999") is None and main.parse_time("12.5ms") == 12_500_000
+            await press(pilot, "ctrl+p", *"1e999", "enter", "escape")
+            await pilot.pause()
+            assert app.return_code is None and isinstance(app.screen, MainScreen)
+
+    run(body())
