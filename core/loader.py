@@ -150,8 +150,9 @@ def _load_parallel(
     progress: Progress | None,
     use_cache: bool,
     include_python: bool = True,
-) -> list[Trace]:
-    """Parse files in ``workers`` fresh processes (spawned: safe from an app with threads running)."""
+) -> list[Trace | TraceError]:
+    """Parse files in ``workers`` fresh processes (spawned: safe from an app with threads running); a file that
+    is not a readable trace gives its :class:`TraceError` in its place."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -159,7 +160,7 @@ def _load_parallel(
     total = sum(sizes)
     done_bytes = 0
     done_events = 0
-    results: dict[int, Trace] = {}
+    results: dict[int, Trace | TraceError] = {}
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_ctrl_c
     )
@@ -173,9 +174,14 @@ def _load_parallel(
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for fut in finished:
                 i = futures[fut]
-                results[i] = fut.result()  # re-raises the worker's TraceError as is
+                try:
+                    trace = fut.result()
+                except TraceError as e:  # this file is bad: the others still load (the caller warns)
+                    results[i] = e
+                else:
+                    results[i] = trace
+                    done_events += len(trace)
                 done_bytes += sizes[i]
-                done_events += len(results[i])
             if progress is not None:
                 progress(done_bytes, total, done_events)  # may raise LoadCancelled
     except BaseException:
@@ -217,13 +223,22 @@ def load_paths(
         return load_file(files[0], progress=progress, use_cache=use_cache, include_python=include_python)
     defaults = _default_ranks(files)
     workers = parallel_workers(files)
+    results: list[Trace | TraceError]
     if workers > 1:
-        traces = _load_parallel(files, defaults, workers, progress, use_cache, include_python)
+        results = _load_parallel(files, defaults, workers, progress, use_cache, include_python)
     else:
-        traces = [
-            load_file(f, progress=progress, default_rank=d, use_cache=use_cache, include_python=include_python)
-            for f, d in zip(files, defaults, strict=True)
-        ]
+        results = []
+        for f, d in zip(files, defaults, strict=True):
+            try:
+                results.append(
+                    load_file(f, progress=progress, default_rank=d, use_cache=use_cache, include_python=include_python)
+                )
+            except TraceError as e:
+                results.append(e)
+    traces = [r for r in results if isinstance(r, Trace)]
+    failed = [(f, r) for f, r in zip(files, results, strict=True) if isinstance(r, TraceError)]
+    if not traces:  # nothing to show: the first file's own error says why
+        raise failed[0][1]
     ranks = [r for t in traces for r in t.meta.ranks]
     if len(set(ranks)) != len(ranks):
         dup = sorted({r for r in ranks if ranks.count(r) > 1})
@@ -233,4 +248,11 @@ def load_paths(
         )
     from gputop_trace.analysis.clock import align_rank_clocks
 
-    return align_rank_clocks(merge_traces(traces))
+    trace = align_rank_clocks(merge_traces(traces))
+    if failed:
+        lost = [
+            f"{os.path.basename(f)} was left out ({len(traces)} of {len(files)} traces were loaded): {e.message}"
+            for f, e in failed
+        ]
+        trace = trace.with_meta(warnings=(*lost, *trace.meta.warnings))
+    return trace

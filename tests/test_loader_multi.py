@@ -78,3 +78,29 @@ def test_ranks_from_file_names_when_the_trace_does_not_say(tmp_path: Path) -> No
         (tmp_path / f"worker_rank{7 - r}.json").write_text(json.dumps(doc))
     t = loader.load_paths([str(tmp_path)], use_cache=False)
     assert t.meta.ranks == (6, 7)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_rank_that_cannot_be_read_is_left_out_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A folder of ranks where one file is not a trace (a crashed rank, a stray file) still opens: the other
+    ranks load, and a warning names the file left out and why."""
+    for p in sorted((CORPUS / "kineto" / "h200_ddp_2gpu").iterdir()):
+        shutil.copy(p, tmp_path / p.name)
+    (tmp_path / "rank2.pt.trace.json").write_text("Killed\n")
+    monkeypatch.setattr(loader, "parallel_workers", lambda files: workers)
+    trace = loader.load_paths([str(tmp_path)], use_cache=False)
+    assert trace.meta.ranks == (0, 1)
+    left_out = [w for w in trace.meta.warnings if "left out" in w]
+    assert len(left_out) == 1
+    assert left_out[0].startswith("rank2.pt.trace.json was left out (2 of 3 traces were loaded):")
+    assert "not a profile gputop-trace can read" in left_out[0]
+
+
+def test_when_no_rank_can_be_read_the_first_error_is_raised(tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_text("Killed\n")
+    (tmp_path / "rank1.json").write_bytes(b"")
+    with pytest.raises(TraceError, match=r"rank0\.json is a text file"):
+        loader.load_paths([str(tmp_path)], use_cache=False)
