@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import event, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model import Kind
 from gputop_trace.parsers import nsys
 from tests.conftest import CORPUS
-from tests.fixtures.fuzz import SETTINGS, check_model, check_summary
+from tests.fixtures.fuzz import SETTINGS, check_model, load_soundly_or_refuse
 from tests.fixtures.nsys_synth import _TABLES, GPID, gpid, gtid
 
 ID_COLUMNS = {"nameId", "demangledName", "shortName", "mangledName", "textId", "value"}
@@ -97,15 +97,7 @@ def test_random_rows_of_every_type_load_soundly_or_fail_cleanly(
     path = folder / "report.sqlite"
     path.unlink(missing_ok=True)
     write_export(path, *ex)
-    try:
-        t = nsys.load(str(path))
-    except TraceError as e:
-        event("refused (TraceError)")
-        assert e.message
-    else:
-        event("loaded" + (" with warnings" if t.meta.warnings else ""))
-        check_model(t)
-        check_summary(t, str(path))
+    load_soundly_or_refuse(nsys.load, str(path))
     assert sorted(os.listdir(folder)) == ["report.sqlite"]  # no journal, WAL or shared-memory file
 
 
@@ -142,15 +134,7 @@ def test_damaged_corpus_exports_load_soundly_or_fail_cleanly(
         data = data[: int(cut * len(data))]
     path = tmp_path / "damaged.sqlite"
     path.write_bytes(bytes(data))
-    try:
-        t = nsys.load(str(path))
-    except TraceError as e:
-        event("refused (TraceError)")
-        assert e.message
-        return
-    event("loaded" + (" with warnings" if t.meta.warnings else ""))
-    check_model(t)
-    check_summary(t, str(path))
+    load_soundly_or_refuse(nsys.load, str(path))
 
 
 def test_found_by_fuzzing_infinite_gpu_properties_are_left_unknown(tmp_path: Path) -> None:
