@@ -22,8 +22,6 @@ from gputop_trace.model import Trace
 from tests.cli_run import run_cli
 from tests.conftest import corpus_file
 
-pytest.importorskip("gputop_trace.parsers.nsys", reason="the Nsight Systems loader is not in this build")
-
 pytestmark = pytest.mark.corpus
 
 EXPECTED = ("lockfuehrer__beast_ressoruces__report2", "martisu1631998__kmeans-parallel__report2")
