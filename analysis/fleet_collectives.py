@@ -25,13 +25,12 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.rank_summary import RankSummary
 from gputop_trace.analysis.stragglers import (
-    STRAGGLER_MIN_LATE_NS,
-    STRAGGLER_SHARE,
     MatchedGroup,
     RankSequence,
     RankWait,
     clock_offsets,
     match_sequences,
+    pick_straggler,
 )
 
 I64 = npt.NDArray[np.int64]
@@ -97,13 +96,7 @@ def match_fleet(summaries: Sequence[RankSummary]) -> FleetCollectives:
     waits = _rank_waits(groups)
     arrivals = _rank_arrivals(groups)
     total = sum(len(g) for g in groups)
-    straggler = None
-    share = 0.0
-    if waits and total:
-        top = max(waits, key=lambda w: (w.times_last, w.imposed_ns))
-        share = top.times_last / max(1, top.instances)
-        if share >= STRAGGLER_SHARE and top.late_median_ns >= STRAGGLER_MIN_LATE_NS:
-            straggler = top.rank
+    straggler, share = pick_straggler(waits, total)
     return FleetCollectives(
         groups=groups,
         waits=waits,

@@ -71,6 +71,18 @@ class RankWait:
     late_max_ns: int = 0
 
 
+def pick_straggler(waits: list[RankWait], instances: int) -> tuple[int | None, float]:
+    """``(rank, share)``: the rank most often last (then the one imposing most waiting), named the straggler when
+    it is last in at least :data:`STRAGGLER_SHARE` of its instances and ≥ :data:`STRAGGLER_MIN_LATE_NS` late at
+    the median (None otherwise); ``share`` is its fraction of instances where it was last."""
+    if not waits or not instances:
+        return None, 0.0
+    top = max(waits, key=lambda w: (w.times_last, w.imposed_ns))
+    share = top.times_last / max(1, top.instances)
+    named = share >= STRAGGLER_SHARE and top.late_median_ns >= STRAGGLER_MIN_LATE_NS
+    return (top.rank if named else None), share
+
+
 @dataclass(frozen=True)
 class StragglerReport:
     """Who arrives last at collectives, by how much, and what its host thread was doing meanwhile."""
@@ -251,13 +263,7 @@ def find_stragglers(trace: Trace) -> StragglerReport:
         for r, a in sorted(acc.items())
     ]
     total = sum(len(g) for g in groups)
-    straggler = None
-    share = 0.0
-    if ranks and total:
-        top = max(ranks, key=lambda w: (w.times_last, w.imposed_ns))
-        share = top.times_last / max(1, top.instances)
-        if share >= STRAGGLER_SHARE and top.late_median_ns >= STRAGGLER_MIN_LATE_NS:
-            straggler = top.rank
+    straggler, share = pick_straggler(ranks, total)
     activity = _host_activity(trace, groups, straggler, offsets) if straggler is not None else []
     return StragglerReport(
         groups=groups,
