@@ -8,7 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import union
-from gputop_trace.model import GPU_BUSY_KINDS, Trace
+from gputop_trace.model.kinds import GPU_BUSY_KINDS
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 

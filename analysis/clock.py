@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from gputop_trace.analysis.stragglers import clock_offsets, match_collectives
-from gputop_trace.model import Trace
+from gputop_trace.model.trace import Trace
 
 #: offsets smaller than this are clock noise between processes on one host and are left alone (ns)
 ALIGN_THRESHOLD_NS = 500_000

@@ -2,7 +2,7 @@
 
 A collective kernel is recognised by its name (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
 ``ncclKernel_AllGather_RING_LL_Sum_int8_t`` …); Kineto traces also record the framework's view of the call on
-the kernel (collective name, process group, message size), which :class:`~gputop_trace.model.CollectiveTable`
+the kernel (collective name, process group, message size), which :class:`~gputop_trace.model.tables.CollectiveTable`
 holds. Times are int64 ns relative to the trace start.
 """
 
@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import overlap_with_union, union
-from gputop_trace.model import Kind, Trace
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]

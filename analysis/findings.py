@@ -27,7 +27,8 @@ from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launches import LaunchReport, launch_behaviour
 from gputop_trace.analysis.ranges import split_range_name
 from gputop_trace.analysis.transfers import TransferReport, transfer_overlap
-from gputop_trace.model import GPU_BUSY_KINDS, Kind, LaneKind, Trace
+from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind, LaneKind
+from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_bytes, format_ns
 
 I64 = npt.NDArray[np.int64]
@@ -785,7 +786,7 @@ def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int
 
 
 def _dir_label(d: int) -> str:
-    from gputop_trace.model import COPY_KIND_LABEL
+    from gputop_trace.model.kinds import COPY_KIND_LABEL
 
     return COPY_KIND_LABEL.get(d, "unknown")
 

@@ -15,8 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
-from gputop_trace.kernel_names import qualified_name
-from gputop_trace.model import Kind, Trace
+from gputop_trace.model.kernel_names import qualified_name
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 

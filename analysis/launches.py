@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model import GPU_BUSY_KINDS, Kind, Trace
+from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 

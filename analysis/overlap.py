@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model import Trace
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gputop_trace.model import Trace
+    from gputop_trace.model.trace import Trace
 
 #: How many kernels (by total time) a summary keeps.
 TOP_KERNELS = 10
@@ -174,8 +174,8 @@ def error_summary(path: str, rank: int, message: str, kind: str, *, tb: str | No
 
 
 def _load(path: str, default_rank: int, opts: SummaryOptions) -> Trace:
-    from gputop_trace.loader import load_file
-    from gputop_trace.resources import check_memory
+    from gputop_trace.load.loader import load_file
+    from gputop_trace.load.resources import check_memory
 
     if os.path.isdir(path):
         from gputop_trace.errors import TraceError
@@ -195,7 +195,7 @@ def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = No
     from gputop_trace.analysis.gaps import find_gaps
     from gputop_trace.analysis.steps import find_steps
     from gputop_trace.analysis.transfers import transfer_overlap
-    from gputop_trace.model import Kind
+    from gputop_trace.model.kinds import Kind
 
     opts = options or SummaryOptions()
     ranks = sorted(trace.meta.ranks) or [0]

@@ -11,7 +11,7 @@ from gputop_trace.analysis.busy import device_busy
 from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.analysis.stragglers import StragglerReport, find_stragglers
-from gputop_trace.model import Trace
+from gputop_trace.model.trace import Trace
 
 
 @dataclass(frozen=True)

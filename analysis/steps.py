@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model import Kind, Trace
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 

@@ -20,7 +20,8 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.collectives import Collectives, find_collectives
 from gputop_trace.analysis.enclosing import innermost_enclosing
-from gputop_trace.model import Kind, LaneKind, Trace
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]

@@ -32,7 +32,8 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.intervals import overlap_with_union, union
-from gputop_trace.model import COPY_KIND_LABEL, CopyKind, Kind, MemKind, Trace
+from gputop_trace.model.kinds import COPY_KIND_LABEL, CopyKind, Kind, MemKind
+from gputop_trace.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
 
@@ -385,7 +386,7 @@ def host_memory_label(kind: int) -> str | None:
     """``pageable``/``pinned``/... for a host-side memory kind, ``None`` when the copy has no host side."""
     if kind == 0:
         return None
-    from gputop_trace.model import MEM_KIND_LABEL
+    from gputop_trace.model.kinds import MEM_KIND_LABEL
 
     return MEM_KIND_LABEL.get(int(kind), "unknown")
 

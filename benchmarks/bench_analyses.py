@@ -39,7 +39,8 @@ def _corpus() -> Path:
 
 def tile_trace(trace: Any, n_events: int, pause_ns: int = 1_000_000) -> Any:
     """``trace`` repeated along time until it holds at least ``n_events`` events (a new frozen ``Trace``)."""
-    from gputop_trace.model import CopyTable, FlowTable, KernelTable, Trace
+    from gputop_trace.model.tables import CopyTable, FlowTable, KernelTable
+    from gputop_trace.model.trace import Trace
 
     n = len(trace)
     k = max(1, -(-n_events // n))
@@ -159,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from gputop_trace import __version__
-    from gputop_trace.loader import load_paths
-    from gputop_trace.model import Kind
+    from gputop_trace.load.loader import load_paths
+    from gputop_trace.model.kinds import Kind
 
     src = _corpus() / args.source
     base = load_paths([str(src)])

@@ -39,7 +39,7 @@ def _corpus() -> Path:
 
 
 def _json_bytes(paths: list[str]) -> int:
-    from gputop_trace.resources import estimate
+    from gputop_trace.load.resources import estimate
 
     return sum(estimate([p]).decompressed for p in paths)
 
@@ -48,8 +48,8 @@ def run_executor(executor: str, paths: list[str], workers: int) -> dict[str, Any
     """Summarise and analyse the fleet on one executor; wall seconds and the result's outline."""
     from gputop_trace.analysis.fleet_findings import analyse_fleet
     from gputop_trace.analysis.rank_summary import SummaryOptions
-    from gputop_trace.fleet_exec import expand_paths, plan_jobs, run_dask, run_local, run_processes
-    from gputop_trace.fleet_table import assign_ranks
+    from gputop_trace.fleet.executors import expand_paths, plan_jobs, run_dask, run_local, run_processes
+    from gputop_trace.fleet.table import assign_ranks
 
     opts = SummaryOptions()
     startup = 0.0
@@ -104,7 +104,7 @@ def hwm():  # this process' own peak RSS (ru_maxrss can carry the parent's peak 
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
 from gputop_trace.analysis.rank_summary import summarize_file
-import gputop_trace.loader, numpy
+import gputop_trace.load.loader, numpy
 base = hwm()
 path = sys.argv[1]
 summarize_file(path, 0)  # warm: page cache, lazy imports
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(one), file=sys.stderr)
 
     from gputop_trace.analysis.rank_summary import summarize_file
-    from gputop_trace.fleet_exec import plan_jobs
+    from gputop_trace.fleet.executors import plan_jobs
 
     sample = [s for j in plan_jobs(paths[:8]) for s in summarize_file(j.path, j.default_rank)]
     step_1024 = fleet_step_at(sample, 1024)

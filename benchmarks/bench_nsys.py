@@ -4,7 +4,7 @@
 The input is built from the real corpus: the 2-GPU GindaChen export is copied to a temporary folder and its
 kernel and memcpy rows are repeated along the time axis (each copy shifted past the previous one, correlation
 ids kept unique per copy) until the export holds at least ``--rows`` GPU activity rows. Each measurement loads
-that file in a fresh Python process (``gputop_trace.parsers.nsys.load``, model fully built), timing the load
+that file in a fresh Python process (``gputop_trace.parsers.nsys.loader.load``, model fully built), timing the load
 call and recording the child's peak RSS; the median of ``--runs`` runs is reported.
 
     python benchmarks/bench_nsys.py                 # 2 M rows, 5 runs, print a table
@@ -36,8 +36,10 @@ GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
 _CHILD = r"""
 import json, resource, sys, threading, time
 t0 = time.perf_counter()
-from gputop_trace.parsers import nsys, nsys_columns
-from gputop_trace.model import Kind, TraceBuilder
+from gputop_trace.parsers.nsys import loader as nsys
+from gputop_trace.parsers.nsys import columns as nsys_columns
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kinds import Kind
 t1 = time.perf_counter()
 phases = {"sql_cpu_s": 0.0, "build_s": 0.0}
 lock = threading.Lock()
@@ -147,7 +149,7 @@ def report(results: list[dict[str, float]], rows: int, size: int) -> str:
         f"Input: `{SOURCE.name}` (nsys 2026.2, 2 × H100) with its kernel and memcpy rows repeated along the time",
         f"axis to {rows:,} GPU activity rows ({size / 1e6:,.0f} MB); {int(results[0]['events']):,} events in the "
         "model (its CUDA API calls, NVTX ranges and memsets are not repeated).",
-        "Each run loads the file in a fresh process (`gputop_trace.parsers.nsys.load`, model fully built: lanes,",
+        "Each run loads the file in a fresh process (`parsers.nsys.loader.load`, model fully built: lanes,",
         "rows, kernel and copy side tables, launch links); median of the runs.",
         "",
         "| what | median | runs | target |",

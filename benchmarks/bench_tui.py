@@ -144,8 +144,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from benchmarks.tile_model import tiled_to_events
-    from gputop_trace.loader import load_paths
-    from gputop_trace.samples import default_sample
+    from gputop_trace.load.loader import load_paths
+    from gputop_trace.load.samples import default_sample
 
     source = args.source or default_sample()
     base = load_paths([source])

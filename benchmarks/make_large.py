@@ -10,8 +10,8 @@ Outputs (file names are fixed, so benchmarks find them):
   (uncompressed), written in Kineto's own layout (the element text of the source, only the numbers changed);
 - ``nsys_10m.sqlite``: an Nsight Systems export with 10 M kernel rows (every CUPTI activity table repeated with
   the same factor, so launches keep their runtime calls);
-- ``model_10m/``: a 10 M-event :class:`~gputop_trace.model.Trace` in the columnar cache layout
-  (:func:`gputop_trace.cache.write_trace`), opened memory-mapped with :func:`open_model`.
+- ``model_10m/``: a 10 M-event :class:`~gputop_trace.model.trace.Trace` in the columnar cache layout
+  (:func:`gputop_trace.load.cache.write_trace`), opened memory-mapped with :func:`open_model`.
 
 Every output is reused when it already exists with the same recipe (``make_large.json`` in the folder records
 them), so ``benchmarks/run.py`` can call :func:`ensure` freely.
@@ -272,7 +272,8 @@ def write_nsys(source: Path, out: Path, kernel_rows: int) -> None:
 def tiled_model(base: Any, n_events: int) -> Any:
     """A :class:`Trace` made of copies of ``base`` one after the other in time, ``n_events`` events in all
     (the last copy cut short); lanes, names and metadata are the base's."""
-    from gputop_trace.model import CopyTable, CounterSeries, FlowTable, KernelTable, Trace
+    from gputop_trace.model.tables import CopyTable, CounterSeries, FlowTable, KernelTable
+    from gputop_trace.model.trace import Trace
 
     n0 = len(base)
     copies = math.ceil(n_events / n0)
@@ -357,15 +358,15 @@ def tiled_model(base: Any, n_events: int) -> Any:
 
 def write_model(out: Path, n_events: int, source: Path = KINETO_SOURCE) -> None:
     """Save a ``n_events`` tiled model of ``source`` in the columnar layout (see :func:`open_model`)."""
-    from gputop_trace import cache
-    from gputop_trace.parsers import chrome
+    from gputop_trace.load import cache
+    from gputop_trace.parsers.chrome import loader as chrome
 
     cache.save_trace(tiled_model(chrome.load(str(source)), n_events), out)
 
 
 def open_model(path: Path) -> Any:
-    """The saved model, memory-mapped (a :class:`gputop_trace.model.Trace`)."""
-    from gputop_trace import cache
+    """The saved model, memory-mapped (a :class:`gputop_trace.model.trace.Trace`)."""
+    from gputop_trace.load import cache
 
     return cache.open_trace(path)
 

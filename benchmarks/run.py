@@ -46,7 +46,7 @@ RSS_SLACK_MB = 200.0
 LOAD_CODE = """
 import json, sys, time
 t0 = time.perf_counter()
-from gputop_trace.loader import load_paths
+from gputop_trace.load.loader import load_paths
 t1 = time.perf_counter()
 c1 = time.process_time()
 trace = load_paths([sys.argv[1]], use_cache=False)
@@ -59,8 +59,8 @@ print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "cpu_s": c2 - c1, "eve
 CACHE_CODE = """
 import json, sys, time
 t0 = time.perf_counter()
-from gputop_trace import cache
-from gputop_trace.loader import load_paths
+from gputop_trace.load import cache
+from gputop_trace.load.loader import load_paths
 t1 = time.perf_counter()
 trace = load_paths([sys.argv[1]])
 t2 = time.perf_counter()
@@ -74,7 +74,7 @@ BROWSE_CODE = """
 import json, sys, time
 import numpy as np
 t0 = time.perf_counter()
-from gputop_trace.loader import load_paths
+from gputop_trace.load.loader import load_paths
 trace = load_paths([sys.argv[1]], use_cache=False)
 t1 = time.perf_counter()
 # browse: what the timeline and the first analyses touch - every lane's rows, a window of events per lane

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from gputop_trace.model import CopyTable, FlowTable, KernelTable, Trace
+from gputop_trace.model.tables import CopyTable, FlowTable, KernelTable
+from gputop_trace.model.trace import Trace
 
 
 def tile_trace(trace: Trace, copies: int, *, gap_ns: int | None = None) -> Trace:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from gputop_trace.samples import default_sample
+from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.widgets.timeline import Timeline

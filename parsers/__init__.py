@@ -1,1 +1,1 @@
-"""File → :class:`~gputop_trace.model.Trace` loaders: ``chrome`` (Kineto, JAX, generic), ``nsys``, ``ncu``."""
+"""File → :class:`~gputop_trace.model.trace.Trace` loaders: ``chrome`` (Kineto, JAX, generic), ``nsys``, ``ncu``."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_trace.errors import TraceError
-from gputop_trace.kernel_names import function_name
+from gputop_trace.model.kernel_names import function_name
 from gputop_trace.parsers.source import open_checked
 
 #: Columns of the raw page that describe the launch, not a metric.
@@ -675,7 +675,7 @@ def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto")
         else:
             errors.append("the ncu_report package is not installed")
     if reader in ("auto", "ncu-csv"):
-        from gputop_trace.ncu_runner import find_ncu
+        from gputop_trace.ncu.runner import find_ncu
 
         exe = ncu_path or find_ncu()
         if exe:

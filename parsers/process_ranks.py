@@ -8,7 +8,8 @@ import dataclasses
 
 import numpy as np
 
-from gputop_trace.model import LaneKind, Trace
+from gputop_trace.model.kinds import LaneKind
+from gputop_trace.model.trace import Trace
 
 
 def ranks_from_processes(trace: Trace) -> Trace:

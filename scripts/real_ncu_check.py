@@ -13,7 +13,7 @@ What it does (outputs under ``$OUT`` when set, else ``--out``, else a temporary 
 2. records it under ``torch.profiler`` → ``trace.json`` (Kineto), and checks the ``step_i`` ranges are in it
    (the record_function half of annotate);
 3. builds drill-down requests from that trace with the project's own code
-   (``gputop_trace.drilldown.request_for_event``; a stdlib fallback when numpy/msgspec are missing) for the
+   (``gputop_trace.ncu.drilldown.request_for_event``; a stdlib fallback when numpy/msgspec are missing) for the
    middle-size elementwise kernel and the GEMM inside ``step_2``;
 4. runs ``gputop-trace ncu --kernel RAW --launch N --nvtx step_2 --yes --json -- python3 workload.py`` for both
    (the NVTX half of annotate: ncu must find the kernels inside ``step_2``), and once more for the elementwise
@@ -123,7 +123,7 @@ def pick_targets(trace_path: Path) -> tuple[list[dict[str, Any]], str, list[str]
     (with the kernel's grid from the trace); how they were computed; the annotation range names seen."""
     try:
         targets, names = _pick_with_project(trace_path)
-        return targets, "gputop_trace.drilldown.request_for_event", names
+        return targets, "gputop_trace.ncu.drilldown.request_for_event", names
     except ImportError as e:
         print(f"note: the project's trace loader needs {e.name}; using the stdlib fallback", file=sys.stderr)
         return _pick_with_stdlib(trace_path)
@@ -132,9 +132,9 @@ def pick_targets(trace_path: Path) -> tuple[list[dict[str, Any]], str, list[str]
 def _pick_with_project(trace_path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     import numpy as np
 
-    from gputop_trace.drilldown import request_for_event
-    from gputop_trace.loader import load_paths
-    from gputop_trace.model import Kind
+    from gputop_trace.load.loader import load_paths
+    from gputop_trace.model.kinds import Kind
+    from gputop_trace.ncu.drilldown import request_for_event
 
     t = load_paths([str(trace_path)])
     ranges = sorted({t.event_name(int(i)) for i in t.of_kind(Kind.RANGE)})
@@ -175,7 +175,7 @@ def _pick_with_project(trace_path: Path) -> tuple[list[dict[str, Any]], list[str
 
 
 def _pick_with_stdlib(trace_path: Path) -> tuple[list[dict[str, Any]], str, list[str]]:
-    from gputop_trace.drilldown import kernel_filter
+    from gputop_trace.ncu.drilldown import kernel_filter
 
     doc = json.loads(trace_path.read_text())
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
@@ -260,7 +260,7 @@ def main() -> int:
         print(json.dumps(summary, indent=2))
         return 0 if summary["ok"] else 1
 
-    from gputop_trace.ncu_runner import find_ncu
+    from gputop_trace.ncu.runner import find_ncu
 
     ncu = find_ncu()
     summary["ncu"] = ncu

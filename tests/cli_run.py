@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop_trace.cli import main
+from gputop_trace.cli.main import main
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

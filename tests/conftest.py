@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("GPUTOP_CORPUS", ROOT.parent / "shared" / "corpus")).resolve()
-SAMPLES = ROOT / "sample_traces"
+from tests.paths import CORPUS, ROOT, SAMPLES
+
+__all__ = ["CORPUS", "ROOT", "SAMPLES", "corpus_missing_reason"]
 
 
 def corpus_missing_reason() -> str | None:

@@ -60,7 +60,7 @@ def fleet_parquet(
     fleet_small: tuple[Path, dict[int, int]], tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[int, int]]:
     """The small fleet analysed by ``gputop-trace fleet --out``; (Parquet path, stragglers)."""
-    from gputop_trace.cli import main
+    from gputop_trace.cli.main import main
 
     out = tmp_path_factory.mktemp("fleetpq") / "fleet.parquet"
     assert main(["fleet", str(fleet_small[0]), "--executor", "local", "--out", str(out)]) == 0

@@ -15,7 +15,11 @@ So rank 1 is last at every collective and rank 0 waits 2.0 + 0.1 ms per step.
 
 from __future__ import annotations
 
-from gputop_trace.model import FlowKind, GpuInfo, Kind, Lane, LaneKind, Trace, TraceBuilder, TraceMeta, merge_traces
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
+from gputop_trace.model.merge import merge_traces
+from gputop_trace.model.tables import GpuInfo, Lane, TraceMeta
+from gputop_trace.model.trace import Trace
 
 MS = 1_000_000
 US = 1_000

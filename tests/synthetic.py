@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop_trace.model import CopyKind, FlowKind, Kind, Lane, LaneKind, MemKind, Trace, TraceBuilder, TraceMeta
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kinds import CopyKind, FlowKind, Kind, LaneKind, MemKind
+from gputop_trace.model.tables import Lane, TraceMeta
+from gputop_trace.model.trace import Trace
 
 
 class Synth:

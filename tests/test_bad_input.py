@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from gputop_trace.errors import TraceError
-from gputop_trace.loader import load_paths
+from gputop_trace.load.loader import load_paths
+from tests.paths import SAMPLES
 
 
 def _cli(*args: str, cwd: Path | None = None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -115,7 +116,7 @@ def test_a_pipe_is_refused_at_once_not_waited_on(tmp_path: Path, command: str) -
 
 
 def test_process_substitution_is_explained(tmp_path: Path) -> None:
-    sample = Path(__file__).resolve().parents[1] / "sample_traces" / "h200_train_step.json.gz"
+    sample = SAMPLES / "h200_train_step.json.gz"
     proc = subprocess.run(
         ["bash", "-c", '"$0" -m gputop_trace summary <(cat "$1")', sys.executable, str(sample)],
         capture_output=True,

@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputop_trace import cache
-from gputop_trace.loader import load_paths
-from gputop_trace.model import CounterSeries, GpuInfo, Kind, LaneKind, Trace, TraceMeta
-from gputop_trace.parsers import chrome
+from gputop_trace.load import cache
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.chrome import loader as chrome
 from tests.conftest import SAMPLES, corpus_file
 from tests.trace_compare import assert_traces_equal
 
@@ -263,8 +265,8 @@ def _replace_column(entry: Path, rel: str, change: Any) -> None:
 _WORKER = textwrap.dedent(
     """
     import hashlib, json, os, sys, time
-    from gputop_trace import cache
-    from gputop_trace.parsers import chrome
+    from gputop_trace.load import cache
+    from gputop_trace.parsers.chrome import loader as chrome
     path, go, out = sys.argv[1], sys.argv[2], sys.argv[3]
     while not os.path.exists(go):
         time.sleep(0.001)
@@ -391,8 +393,8 @@ def test_cache_lives_in_xdg_cache_home_never_next_to_the_trace(tmp_path: Path, m
 
 
 def test_no_cache_option_reaches_the_loader(tmp_path: Path, cache_dir: Path) -> None:
-    from gputop_trace.cli import build_parser
-    from gputop_trace.commands.common import load
+    from gputop_trace.cli.common import load
+    from gputop_trace.cli.main import build_parser
 
     src = str(_copy_trace(tmp_path))
     args = build_parser().parse_args(["summary", "--no-cache", src])

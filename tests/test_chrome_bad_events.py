@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputop_trace.parsers import chrome
+from gputop_trace.parsers.chrome import loader as chrome
 
 X = b'{"ph":"X","name":"ok","pid":1,"tid":1,"ts":5,"dur":2}'
 

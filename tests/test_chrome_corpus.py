@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from gputop_trace.analysis.kernels import kernel_table
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Kind, LaneKind
-from gputop_trace.parsers import chrome
+from gputop_trace.errors import TraceError
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.parsers.chrome import loader as chrome
 from tests.conftest import CORPUS
 
 KINETO = [
@@ -159,10 +160,27 @@ def test_ddp_directory_loads_as_two_ranks() -> None:
     assert devices == [(0, 0), (1, 1)]
 
 
+#: JSON files in the corpus that are not timelines (external/README): each is refused with what it is and what to open
+NOT_TRACES = {
+    "external/execution_trace/benchmark_simple_add_et.json.gz": 'no "traceEvents" array',
+    "external/memory_analysis/memory_timeline.raw.gz": "none of its",
+}
+
+
 def test_every_kineto_and_jax_file_in_the_corpus_loads() -> None:
-    files = sorted(p for p in Path(CORPUS).rglob("*.json.gz"))
+    files = sorted(p for p in Path(CORPUS).rglob("*") if p.name.endswith((".json", ".json.gz", ".raw.gz")))
     assert len(files) >= 5
+    seen_refused = set()
     for p in files:
+        rel = p.relative_to(CORPUS).as_posix()
+        if rel in NOT_TRACES:
+            with pytest.raises(TraceError) as err:
+                load_paths([str(p)], use_cache=False)
+            assert str(p) in str(err.value) and NOT_TRACES[rel] in str(err.value)
+            assert "Open a trace written by torch.profiler" in str(err.value)
+            seen_refused.add(rel)
+            continue
         t = load_paths([str(p)])
-        assert len(t) > 0
-        assert t.meta.format in ("kineto", "jax")
+        assert len(t) > 0, rel
+        assert t.meta.format in ("kineto", "jax"), rel
+    assert seen_refused == set(NOT_TRACES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputop_trace.parsers import chrome
+from gputop_trace.parsers.chrome import loader as chrome
 
 
 def test_epoch_microsecond_timestamps_keep_every_nanosecond(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.errors import TraceError
-from gputop_trace.parsers import chrome
+from gputop_trace.parsers.chrome import loader as chrome
 from tests.conftest import CORPUS
 
 OFFSETS = 24
@@ -110,7 +110,7 @@ def test_cut_before_the_first_event_is_a_clear_error(tmp_path: Path) -> None:
 def test_damage_in_the_middle_skips_only_the_damaged_events(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    from gputop_trace.parsers import chrome_json
+    from gputop_trace.parsers.chrome import json_stream as chrome_json
 
     monkeypatch.setattr(chrome_json, "CHUNK", chunk)
     monkeypatch.setattr(chrome_json, "MAX_ELEMENT", 4 * chunk)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.cli import main
+from gputop_trace.cli.main import main
 from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
@@ -176,7 +176,7 @@ def test_without_yes_and_without_a_terminal_nothing_runs(fake_ncu: Path, tmp_pat
 def test_ncu_not_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("GPUTOP_NCU", raising=False)
-    monkeypatch.setattr("gputop_trace.ncu_runner.find_ncu", lambda: None)
+    monkeypatch.setattr("gputop_trace.ncu.runner.find_ncu", lambda: None)
     assert main(["ncu", "--kernel", "k", "--yes", "--", "./app"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "ncu was not found. Nsight Compute ships with the CUDA toolkit" in err and "GPUTOP_NCU" in err
@@ -185,7 +185,7 @@ def test_ncu_not_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], m
 def test_ncu_cli_path_needs_neither_textual_nor_numpy(corpus: Path) -> None:
     """A bare GPU box may lack them: opening a report and the JSON path import neither."""
     code = (
-        "import sys; from gputop_trace.cli import main; rc = main(['ncu', sys.argv[1], '--json']); "
+        "import sys; from gputop_trace.cli.main import main; rc = main(['ncu', sys.argv[1], '--json']); "
         "print('LOADED', sorted(m for m in ('textual', 'numpy', 'msgspec', 'pandas') if m in sys.modules), rc)"
     )
     proc = subprocess.run(

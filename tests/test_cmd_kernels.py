@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.analysis.kernels import kernel_table
-from gputop_trace.cli import main
-from gputop_trace.commands.kernels_json import round_half_up
-from gputop_trace.parsers import nsys
+from gputop_trace.cli.main import main
+from gputop_trace.parsers.nsys import loader as nsys
+from gputop_trace.report.kernels_json import round_half_up
 from tests.conftest import CORPUS
 from tests.fixtures.nsys_synth import PID, SynthExport
 

@@ -12,7 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gputop_trace.drilldown import (
+from gputop_trace.errors import TraceError
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
+from gputop_trace.ncu.drilldown import (
     DrilldownRequest,
     TargetCommand,
     build_ncu_command,
@@ -27,13 +31,10 @@ from gputop_trace.drilldown import (
     save_target,
     split_command,
 )
-from gputop_trace.errors import TraceError
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Kind, Trace
+from tests.paths import SAMPLES
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = str(ROOT / "sample_traces" / "h200_train_step.json.gz")
-COMPILED = str(ROOT / "sample_traces" / "h200_compiled.json.gz")
+SAMPLE = str(SAMPLES / "h200_train_step.json.gz")
+COMPILED = str(SAMPLES / "h200_compiled.json.gz")
 
 NASTY = "operator()<int>[2]$|^.*+?{}\\ x 'q' \"dq\" ;rm -rf / $(touch pwned) `id` & >out"
 

@@ -8,8 +8,9 @@ from functools import cache
 import pytest
 
 from gputop_trace.analysis.findings import Finding, find_findings
-from gputop_trace.loader import load_paths
-from gputop_trace.model import CopyKind, Kind, MemKind, Trace
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.kinds import CopyKind, Kind, MemKind
+from gputop_trace.model.trace import Trace
 from tests.conftest import corpus_file
 from tests.synthetic import Synth
 

@@ -17,7 +17,7 @@ import pytest
 
 from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 from gputop_trace.errors import TraceError
-from gputop_trace.fleet_exec import (
+from gputop_trace.fleet.executors import (
     RankJob,
     expand_paths,
     plan_jobs,
@@ -143,7 +143,7 @@ def test_paths_globs_and_ranks(fleet_small: tuple[Path, dict[int, int]], tmp_pat
 
 
 def test_pool_size_is_bounded_by_memory(fleet_small: tuple[Path, dict[int, int]]) -> None:  # noqa: F811
-    from gputop_trace.resources import estimate
+    from gputop_trace.load.resources import estimate
 
     files = [str(p) for p in sorted(fleet_small[0].glob("*.json.gz"))]
     need = max(estimate([f]).needed for f in files)
@@ -246,7 +246,7 @@ def test_cli_on_a_dask_scheduler_address_writes_parquet(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from gputop_trace.fleet_parquet import read_fleet
+    from gputop_trace.fleet.parquet import read_fleet
 
     address = dask_client.scheduler.address  # tcp://127.0.0.1:PORT
     out = tmp_path / "fleet.parquet"
@@ -301,7 +301,7 @@ def test_mixed_formats_and_a_profile_without_gpu_work(corpus: Path, capsys: pyte
 
 def test_cli_start_up_does_not_import_dask_or_pyarrow() -> None:
     code = (
-        "import sys\nfrom gputop_trace.cli import build_parser\nbuild_parser().parse_args(['fleet', 'x'])\n"
+        "import sys\nfrom gputop_trace.cli.main import build_parser\nbuild_parser().parse_args(['fleet', 'x'])\n"
         "print(','.join(m for m in ('dask', 'distributed', 'pyarrow', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

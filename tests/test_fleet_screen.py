@@ -14,7 +14,7 @@ import pytest
 from textual.app import App
 from textual.widgets import DataTable
 
-from gputop_trace.fleet_parquet import FleetFile
+from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.tui.screens.fleet import FleetScreen, heat_levels, step_ratios
 from tests.fleet_helpers import fleet_parquet, fleet_small  # noqa: F401  (fixtures)
 
@@ -224,7 +224,7 @@ def test_other_files_are_refused_with_a_clear_message(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     from gputop_trace.errors import TraceError
-    from gputop_trace.fleet_parquet import is_fleet_parquet, read_fleet
+    from gputop_trace.fleet.parquet import is_fleet_parquet, read_fleet
 
     plain = tmp_path / "other.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), plain)

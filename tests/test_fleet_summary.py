@@ -15,7 +15,7 @@ from gputop_trace.analysis.fleet_collectives import match_fleet
 from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
 from gputop_trace.analysis.gaps import CAUSES
 from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_file
-from gputop_trace.fleet_exec import expand_paths, plan_jobs
+from gputop_trace.fleet.executors import expand_paths, plan_jobs
 from tests.fleet_helpers import fleet_small  # noqa: F401  (fixture)
 
 DDP = "kineto/h200_ddp_2gpu"
@@ -26,7 +26,7 @@ def _summaries(directory: Path | str) -> list[RankSummary]:
 
 
 def _merged(directory: Path | str):  # type: ignore[no-untyped-def]
-    from gputop_trace.loader import load_paths
+    from gputop_trace.load.loader import load_paths
 
     return load_paths([str(directory)])
 
@@ -225,7 +225,7 @@ def _at(path: str, *ranks: int, given: bool = False) -> list[RankSummary]:
 
 
 def test_assign_ranks_keeps_stated_ranks_and_moves_clashing_files_as_a_block() -> None:
-    from gputop_trace.fleet_table import assign_ranks
+    from gputop_trace.fleet.table import assign_ranks
 
     # two multi-process nsys exports (ranks numbered up from their positions 0 and 1), a Kineto rank stating 5,
     # a file named rank4
@@ -243,7 +243,7 @@ def test_assign_ranks_keeps_stated_ranks_and_moves_clashing_files_as_a_block() -
 
 
 def test_assign_ranks_stated_rank_wins_and_a_second_claim_is_an_error() -> None:
-    from gputop_trace.fleet_table import assign_ranks
+    from gputop_trace.fleet.table import assign_ranks
 
     per_file = [_at("/pos0.json", 0), _at("/x.json", 0, given=True), _at("/y.json", 0, given=True)]
     out, warnings = assign_ranks(per_file)

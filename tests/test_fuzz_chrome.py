@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gputop_trace.cli import main
-from gputop_trace.parsers import chrome
+from gputop_trace.cli.main import main
+from gputop_trace.parsers.chrome import loader as chrome
 from tests.fixtures.fuzz import SETTINGS, check_summary, load_soundly_or_refuse
 from tests.fixtures.hostile import unsafe_characters
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from gputop_trace.cli import main
+from gputop_trace.cli.main import main
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.ncu import load_csv, parse_number
 from tests.conftest import CORPUS

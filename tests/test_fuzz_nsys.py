@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gputop_trace.errors import TraceError
-from gputop_trace.model import Kind
-from gputop_trace.parsers import nsys
+from gputop_trace.model.kinds import Kind
+from gputop_trace.parsers.nsys import loader as nsys
 from tests.conftest import CORPUS
 from tests.fixtures.fuzz import SETTINGS, check_model, load_soundly_or_refuse
 from tests.fixtures.nsys_synth import _TABLES, GPID, gpid, gtid
@@ -188,7 +188,7 @@ def test_found_by_fuzzing_a_rowid_far_beyond_the_row_count_is_read_in_row_sized_
     import shutil
     import time
 
-    from gputop_trace.parsers import nsys_columns
+    from gputop_trace.parsers.nsys import columns as nsys_columns
 
     monkeypatch.setattr(nsys_columns, "CHUNK_ROWS", 256)  # many chunks on either side of the jump
     src = CORPUS / "nsys" / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from gputop_trace.analysis.gaps import CAUSES, HISTOGRAM_EDGES_NS, find_gaps
 from gputop_trace.analysis.intervals import holes, union
-from gputop_trace.model import Kind, Lane, LaneKind
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.tables import Lane
 from tests.synthetic import Synth
 
 US = 1_000

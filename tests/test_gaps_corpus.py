@@ -7,8 +7,8 @@ from functools import cache
 import pytest
 
 from gputop_trace.analysis.gaps import find_gaps
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Trace
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.trace import Trace
 from tests.conftest import corpus_file
 
 pytestmark = pytest.mark.corpus

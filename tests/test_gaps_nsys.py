@@ -1,7 +1,7 @@
 """Nsight Systems exports: ``gaps --gap-threshold 1ms --json`` against ``nsys analyze -r gpu_gaps:gap=1``, and the
 analyses on the rest of the nsys corpus.
 
-These need the nsys loader (``gputop_trace.parsers.nsys``); where it is not installed they are skipped.
+These need the nsys loader (``gputop_trace.parsers.nsys.loader``); where it is not installed they are skipped.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from gputop_trace.analysis.findings import find_findings
 from gputop_trace.analysis.gaps import find_gaps
 from gputop_trace.analysis.ranges import range_summary
 from gputop_trace.analysis.transfers import transfer_overlap
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Trace
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.trace import Trace
 from tests.cli_run import run_cli
 from tests.conftest import corpus_file
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gputop_trace.analysis.launches import DELAY_OUTLIER_NS, SLOW_LAUNCH_NS, launch_behaviour
-from gputop_trace.loader import load_paths
+from gputop_trace.load.loader import load_paths
 from tests.conftest import corpus_file
 from tests.synthetic import Synth
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace import loader
 from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.load import loader
 from tests.conftest import CORPUS
 from tests.trace_compare import assert_traces_equal
 
@@ -37,7 +37,7 @@ def test_workers_are_bounded_by_memory(tmp_path: Path, monkeypatch: pytest.Monke
         p = tmp_path / f"rank{i}.json"
         p.write_bytes(b" " * (40 << 20))
         files.append(str(p))
-    import gputop_trace.resources as res
+    import gputop_trace.load.resources as res
 
     monkeypatch.setattr(res, "available_memory", lambda: 10 << 30)
     assert loader.parallel_workers(files) == min(4, len(__import__("os").sched_getaffinity(0)))

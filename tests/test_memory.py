@@ -48,7 +48,7 @@ def large_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _CHILD = textwrap.dedent(
     """
     import sys
-    from gputop_trace.loader import load_paths
+    from gputop_trace.load.loader import load_paths
     trace = load_paths([sys.argv[1]], use_cache=False)
     peak_kb = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
     print(len(trace), trace.meta.properties["decompressed_size"], peak_kb)

@@ -5,17 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gputop_trace.model import (
-    CopyKind,
-    FlowKind,
-    Kind,
-    Lane,
-    LaneKind,
-    TraceBuilder,
-    TraceMeta,
-    assign_depths,
-    merge_traces,
-)
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.depths import assign_depths
+from gputop_trace.model.kinds import CopyKind, FlowKind, Kind, LaneKind
+from gputop_trace.model.merge import merge_traces
+from gputop_trace.model.tables import Lane, TraceMeta
 
 
 def _build(events: list[tuple[int, int, int]], lanes: int = 1) -> object:

@@ -14,8 +14,12 @@ from gputop_trace.analysis.collectives import comm_compute_overlap, find_collect
 from gputop_trace.analysis.ranks import rank_table
 from gputop_trace.analysis.steps import find_steps, is_step_name
 from gputop_trace.analysis.stragglers import find_stragglers, match_collectives
-from gputop_trace.loader import load_paths
-from gputop_trace.model import FlowKind, Kind, Lane, LaneKind, Trace, TraceBuilder, TraceMeta, merge_traces
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
+from gputop_trace.model.merge import merge_traces
+from gputop_trace.model.tables import Lane, TraceMeta
+from gputop_trace.model.trace import Trace
 from tests.conftest import CORPUS
 
 MS = 1_000_000

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.drilldown import NcuCommand, build_ncu_command
-from gputop_trace.ncu_runner import NcuRunner, NcuRunResult, available_kernels, classify_run
+from gputop_trace.ncu.drilldown import NcuCommand, build_ncu_command
+from gputop_trace.ncu.runner import NcuRunner, NcuRunResult, available_kernels, classify_run
 from gputop_trace.parsers.ncu import load_report
 from tests.conftest import wait_gone
 

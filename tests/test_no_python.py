@@ -13,12 +13,14 @@ from tui_helpers import run, wait_loaded, wait_until
 
 from gputop_trace.analysis.gaps import find_gaps
 from gputop_trace.analysis.kernels import kernel_table
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Kind, python_left_out
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import python_left_out
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.commands import palette_entries
+from tests.paths import SAMPLES
 
-STACK = str(Path(__file__).resolve().parents[1] / "sample_traces" / "h200_train_step_stack.json.gz")
+STACK = str(SAMPLES / "h200_train_step_stack.json.gz")
 
 
 @pytest.fixture

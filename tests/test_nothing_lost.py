@@ -15,7 +15,7 @@ import pytest
 from tui_helpers import GputopApp, press, run, screen_text, wait_loaded, wait_until
 
 from gputop_trace.errors import TraceError
-from gputop_trace.loader import load_paths
+from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.screens.dialogs import PromptScreen
 from tests.cli_run import run_cli
 from tests.fixtures.hostile import write_kineto, write_nsys, write_ranks

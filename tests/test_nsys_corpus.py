@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gputop_trace.cli import main
-from gputop_trace.model import Kind, LaneKind, Trace
-from gputop_trace.parsers import nsys
+from gputop_trace.cli.main import main
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.nsys import loader as nsys
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.corpus

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.errors import TraceError
-from gputop_trace.loader import load_file
-from gputop_trace.model import Kind
-from gputop_trace.parsers.nsys_report import cache_dir
+from gputop_trace.load.loader import load_file
+from gputop_trace.load.nsys_report import cache_dir
+from gputop_trace.model.kinds import Kind
 from tests.fixtures.nsys_synth import PID, SynthExport
 
 _STAND_IN = """#!{python}

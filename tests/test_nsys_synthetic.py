@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 from gputop_trace.errors import TraceError
-from gputop_trace.model import CopyKind, FlowKind, Kind, LaneKind, MemKind, Trace
-from gputop_trace.parsers import nsys
-from gputop_trace.parsers.nsys_columns import ColumnReader
-from gputop_trace.parsers.nsys_schema import connect_readonly
+from gputop_trace.model.kinds import CopyKind, FlowKind, Kind, LaneKind, MemKind
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.nsys import loader as nsys
+from gputop_trace.parsers.nsys.columns import ColumnReader
+from gputop_trace.parsers.nsys.schema import connect_readonly
 from tests.fixtures.nsys_synth import PID, SynthExport, gtid
 
 MAIN = PID  # the main thread's tid equals the pid
@@ -438,7 +439,7 @@ def test_a_table_without_its_time_columns_is_left_out_with_a_warning(tmp_path: P
 
 def test_progress_reports_rows_and_can_cancel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gputop_trace.errors import LoadCancelled
-    from gputop_trace.parsers import nsys_columns
+    from gputop_trace.parsers.nsys import columns as nsys_columns
 
     ex = basic()
     for i in range(500):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +33,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_holds_the_package_under_its_import_name(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "gputop_trace/__init__.py" in names
-    assert "gputop_trace/parsers/chrome.py" in names
+    assert "gputop_trace/parsers/chrome/loader.py" in names
+    assert "gputop_trace/parsers/nsys/loader.py" in names
     assert "gputop_trace/analysis/kernels.py" in names
+    assert "gputop_trace/tui/view/timeline_math.py" in names
+    assert "gputop_trace/model/trace.py" in names
     assert "gputop_trace/sample_traces/h200_train_step.json.gz" in names
     # never top-level modules called parsers / tui / analysis / core
     assert not any(n.split("/")[0] in ("parsers", "tui", "analysis", "core", "tests") for n in names)
+    # no test oracle and no GPU recording script in what users install
+    assert not [n for n in names if "chrome_reference" in n or "make_samples" in n]
 
 
 def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path) -> None:
@@ -95,9 +100,9 @@ def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path
 
 def test_parsers_and_analysis_never_import_textual_or_pandas() -> None:
     code = (
-        "import sys, gputop_trace.loader, gputop_trace.parsers.chrome, gputop_trace.parsers.sniff, "
+        "import sys, gputop_trace.load.loader, gputop_trace.parsers.chrome.loader, gputop_trace.parsers.sniff, "
         "gputop_trace.analysis.kernels, gputop_trace.analysis.busy, gputop_trace.analysis.intervals, "
-        "gputop_trace.analysis.enclosing, gputop_trace.cli, gputop_trace.report\n"
+        "gputop_trace.analysis.enclosing, gputop_trace.cli.main, gputop_trace.report.envelope\n"
         "import pkgutil, importlib, gputop_trace.analysis as a, gputop_trace.parsers as p\n"
         "for pkg in (a, p):\n"
         "    for m in pkgutil.iter_modules(pkg.__path__):\n"
@@ -111,7 +116,7 @@ def test_parsers_and_analysis_never_import_textual_or_pandas() -> None:
 
 def test_cli_start_up_imports_stay_light() -> None:
     code = (
-        "import sys\nfrom gputop_trace.cli import build_parser\nbuild_parser()\n"
+        "import sys\nfrom gputop_trace.cli.main import build_parser\nbuild_parser()\n"
         "print(','.join(m for m in ('textual', 'pandas', 'numpy', 'msgspec') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gputop_trace.analysis.ranges import range_summary
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Kind
+from gputop_trace.load.loader import load_paths
+from gputop_trace.model.kinds import Kind
 from tests.conftest import corpus_file
 from tests.synthetic import Synth
 

@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.model import Kind, Trace
-from gputop_trace.parsers import chrome, chrome_json, chrome_reference
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.chrome import json_stream as chrome_json
+from gputop_trace.parsers.chrome import loader as chrome
+from tests import chrome_reference
 from tests.conftest import SAMPLES, corpus_file
 from tests.trace_compare import assert_traces_equal, trace_differences
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tui_helpers import GputopApp, press, run, wait_until
 
-from gputop_trace.resources import check_paths, estimate
+from gputop_trace.load.resources import check_paths, estimate
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from tests.cli_run import run_cli
 
@@ -34,7 +34,7 @@ def test_every_loading_command_refuses_before_parsing(
     trace: Path, command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "300")
-    from gputop_trace import loader
+    from gputop_trace.load import loader
 
     def no_parsing(*a: object, **k: object) -> None:
         raise AssertionError("the trace was parsed although it was refused")
@@ -52,7 +52,7 @@ def test_every_loading_command_refuses_before_parsing(
 
 def test_view_hands_max_memory_to_the_app(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gputop_trace.tui.app as app_module
-    from gputop_trace.cli import main
+    from gputop_trace.cli.main import main
 
     seen: dict[str, object] = {}
 
@@ -115,7 +115,7 @@ def test_the_app_shows_the_refusal_and_exits_2(trace: Path) -> None:
 _CHILD = textwrap.dedent(
     """
     import io, sys, contextlib
-    from gputop_trace.cli import main
+    from gputop_trace.cli.main import main
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["summary", sys.argv[1]])
     peak_kb = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))

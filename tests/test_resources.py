@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.errors import TraceError
-from gputop_trace.resources import available_memory, check_memory, estimate
+from gputop_trace.load.resources import available_memory, check_memory, estimate
 
 
 def test_gzip_trailer_gives_the_decompressed_size(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ import pytest
 from textual.command import CommandPalette
 from tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
-from gputop_trace.model import Kind, Trace
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
 from gputop_trace.tui.screens.dialogs import ErrorDialog, PromptScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen

@@ -8,9 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from gputop_trace.tui.histogram import duration_bins, histogram_text
-from gputop_trace.tui.kernel_names import Family, kernel_family, kernel_hint, kernel_label
-from gputop_trace.tui.timeline_math import (
+from gputop_trace.tui.view.histogram import duration_bins, histogram_text
+from gputop_trace.tui.view.kernel_names import Family, kernel_family, kernel_hint, kernel_label
+from gputop_trace.tui.view.timeline_math import (
     RowData,
     Window,
     bin_row,
@@ -268,10 +268,13 @@ def test_the_timeline_maths_and_views_do_not_import_textual() -> None:
         "histogram",
         "export",
         "analysis_views",
+        "rank_compare",
+        "ranks_view",
+        "ncu_verdict",
     ]
     code = (
         "import sys\n"
-        + "".join(f"import gputop_trace.tui.{m}\n" for m in pure)
+        + "".join(f"import gputop_trace.tui.view.{m}\n" for m in pure)
         + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'pandas')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

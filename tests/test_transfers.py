@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputop_trace.analysis.transfers import transfer_overlap
-from gputop_trace.model import CopyKind, MemKind
+from gputop_trace.model.kinds import CopyKind, MemKind
 from tests.synthetic import Synth
 
 US = 1_000

@@ -24,15 +24,16 @@ from tui_helpers import (
     wait_until,
 )
 
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Kind
-from gputop_trace.samples import default_sample
+from gputop_trace.load.loader import load_paths
+from gputop_trace.load.samples import default_sample
+from gputop_trace.model.kinds import Kind
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.kernels_panel import KernelTable
 from tests.conftest import CORPUS, corpus_file
+from tests.paths import ROOT
 
 CLI = [sys.executable, "-m", "gputop_trace"]
 
@@ -85,7 +86,7 @@ def test_missing_file_dialog(tmp_path: Path) -> None:
 
 
 def test_loading_runs_in_a_worker_thread_and_reports_progress(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gputop_trace import loader
+    from gputop_trace.load import loader
 
     threads: list[threading.Thread] = []
     real = loader.load_paths
@@ -227,18 +228,18 @@ def test_view_needs_a_terminal() -> None:
 
 def test_view_is_registered_first_and_starts_without_textual() -> None:
     code = (
-        "import sys; from gputop_trace.cli import build_parser; p = build_parser(); "
-        "import gputop_trace.commands as c; print(c.COMMANDS[0].__name__); "
+        "import sys; from gputop_trace.cli.main import build_parser; p = build_parser(); "
+        "import gputop_trace.cli as c; print(c.COMMANDS[0].__name__); "
         "print('textual' in sys.modules, 'pandas' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["gputop_trace.commands.view", "False", "False"]
+    assert out == ["gputop_trace.cli.view", "False", "False"]
 
 
 def test_no_argument_opens_the_bundled_sample() -> None:
     from argparse import Namespace
 
-    from gputop_trace.commands import view
+    from gputop_trace.cli import view
 
     seen: list[list[str]] = []
 
@@ -366,7 +367,7 @@ def test_palette_goes_to_a_range_a_kernel_and_folds_lanes() -> None:
 
 
 def test_export_writes_markdown_with_the_top_kernels(tmp_path: Path) -> None:
-    from gputop_trace.tui.export import export_path, findings_document, findings_markdown
+    from gputop_trace.tui.view.export import export_path, findings_document, findings_markdown
 
     path, fmt = export_path("report", cwd=str(tmp_path))
     assert path == str(tmp_path / "report.md") and fmt == "markdown"
@@ -379,7 +380,7 @@ def test_export_writes_markdown_with_the_top_kernels(tmp_path: Path) -> None:
 
 
 def test_every_tui_package_and_the_stylesheet_ship_in_the_wheel() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     pyproject = (root / "pyproject.toml").read_text()
     for init in (root / "tui").rglob("__init__.py"):
         package = ".".join(("gputop_trace", *init.parent.relative_to(root).parts))
@@ -457,7 +458,7 @@ def test_every_nsys_export_opens_and_every_panel_fills(name: str) -> None:
 def test_a_palette_opened_while_loading_gives_way_to_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.command import CommandPalette
 
-    from gputop_trace import loader
+    from gputop_trace.load import loader
 
     release = threading.Event()
     real = loader.load_paths

@@ -22,7 +22,7 @@ from tui_helpers import (
     wait_until,
 )
 
-from gputop_trace.model import Kind
+from gputop_trace.model.kinds import Kind
 from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.help import HelpScreen
 from gputop_trace.tui.screens.main import MainScreen

@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
-from gputop_trace.drilldown import DrilldownRequest, TargetCommand, load_target, save_target
+from gputop_trace.ncu.drilldown import DrilldownRequest, TargetCommand, load_target, save_target
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.ncu_confirm import NcuConfirmScreen
 from tests.conftest import wait_gone
@@ -309,7 +309,7 @@ def test_snapshot_no_kernel_guidance(
     async def run_before(pilot: Pilot[Any]) -> None:
         panel = app.query_one(DrilldownPanel)
         request = _request(str(tmp_path / "t.json"))
-        from gputop_trace.drilldown import build_ncu_command
+        from gputop_trace.ncu.drilldown import build_ncu_command
 
         cmd = build_ncu_command(
             request.raw_name,

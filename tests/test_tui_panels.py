@@ -8,10 +8,10 @@ from tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loade
 
 from gputop_trace.analysis.gaps import find_gaps
 from gputop_trace.analysis.ranges import range_summary
-from gputop_trace.loader import load_paths
-from gputop_trace.model import Kind, LaneKind
-from gputop_trace.samples import default_sample
-from gputop_trace.tui.lanes import RowKind
+from gputop_trace.load.loader import load_paths
+from gputop_trace.load.samples import default_sample
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel

@@ -12,8 +12,9 @@ import pytest
 from rank_traces import MS, US, straggler_pair
 
 from gputop_trace.analysis.steps import find_steps
-from gputop_trace.model import Kind, Trace
-from gputop_trace.tui.rank_compare import (
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
+from gputop_trace.tui.view.rank_compare import (
     MAX_THREAD_ROWS,
     MIN_THREAD_ROWS,
     Align,
@@ -34,10 +35,10 @@ from gputop_trace.tui.rank_compare import (
     view_extent,
     window_slot,
 )
-from gputop_trace.tui.ranks_view import NO_COLLECTIVES, ONE_RANK, RanksView, ranks_view
-from gputop_trace.tui.row_render import Cells, event_row_cells, util_row_cells
-from gputop_trace.tui.timeline_data import TimelineData, prepare_timeline
-from gputop_trace.tui.timeline_math import Window
+from gputop_trace.tui.view.ranks_view import NO_COLLECTIVES, ONE_RANK, RanksView, ranks_view
+from gputop_trace.tui.view.row_render import Cells, event_row_cells, util_row_cells
+from gputop_trace.tui.view.timeline_data import TimelineData, prepare_timeline
+from gputop_trace.tui.view.timeline_math import Window
 from tests.tui_helpers import synthetic_trace
 
 #: 100 columns of 100 µs: column c covers [c * 100 µs, (c + 1) * 100 µs) from each rank's time 0
@@ -283,7 +284,7 @@ def test_titles_fit_the_width(pair: tuple[TimelineData, RanksView]) -> None:
 
 def test_the_comparison_modules_do_not_import_textual() -> None:
     code = (
-        "import sys\nimport gputop_trace.tui.rank_compare\nimport gputop_trace.tui.ranks_view\n"
+        "import sys\nimport gputop_trace.tui.view.rank_compare\nimport gputop_trace.tui.view.ranks_view\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'pandas')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

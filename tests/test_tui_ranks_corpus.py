@@ -10,10 +10,10 @@ from tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loade
 from gputop_trace.analysis.collectives import find_collectives
 from gputop_trace.analysis.ranks import rank_table
 from gputop_trace.analysis.steps import find_steps
-from gputop_trace.loader import load_paths
-from gputop_trace.tui.rank_compare import LineKind
+from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.screens.compare import CompareScreen
 from gputop_trace.tui.screens.main import MainScreen
+from gputop_trace.tui.view.rank_compare import LineKind
 from gputop_trace.tui.widgets.rank_compare import RankCompare
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.units import format_ns
@@ -221,7 +221,7 @@ def test_nsys_two_processes_two_ranks_without_collectives() -> None:
 
 
 def test_the_bundled_sample_has_one_rank() -> None:
-    from gputop_trace.samples import default_sample
+    from gputop_trace.load.samples import default_sample
 
     async def body() -> None:
         app = GputopApp([default_sample()])
@@ -239,9 +239,9 @@ def test_ddp_host_activity_per_step_agrees_with_the_straggler_analysis() -> None
     import dataclasses
 
     from gputop_trace.analysis.stragglers import _host_activity
-    from gputop_trace.tui.rank_compare import compare_step
-    from gputop_trace.tui.ranks_view import ranks_view
-    from gputop_trace.tui.timeline_data import prepare_timeline
+    from gputop_trace.tui.view.rank_compare import compare_step
+    from gputop_trace.tui.view.ranks_view import ranks_view
+    from gputop_trace.tui.view.timeline_data import prepare_timeline
 
     trace = load_paths([corpus_file(DDP)])
     data = prepare_timeline(trace)

@@ -11,19 +11,19 @@ import pytest
 from textual.widgets import DataTable
 from tui_helpers import press, run, screen_text, timeline, wait_text, wait_until
 
-from gputop_trace.commands.view import make_app
+from gputop_trace.cli.view import make_app
 from gputop_trace.errors import TraceError
-from gputop_trace.fleet_parquet import FleetFile
-from gputop_trace.loader import load_paths
-from gputop_trace.samples import default_sample
+from gputop_trace.fleet.parquet import FleetFile
+from gputop_trace.load.loader import load_paths
+from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.messages import AnalysisReady, TraceLoaded
-from gputop_trace.tui.navigation import FlowIndex
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
-from gputop_trace.tui.timeline_data import prepare_timeline
+from gputop_trace.tui.view.navigation import FlowIndex
+from gputop_trace.tui.view.timeline_data import prepare_timeline
 from tests.conftest import corpus_file
 
 SIZE = (100, 30)
@@ -193,7 +193,7 @@ def test_view_routes_fleet_files_and_refuses_other_parquet(tmp_path: Path) -> No
 
 @pytest.mark.corpus
 def test_a_real_fleet_file_opens_the_straggler(tmp_path: Path) -> None:
-    from gputop_trace.cli import main
+    from gputop_trace.cli.main import main
 
     out = tmp_path / "ddp.parquet"
     assert main(["fleet", corpus_file("kineto/h200_ddp_2gpu"), "--executor", "local", "--out", str(out)]) == 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tui_helpers import timeline, wait_loaded
 
-from gputop_trace.samples import default_sample
+from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp
 
 SIZES = [(80, 24), (160, 48)]

@@ -17,10 +17,10 @@ from tui_helpers import (
     wait_loaded,
 )
 
-from gputop_trace.tui.palette import COLOURS, Role, Sid
-from gputop_trace.tui.row_render import event_row_cells
-from gputop_trace.tui.timeline_data import prepare_timeline
-from gputop_trace.tui.timeline_math import RowData, Window, column_bounds
+from gputop_trace.tui.view.palette import COLOURS, Role, Sid
+from gputop_trace.tui.view.row_render import event_row_cells
+from gputop_trace.tui.view.timeline_data import prepare_timeline
+from gputop_trace.tui.view.timeline_math import RowData, Window, column_bounds
 
 # 62 columns: a 12-column lane gutter and a 50-column plot, so the 1000 ns trace is 20 ns per cell when fitted
 SIZE = (62, 20)
@@ -186,8 +186,8 @@ def test_labels_never_overwrite_a_neighbour() -> None:
 
 def test_idle_gaps_are_marked_on_the_busy_strip(mono: None) -> None:
     """Gap marks (from the gap detector) replace the empty cells of the busy strip with ╌ and a label."""
-    from gputop_trace.tui.row_render import util_row_cells
-    from gputop_trace.tui.timeline_data import GapMarks
+    from gputop_trace.tui.view.row_render import util_row_cells
+    from gputop_trace.tui.view.timeline_data import GapMarks
 
     busy = RowData.from_intervals(np.array([-1, -1]), np.array([0, 800]), np.array([400, 900]))
     gaps = GapMarks(RowData.from_intervals(np.array([-1]), np.array([400]), np.array([800])), ("idle 400ns sync",))
@@ -202,7 +202,7 @@ def test_idle_gaps_are_marked_on_the_busy_strip(mono: None) -> None:
 
 
 def test_gap_marks_reach_the_screen() -> None:
-    from gputop_trace.tui.timeline_data import GapMarks
+    from gputop_trace.tui.view.timeline_data import GapMarks
 
     async def body() -> None:
         app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gputop_trace.units import parse_duration_ns, parse_size_bytes
+from tests.paths import SAMPLES
 
 
 @pytest.mark.parametrize(
@@ -40,5 +41,5 @@ def test_sizes_out_of_range_or_not_sizes_are_value_errors(text: str) -> None:
 def test_the_command_line_says_so_and_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     from cli_run import run_cli
 
-    code, _, err = run_cli(capsys, argv[0], "sample_traces/h200_train_step.json.gz", *argv[1:])
+    code, _, err = run_cli(capsys, argv[0], str(SAMPLES / "h200_train_step.json.gz"), *argv[1:])
     assert code == 2 and "Traceback" not in err and "too l" in err

@@ -1,4 +1,4 @@
-"""``assert_traces_equal(a, b)``: two :class:`~gputop_trace.model.Trace` objects hold exactly the same model.
+"""``assert_traces_equal(a, b)``: two :class:`~gputop_trace.model.trace.Trace` objects hold exactly the same model.
 
 Every field of the dataclass is compared, found by introspection so that a field added to the model later is
 compared too: numpy columns by dtype, shape and value (NaN equal to NaN), lanes, names, side tables, flows,
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop_trace.model import Trace
+from gputop_trace.model.trace import Trace
 
 
 def trace_differences(a: Trace, b: Trace, *, ignore: tuple[str, ...] = ()) -> list[str]:

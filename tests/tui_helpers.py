@@ -9,18 +9,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gputop_trace.model import (
-    CopyKind,
-    FlowKind,
-    GpuInfo,
-    Kind,
-    Lane,
-    LaneKind,
-    MemKind,
-    Trace,
-    TraceBuilder,
-    TraceMeta,
-)
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kinds import CopyKind, FlowKind, Kind, LaneKind, MemKind
+from gputop_trace.model.tables import GpuInfo, Lane, TraceMeta
+from gputop_trace.model.trace import Trace
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.widgets.timeline import Timeline

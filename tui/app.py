@@ -24,8 +24,8 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
-from gputop_trace.fleet_parquet import FleetFile
-from gputop_trace.model import Trace, python_left_out
+from gputop_trace.fleet.parquet import FleetFile
+from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.commands import TraceCommands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
@@ -33,7 +33,7 @@ from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
-from gputop_trace.tui.timeline_data import TimelineData
+from gputop_trace.tui.view.timeline_data import TimelineData
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 PROGRESS_INTERVAL_S = 0.05
@@ -200,9 +200,9 @@ class GputopApp(App[int]):
     @work(thread=True, exclusive=True, group="load")
     def load_trace(self) -> None:
         """Load, prepare the timeline, index launch flows; post the result or the error."""
-        from gputop_trace.loader import load_paths
-        from gputop_trace.tui.navigation import FlowIndex
-        from gputop_trace.tui.timeline_data import prepare_timeline
+        from gputop_trace.load.loader import load_paths
+        from gputop_trace.tui.view.navigation import FlowIndex
+        from gputop_trace.tui.view.timeline_data import prepare_timeline
 
         worker = get_current_worker()
         token = self.load_token
@@ -227,7 +227,7 @@ class GputopApp(App[int]):
         t0 = time.perf_counter()
         try:
             if self._given_trace is None:
-                from gputop_trace.resources import check_paths
+                from gputop_trace.load.resources import check_paths
 
                 check_paths(paths, self.max_memory)
             trace = self._given_trace or load_paths(
@@ -324,8 +324,8 @@ class GputopApp(App[int]):
         from gputop_trace.analysis.kernels import kernel_table
         from gputop_trace.analysis.ranges import range_summary
         from gputop_trace.analysis.transfers import transfer_overlap
-        from gputop_trace.tui.analysis_views import finding_items, gaps_view, transfers_view
-        from gputop_trace.tui.navigation import NameIndex, range_names
+        from gputop_trace.tui.view.analysis_views import finding_items, gaps_view, transfers_view
+        from gputop_trace.tui.view.navigation import NameIndex, range_names
 
         worker = get_current_worker()
         token = self.load_token
@@ -357,7 +357,7 @@ class GputopApp(App[int]):
             return done["ranges"]
 
         def ranks() -> Any:
-            from gputop_trace.tui.ranks_view import ranks_view
+            from gputop_trace.tui.view.ranks_view import ranks_view
 
             return ranks_view(trace, set(data.util))
 
@@ -383,7 +383,7 @@ class GputopApp(App[int]):
                 return
             self.post_message(AnalysisReady(name, result, token))
         if {"gaps", "transfers", "findings", "ranges"} <= set(done):
-            from gputop_trace.commands.summary import Analyses
+            from gputop_trace.cli.summary import Analyses
 
             self.summary_analyses = Analyses(
                 done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS

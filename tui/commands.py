@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.fuzzy import Matcher
 
-from gputop_trace.model import python_left_out
+from gputop_trace.model.trace import python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
 
@@ -31,7 +31,7 @@ def _main(provider: Provider) -> MainScreen | None:
 
 def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
     """Every palette entry as ``(text, help, callback)``."""
-    from gputop_trace.tui.kernel_names import kernel_label
+    from gputop_trace.tui.view.kernel_names import kernel_label
     from gputop_trace.tui.widgets.panel_tabs import PANELS
 
     out: list[tuple[str, str, Callable[[], Any]]] = []

@@ -6,10 +6,10 @@ from typing import Any
 
 from textual.message import Message
 
-from gputop_trace.drilldown import DrilldownRequest
-from gputop_trace.model import Trace
-from gputop_trace.tui.navigation import FlowIndex
-from gputop_trace.tui.timeline_data import TimelineData
+from gputop_trace.model.trace import Trace
+from gputop_trace.ncu.drilldown import DrilldownRequest
+from gputop_trace.tui.view.navigation import FlowIndex
+from gputop_trace.tui.view.timeline_data import TimelineData
 
 
 class LoadProgress(Message):

@@ -15,10 +15,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputop_trace.tui.keymap import help_sections
-from gputop_trace.tui.rank_compare import op_label, step_sentence, title_text
-from gputop_trace.tui.ranks_view import RanksView
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
-from gputop_trace.tui.timeline_data import TimelineData
+from gputop_trace.tui.view.rank_compare import op_label, step_sentence, title_text
+from gputop_trace.tui.view.ranks_view import RanksView
+from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.rank_compare import MARKER, RankCompare
 
 COMPARE_BINDINGS: list[Binding] = [

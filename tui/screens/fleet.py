@@ -6,7 +6,7 @@ recorded step of every rank): a higher block and a warmer colour is a slower ste
 consecutive steps share a cell, which shows the slowest of them. Failed ranks are listed last, with their error.
 
 The screen is self-contained: build it with :meth:`FleetScreen.from_parquet` (or from a
-:class:`~gputop_trace.fleet_parquet.FleetFile`) and push it; Enter posts :class:`FleetScreen.OpenRank` (and calls
+:class:`~gputop_trace.fleet.parquet.FleetFile`) and push it; Enter posts :class:`FleetScreen.OpenRank` (and calls
 ``on_open`` when given) with the rank's trace path.
 """
 
@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from gputop_trace.fleet_parquet import FleetFile, read_fleet
+from gputop_trace.fleet.parquet import FleetFile, read_fleet
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
 

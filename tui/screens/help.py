@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop_trace.tui.palette import LEGEND, Palette
+from gputop_trace.tui.view.palette import LEGEND, Palette
 
 
 @dataclass(frozen=True)

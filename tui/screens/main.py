@@ -21,11 +21,10 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
 from gputop_trace.errors import TraceError
-from gputop_trace.model import Kind, Trace
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.analysis_views import gap_details
 from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
-from gputop_trace.tui.lanes import RowKind
 from gputop_trace.tui.messages import (
     AnalysisFailed,
     AnalysisReady,
@@ -34,7 +33,12 @@ from gputop_trace.tui.messages import (
     JumpToInterval,
     JumpToRank,
 )
-from gputop_trace.tui.navigation import (
+from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowRank
+from gputop_trace.tui.screens.dialogs import PromptScreen
+from gputop_trace.tui.screens.help import HelpScreen, HelpSection
+from gputop_trace.tui.view.analysis_views import gap_details
+from gputop_trace.tui.view.lanes import RowKind
+from gputop_trace.tui.view.navigation import (
     FlowIndex,
     NameIndex,
     compile_search,
@@ -42,10 +46,7 @@ from gputop_trace.tui.navigation import (
     search_events,
     step_in_sorted,
 )
-from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowRank
-from gputop_trace.tui.screens.dialogs import PromptScreen
-from gputop_trace.tui.screens.help import HelpScreen, HelpSection
-from gputop_trace.tui.timeline_data import TimelineData
+from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
@@ -470,7 +471,7 @@ class MainScreen(Screen[None]):
         if tl.selected < 0 or int(self.trace.kind[tl.selected]) != Kind.KERNEL:
             self.notify("Select a kernel first (Enter on a kernel, or a row of the Kernels panel).", timeout=3)
             return
-        from gputop_trace.drilldown import request_for_event
+        from gputop_trace.ncu.drilldown import request_for_event
 
         try:
             request = request_for_event(self.trace, tl.selected, self.paths[0] if len(self.paths) == 1 else None)
@@ -481,7 +482,7 @@ class MainScreen(Screen[None]):
 
     def action_export(self) -> None:
         """e: write the findings as Markdown or JSON."""
-        from gputop_trace.tui.export import DEFAULT_EXPORT
+        from gputop_trace.tui.view.export import DEFAULT_EXPORT
 
         def done(text: str | None) -> None:
             if text is not None:
@@ -498,7 +499,7 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="export")
     def run_export(self, text: str) -> None:
-        from gputop_trace.tui.export import export_path, findings_document, write_export
+        from gputop_trace.tui.view.export import export_path, findings_document, write_export
 
         path, fmt = export_path(text)
         try:

@@ -16,8 +16,8 @@ from gputop_trace.analysis.gaps import CAUSE_FIX
 from gputop_trace.analysis.ranges import RangeRow
 from gputop_trace.analysis.transfers import FLAG_FIX, FLAG_TITLES
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.analysis_views import MAX_ROWS, CopyItem, GapItem, cause_short, flag_short
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
+from gputop_trace.tui.view.analysis_views import MAX_ROWS, CopyItem, GapItem, cause_short, flag_short
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_bytes, format_ns
 

@@ -7,9 +7,9 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gputop_trace.tui.details import describe_event, details_text
-from gputop_trace.tui.navigation import FlowIndex, NameIndex
-from gputop_trace.tui.timeline_data import TimelineData
+from gputop_trace.tui.view.details import describe_event, details_text
+from gputop_trace.tui.view.navigation import FlowIndex, NameIndex
+from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import format_ns
 
 HINT = (

@@ -11,8 +11,8 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.analysis_views import FindingItem
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
+from gputop_trace.tui.view.analysis_views import FindingItem
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_ns
 

@@ -16,9 +16,9 @@ from textual.widgets import Static
 
 from gputop_trace.analysis.kernels import KernelRow
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.histogram import histogram_text
-from gputop_trace.tui.kernel_names import FAMILY_LABEL, kernel_display_name, kernel_family, kernel_label
 from gputop_trace.tui.messages import JumpToEvent
+from gputop_trace.tui.view.histogram import histogram_text
+from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name, kernel_family, kernel_label
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_ns
 

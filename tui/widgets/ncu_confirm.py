@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from gputop_trace.drilldown import (
+from gputop_trace.ncu.drilldown import (
     SECTION_SETS,
     DrilldownRequest,
     NcuCommand,

@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputop_trace.tui.palette import Overlay, Palette, Role, Sid, style_key
-from gputop_trace.tui.rank_compare import (
+from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
+from gputop_trace.tui.view.rank_compare import (
     Align,
     CompareLine,
     LineKind,
@@ -41,10 +41,10 @@ from gputop_trace.tui.rank_compare import (
     view_extent,
     window_slot,
 )
-from gputop_trace.tui.ranks_view import RanksView
-from gputop_trace.tui.row_render import Cells, event_row_cells, to_segments, util_row_cells
-from gputop_trace.tui.timeline_data import TimelineData
-from gputop_trace.tui.timeline_math import (
+from gputop_trace.tui.view.ranks_view import RanksView
+from gputop_trace.tui.view.row_render import Cells, event_row_cells, to_segments, util_row_cells
+from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.tui.view.timeline_math import (
     Window,
     clamp_window,
     fit_label,

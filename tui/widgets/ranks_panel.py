@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 from gputop_trace.analysis.collectives import OP_LABEL
 from gputop_trace.analysis.ranks import RankRow
 from gputop_trace.tui.messages import JumpToRank
-from gputop_trace.tui.ranks_view import RanksView
+from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_bytes, format_ns
 

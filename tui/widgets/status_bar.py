@@ -8,9 +8,9 @@ import os
 from rich.text import Text
 from textual.widgets import Static
 
-from gputop_trace.model import Trace
+from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.timeline_math import fit_label
+from gputop_trace.tui.view.timeline_math import fit_label
 from gputop_trace.units import format_ns
 
 

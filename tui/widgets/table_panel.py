@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
-from gputop_trace.tui.navigation import compile_search
+from gputop_trace.tui.view.navigation import compile_search
 
 
 @dataclass(frozen=True)

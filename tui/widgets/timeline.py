@@ -21,13 +21,13 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputop_trace.model import Kind
-from gputop_trace.tui.lanes import DisplayRow, RowKind
-from gputop_trace.tui.navigation import FlowIndex, step_in_row
-from gputop_trace.tui.palette import Overlay, Palette, Role, Sid, style_key
-from gputop_trace.tui.row_render import Cells, event_row_cells, rule_cells, to_segments, util_row_cells
-from gputop_trace.tui.timeline_data import TimelineData
-from gputop_trace.tui.timeline_math import (
+from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.view.lanes import DisplayRow, RowKind
+from gputop_trace.tui.view.navigation import FlowIndex, step_in_row
+from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
+from gputop_trace.tui.view.row_render import Cells, event_row_cells, rule_cells, to_segments, util_row_cells
+from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.tui.view.timeline_math import (
     Window,
     bin_row,
     clamp_window,

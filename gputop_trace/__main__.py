@@ -1,0 +1,5 @@
+"""``python -m gputop_trace``."""
+
+from gputop_trace.cli.main import entry
+
+entry()

@@ -1,0 +1,10 @@
+"""Sub-commands of the command line. Each module has ``register(subparsers)`` that adds its parser and sets
+``func(args) -> exit code``; heavy imports happen inside ``func`` so that ``--help`` stays fast."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from gputop_trace.cli import fleet, gaps, kernels, ncu, ranges, ranks, summary, transfers, view
+
+COMMANDS: tuple[ModuleType, ...] = (view, summary, kernels, gaps, transfers, ranges, ranks, fleet, ncu)

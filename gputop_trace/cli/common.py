@@ -1,0 +1,172 @@
+"""Arguments, loading and output helpers shared by the sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gputop_trace.errors import TraceError
+from gputop_trace.units import parse_duration_ns, parse_size_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gputop_trace.model.trace import Trace
+
+
+def duration_arg(text: str) -> int:
+    """argparse type: a duration with units (``50us``, ``1ms``) → ns."""
+    try:
+        return parse_duration_ns(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def size_arg(text: str) -> int:
+    """argparse type: a size with units (``12GB``, ``512MiB``) → bytes."""
+    try:
+        return parse_size_bytes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The PATH argument(s): files or directories of per-rank traces, and ``--max-memory``."""
+    parser.add_argument(
+        "paths",
+        nargs="*" if optional else "+",
+        metavar="PATH",
+        help="trace file (.json, .json.gz, .sqlite, .nsys-rep) or directory of per-rank traces",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="parse the trace again instead of reopening it from the columnar cache (~/.cache/gputop-trace)",
+    )
+    parser.add_argument(
+        "--no-python",
+        action="store_true",
+        help="leave out Kineto python_function events (the Python stack frames of with_stack=True, often most of "
+        "the events): a faster load and less memory; GPU times do not change, idle gaps are then blamed on the "
+        "enclosing operator or annotation instead of a Python frame. In view, the palette loads them "
+        "later",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=size_arg,
+        metavar="SIZE",
+        help="memory the trace may use (e.g. 12GB); a trace estimated to need more is refused before loading. "
+        "Default: the memory available now (MemAvailable, or the container's limit), or $GPUTOP_MAX_MEMORY",
+    )
+
+
+def add_output(parser: argparse.ArgumentParser, *, csv: bool = True) -> None:
+    """``--json`` (and ``--csv``) output switches."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help="print JSON (see 'JSON output' in the README)")
+    if csv:
+        group.add_argument("--csv", action="store_true", help="print CSV")
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    """``--device`` / ``--rank`` filters."""
+    parser.add_argument("--device", type=int, metavar="N", help="only GPU N")
+    parser.add_argument("--rank", type=int, metavar="R", help="only rank R")
+
+
+def stdout_console() -> Console:
+    """A Rich console for results (no markup or highlighting of untrusted names)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def load(args: argparse.Namespace) -> Trace:
+    """Load the command's PATH(s), with a progress bar on stderr when it is a terminal. Raises
+    :class:`TraceError` up front when they are estimated to need more memory than is available."""
+    from gputop_trace.load.loader import load_paths
+    from gputop_trace.load.resources import check_paths
+
+    paths: list[str] = list(args.paths)
+    use_cache = not getattr(args, "no_cache", False)
+    include_python = not getattr(args, "no_python", False)
+    check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
+    if not sys.stderr.isatty():
+        return check_filters(load_paths(paths, use_cache=use_cache, include_python=include_python), args)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("loading"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[events]:,} events"),
+        TimeElapsedColumn(),
+        transient=True,
+        console=_stderr_console(),
+    ) as bar:
+        task = bar.add_task("load", total=None, events=0)
+
+        def progress(done: int, total: int, events: int) -> None:
+            bar.update(task, completed=done, total=total or None, events=events)
+
+        trace = load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
+    return check_filters(trace, args)
+
+
+def check_filters(trace: Trace, args: argparse.Namespace) -> Trace:
+    """``trace``, after checking that ``--device`` / ``--rank`` name a GPU / rank it has: a filter that matches
+    nothing is a typo, and an empty table would hide it (a :class:`TraceError` lists what there is). Traces
+    with no GPU at all are left to the command, which explains that."""
+    from gputop_trace.model.kinds import LaneKind
+
+    device, rank = getattr(args, "device", None), getattr(args, "rank", None)
+    gpus = sorted({(ln.rank, ln.device) for ln in trace.lanes if ln.kind != LaneKind.CPU_THREAD and ln.device >= 0})
+    if (device is None and rank is None) or not gpus:
+        return trace
+    ranks = sorted({r for r, _ in gpus} | set(trace.meta.ranks))
+    if rank is not None and rank not in ranks:
+        raise TraceError(f"--rank {rank}: this trace has no rank {rank}; its ranks are {_listed(ranks)}.")
+    if device is not None and not any(d == device and (rank is None or r == rank) for r, d in gpus):
+        where = f" on rank {rank}" if rank is not None else ""
+        have = sorted({d for r, d in gpus if rank is None or r == rank})
+        raise TraceError(
+            f"--device {device}: this trace has no GPU {device}{where}; its GPUs{where} are {_listed(have)}."
+        )
+    return trace
+
+
+def _listed(values: list[int]) -> str:
+    return ", ".join(map(str, values[:20])) + (f" … ({len(values)} in all)" if len(values) > 20 else "")
+
+
+def _stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    """Print a JSON document to stdout."""
+    from gputop_trace.report.envelope import dumps
+
+    sys.stdout.write(dumps(doc) + "\n")
+
+
+def print_warnings(console: Console, trace: Trace) -> None:
+    """The trace's warnings, one per line, in yellow."""
+    from rich.text import Text
+
+    from gputop_trace.model.trace import python_left_out
+    from gputop_trace.safe_text import clean
+
+    for w in trace.meta.warnings:
+        console.print(Text("warning: ", style="yellow") + Text(clean(w)))
+    left_out = python_left_out(trace)
+    if left_out:
+        console.print(
+            Text(
+                f"note: {left_out:,} python_function events were left out (--no-python): GPU times are the same; "
+                "idle gaps are blamed on operators and annotations, not Python frames."
+            )
+        )

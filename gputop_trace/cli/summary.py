@@ -1,0 +1,314 @@
+"""``gputop-trace summary PATH [--json]``: what the profile holds and where GPU time went."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gputop_trace.cli import common
+from gputop_trace.cli.fail_on import add_fail_on, failed_conditions
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gputop_trace.analysis.findings import Finding
+    from gputop_trace.analysis.gaps import DeviceGaps
+    from gputop_trace.analysis.ranges import RangeRow
+    from gputop_trace.analysis.transfers import TransferReport
+    from gputop_trace.model.trace import Trace
+
+TOP_KERNELS = 10
+TOP_RANGES = 10
+TOP_GAPS = 5
+
+
+def register(sub: Any) -> None:
+    """Add the ``summary`` parser."""
+    p = sub.add_parser(
+        "summary",
+        help="print the findings, GPU busy time and top kernels (text or --json)",
+        description="Print what the profile holds and where GPU time went: findings first, then GPU busy time, "
+        "top kernels and warnings. With no PATH, summarises the bundled sample trace.",
+    )
+    common.add_paths(p, optional=True)
+    common.add_output(p, csv=False)
+    p.add_argument(
+        "--gap-threshold",
+        type=common.duration_arg,
+        default=None,
+        metavar="TIME",
+        help="shortest GPU idle gap the findings count (units: ns, us, ms, s; default 20us)",
+    )
+    add_fail_on(p)
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Analyses:
+    """Everything the summary is made of (computed once, printed or written as JSON)."""
+
+    gaps: list[DeviceGaps]
+    transfers: TransferReport
+    findings: list[Finding]
+    ranges: list[RangeRow]
+    threshold_ns: int
+
+
+def analyse(trace: Trace, threshold_ns: int | None = None) -> Analyses:
+    """Run the analyses the summary shows."""
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+    from gputop_trace.analysis.ranges import range_summary
+    from gputop_trace.analysis.transfers import transfer_overlap
+
+    thr = DEFAULT_THRESHOLD_NS if threshold_ns is None else threshold_ns
+    gaps = find_gaps(trace, thr)
+    transfers = transfer_overlap(trace)
+    findings = find_findings(trace, gap_threshold_ns=thr, gaps=gaps, transfers=transfers)
+    return Analyses(gaps, transfers, findings, range_summary(trace), thr)
+
+
+def build(trace: Trace, paths: list[str], analyses: Analyses | None = None) -> dict[str, Any]:
+    """The summary as a JSON-contract document."""
+    from gputop_trace.analysis.busy import device_busy
+    from gputop_trace.analysis.kernels import kernel_table
+    from gputop_trace.model.kinds import KIND_JSON_KEY, Kind
+    from gputop_trace.report.analysis_json import (
+        device_gaps_json,
+        finding_json,
+        gap_json,
+        range_json,
+        transfers_json,
+    )
+    from gputop_trace.report.envelope import envelope
+    from gputop_trace.report.kernels_json import kernel_row_json
+
+    a = analyses if analyses is not None else analyse(trace)
+
+    counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other")}
+    for kind, n in trace.count_by_kind().items():
+        counts[KIND_JSON_KEY.get(Kind(kind), "other")] += n
+    devices = []
+    for d in device_busy(trace):
+        info = trace.gpu_info(d.rank, d.device)
+        devices.append(
+            {
+                "rank": d.rank,
+                "device": d.device,
+                "name": info.name if info else None,
+                "sm_count": info.sm_count if info else None,
+                "span_ns": d.span_ns,
+                "busy_ns": d.busy_ns,
+                "idle_ns": d.idle_ns,
+                "busy_pct": round(d.busy_pct, 3),
+            }
+        )
+    return envelope(
+        "summary",
+        trace,
+        paths,
+        span_ns=trace.span_ns,
+        gpus=[{"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count} for g in trace.meta.gpus],
+        devices=devices,
+        events=counts,
+        top_kernels=[kernel_row_json(r) for r in kernel_table(trace)[:TOP_KERNELS]],
+        findings=[finding_json(trace, f) for f in a.findings],
+        gap_threshold_ns=a.threshold_ns,
+        gaps=[
+            {
+                **device_gaps_json(trace, d, with_gaps=False),
+                "longest": [gap_json(trace, g) for g in d.longest(TOP_GAPS)],
+            }
+            for d in a.gaps
+        ],
+        transfers=transfers_json(trace, a.transfers, copies=False),
+        top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, summarise, print."""
+    if not args.paths:
+        from gputop_trace.load.samples import default_sample
+
+        args.paths = [default_sample()]
+    trace = common.load(args)
+    a = analyse(trace, args.gap_threshold)
+    doc = build(trace, args.paths, a)
+    if args.json:
+        common.emit_json(doc)
+    else:
+        render(doc, trace)
+    if args.fail_on is not None:
+        failed = failed_conditions(args.fail_on, a.findings, a.gaps, a.transfers)
+        if failed:
+            import sys
+
+            for line in failed:
+                print(f"gputop-trace: --fail-on: {line}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def render(doc: dict[str, Any], trace: Trace) -> None:
+    """Print the summary with Rich tables."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.analysis.kernels import short_name
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    con = common.stdout_console()
+    src = doc["source"]
+    con.print(Text("gputop-trace summary  ", style="bold") + Text(clean(str(src["path"]))))
+    con.print(Text(f"format: {src['format']} — ") + Text(clean(src["producer"])))
+    render_findings(con, doc["findings"])
+    active = {(d["rank"], d["device"]) for d in doc["devices"]}
+    shown = [g for g in doc["gpus"] if (g["rank"], g["device"]) in active] or doc["gpus"]
+    multi = len(src["ranks"]) > 1
+    gpus = ", ".join(
+        (f"rank {g['rank']} " if multi else "")
+        + f"GPU {g['device']}: {clean(g['name'])}"
+        + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "")
+        for g in shown
+    )
+    idle_listed = len(doc["gpus"]) - len(shown)
+    more = f"; {idle_listed} more listed without activity" if active and idle_listed > 0 else ""
+    con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
+    con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
+    ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
+    con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
+    if doc["devices"]:
+        t = Table(title="GPU busy time", title_justify="left")
+        for c in ("rank", "device", "busy", "idle", "busy %", "active span"):
+            t.add_column(c, justify="right")
+        for d in doc["devices"]:
+            t.add_row(
+                str(d["rank"]),
+                str(d["device"]),
+                format_ns(d["busy_ns"]),
+                format_ns(d["idle_ns"]),
+                f"{d['busy_pct']:.1f}",
+                format_ns(d["span_ns"]),
+            )
+        con.print(t)
+    else:
+        con.print(Text("No GPU activity in this profile.", style="yellow"))
+    if doc["top_kernels"]:
+        t = Table(title=f"Top {len(doc['top_kernels'])} kernels by total time", title_justify="left")
+        t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, con.width - 50))
+        for c in ("dev", "count", "total", "mean", "%"):
+            t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
+        for r in doc["top_kernels"]:
+            t.add_row(
+                Text(clean(short_name(r["name"]))),
+                str(r["device"] if r["device"] is not None else "all"),
+                f"{r['count']:,}",
+                format_ns(r["total_ns"]),
+                format_ns(r["mean_ns"]),
+                f"{r['pct']:.1f}",
+            )
+        con.print(t)
+    render_gaps(con, doc)
+    render_transfers(con, doc)
+    render_ranges(con, doc)
+    common.print_warnings(con, trace)
+
+
+def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
+    """The findings, most important first: a numbered title and a wrapped detail paragraph each."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+
+    if not findings:
+        con.print(Text("\nFindings: nothing stands out (no idle gap, copy or sync pattern above the thresholds).\n"))
+        return
+    con.print(Text("\nWhat to fix first", style="bold underline"))
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(ratio=1)
+    for f in findings:
+        grid.add_row(
+            Text(f"{f['rank']}.", style="bold"),
+            Group(Text(clean(f["title"]), style="bold"), Text(clean(f["detail"]))),
+        )
+    con.print(grid)
+    con.print()
+
+
+def render_gaps(con: Console, doc: dict[str, Any]) -> None:
+    """Per-GPU idle time by cause, one line each, and the longest gaps."""
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    gaps = doc.get("gaps") or []
+    if not gaps:
+        return
+    con.print(Text(f"Idle gaps ≥ {format_ns(doc['gap_threshold_ns'])}", style="bold"))
+    for d in gaps:
+        causes = sorted((c for c in d["by_cause"].values() if c["count"]), key=lambda c: -c["total_ns"])
+        parts = ", ".join(f"{c['label']} {format_ns(c['total_ns'])} ({c['count']})" for c in causes)
+        con.print(
+            Text(
+                f"  rank {d['rank']} GPU {d['device']}: idle {format_ns(d['idle_ns'])} ({d['idle_pct']:.1f}%), "
+                f"{d['gap_count']:,} gaps = {format_ns(d['gaps_ns'])}"
+                + (f": {parts}" if parts else "")
+                + ("; launch-bound" if d["launch_bound"] else "")
+            )
+        )
+        for g in d["longest"][:3]:
+            con.print(Text(f"    {format_ns(g['dur_ns'])} {g['cause_label']}: ") + Text(clean(g["detail"])))
+
+
+def render_transfers(con: Console, doc: dict[str, Any]) -> None:
+    """Exposed copy time per GPU and the copy flags."""
+    from rich.text import Text
+
+    from gputop_trace.units import format_ns
+
+    tr = doc.get("transfers") or {}
+    if not tr.get("devices"):
+        return
+    per = ", ".join(
+        f"rank {d['rank']} GPU {d['device']} {format_ns(d['exposed_ns'])} of {format_ns(d['copy_ns'])}"
+        for d in tr["devices"]
+    )
+    con.print(Text("Exposed copy time (not under any kernel): ", style="bold") + Text(per))
+    for f in tr["flags"]:
+        con.print(
+            Text(f"  {f['title']}: {f['count']:,} cop{'ies' if f['count'] > 1 else 'y'}, ")
+            + Text(f"{format_ns(f['exposed_ns'])} exposed")
+        )
+
+
+def render_ranges(con: Console, doc: dict[str, Any]) -> None:
+    """The top annotation ranges with their GPU time."""
+    from rich.text import Text
+
+    from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    rows = doc.get("top_ranges") or []
+    if not rows:
+        return
+    t = compact_table(f"Top {len(rows)} ranges by CPU time")
+    t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=max(8, con.width - 50))
+    add_number_columns(t, "n", width=3)
+    add_number_columns(t, "CPU", "GPU", "GPU span")
+    for r in rows:
+        t.add_row(
+            Text(clean(r["name"])),
+            f"{r['count']:,}",
+            format_ns(r["total_ns"]),
+            format_ns(r["gpu_ns"]),
+            format_ns(r["gpu_span_ns"]),
+        )
+    con.print(t)

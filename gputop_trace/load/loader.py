@@ -1,0 +1,259 @@
+"""One entry point from a path (file, directory of per-rank traces, or several paths) to a :class:`Trace`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+from gputop_trace.errors import TraceError
+from gputop_trace.model.merge import merge_traces
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.sniff import TRACE_SUFFIXES, sniff
+
+#: ``progress(bytes_done, bytes_total, events_so_far)``
+Progress = Callable[[int, int, int], None]
+
+
+def list_trace_files(directory: str) -> list[str]:
+    """Trace files directly inside ``directory`` (sorted by name), by their endings."""
+    try:
+        entries = sorted(os.listdir(directory))
+    except PermissionError:
+        raise TraceError(f"Permission denied listing {directory}.", path=directory) from None
+    files = [
+        os.path.join(directory, e)
+        for e in entries
+        if e.lower().endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(directory, e))
+    ]
+    if not files:
+        raise TraceError(
+            f"{directory} holds no traces: no file in it ends with {', '.join(TRACE_SUFFIXES)}. "
+            "Point gputop-trace at a trace file, or at the folder torch.profiler's tensorboard_trace_handler "
+            "wrote (one file per rank).",
+            path=directory,
+        )
+    return files
+
+
+def load_file(
+    path: str,
+    *,
+    progress: Progress | None = None,
+    default_rank: int = 0,
+    use_cache: bool = True,
+    include_python: bool = True,
+) -> Trace:
+    """Load one file of any supported format, from the columnar cache when it was loaded before
+    (:mod:`gputop_trace.load.cache`; ``use_cache=False`` or ``GPUTOP_TRACE_NO_CACHE=1`` bypasses it).
+    ``include_python=False`` leaves out Kineto ``python_function`` events (cached apart from the full model)."""
+    kind = sniff(path)
+    if kind == "directory":
+        return load_paths([path], progress=progress, use_cache=use_cache, include_python=include_python)
+    if kind in ("chrome", "nsys", "nsys-rep") and use_cache:
+        from gputop_trace.load import cache
+
+        if not cache.cache_disabled():
+            params: dict[str, object] = {"format": kind, "default_rank": default_rank}
+            if not include_python and kind == "chrome":
+                params["python"] = False
+            trace = cache.load_cached(
+                path,
+                params,
+                lambda: _parse_file(path, kind, progress, default_rank, include_python),
+            )
+            if progress is not None:
+                size = os.path.getsize(path)
+                progress(size, size, len(trace))
+            return trace
+    return _parse_file(path, kind, progress, default_rank, include_python)
+
+
+def _parse_file(
+    path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
+) -> Trace:
+    if kind in ("nsys", "nsys-rep"):
+        from gputop_trace.parsers.process_ranks import ranks_from_processes
+
+        return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
+    return _parse_format(path, kind, progress, default_rank, include_python)
+
+
+def _parse_format(
+    path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
+) -> Trace:
+    if kind == "chrome":
+        from gputop_trace.parsers.chrome import loader as chrome
+
+        return chrome.load(path, progress=progress, default_rank=default_rank, include_python=include_python)
+    if kind in ("nsys", "nsys-rep"):
+        from gputop_trace.parsers.nsys import loader as nsys
+
+        if kind == "nsys-rep":
+            rep: Trace = nsys.load_report(path, progress=progress, default_rank=default_rank)
+            return rep
+        sq: Trace = nsys.load(path, progress=progress, default_rank=default_rank)
+        return sq
+    if kind == "ncu-rep":
+        raise TraceError(
+            f"{path} is an Nsight Compute report, not a timeline. Open it with: gputop-trace ncu {path}",
+            path=path,
+        )
+    raise TraceError(f"{path}: unsupported input.", path=path)
+
+
+#: per-rank files are parsed in parallel processes only when there is this much (decompressed) data in all
+PARALLEL_MIN_BYTES = 64 << 20
+
+
+def _default_ranks(files: Sequence[str]) -> list[int]:
+    """Rank for each file without ``distributedInfo``: a number in its name when that is unique, else its position."""
+    from gputop_trace.parsers.chrome.loader import rank_from_filename
+
+    guesses = [rank_from_filename(f) for f in files]
+    unique = {g for g in guesses if g is not None and guesses.count(g) == 1}
+    return [g if g is not None and g in unique else i for i, g in enumerate(guesses)]
+
+
+def parallel_workers(files: Sequence[str]) -> int:
+    """How many processes to parse ``files`` with: bounded by the cores, the files and the memory available for
+    the largest file's estimated peak (:mod:`gputop_trace.load.resources`); 1 for small inputs."""
+    from gputop_trace.load.resources import available_memory, estimate
+
+    if len(files) < 2:
+        return 1
+    per_file = [estimate([f]) for f in files]
+    if sum(e.decompressed for e in per_file) < PARALLEL_MIN_BYTES:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    avail = available_memory()
+    biggest = max(e.needed for e in per_file)
+    by_memory = max(1, avail // biggest) if avail else cores
+    return max(1, min(cores, len(files), by_memory))
+
+
+def _load_one(path: str, default_rank: int, use_cache: bool, include_python: bool = True) -> Trace:
+    """Worker entry point (module level so that it pickles)."""
+    return load_file(path, default_rank=default_rank, use_cache=use_cache, include_python=include_python)
+
+
+def _worker_ignores_ctrl_c() -> None:
+    """Worker initializer: Ctrl+C reaches the whole foreground process group, but only the parent handles it (it
+    kills the workers); a worker left to it would print a traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _load_parallel(
+    files: Sequence[str],
+    defaults: Sequence[int],
+    workers: int,
+    progress: Progress | None,
+    use_cache: bool,
+    include_python: bool = True,
+) -> list[Trace | TraceError]:
+    """Parse files in ``workers`` fresh processes (spawned: safe from an app with threads running); a file that
+    is not a readable trace gives its :class:`TraceError` in its place."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    sizes = [os.path.getsize(f) for f in files]
+    total = sum(sizes)
+    done_bytes = 0
+    done_events = 0
+    results: dict[int, Trace | TraceError] = {}
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_ctrl_c
+    )
+    try:
+        futures = {
+            pool.submit(_load_one, f, d, use_cache, include_python): i
+            for i, (f, d) in enumerate(zip(files, defaults, strict=True))
+        }
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                i = futures[fut]
+                try:
+                    trace = fut.result()
+                except TraceError as e:  # this file is bad: the others still load (the caller warns)
+                    results[i] = e
+                else:
+                    results[i] = trace
+                    done_events += len(trace)
+                done_bytes += sizes[i]
+            if progress is not None:
+                progress(done_bytes, total, done_events)  # may raise LoadCancelled
+    except BaseException:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        for proc in procs:
+            proc.kill()
+        # a worker killed while sending its result leaves the pool's reader thread waiting for the rest of the
+        # message; with this process' (unused) end of the result pipe closed it reads end-of-file instead, else
+        # the interpreter hangs at exit joining that thread
+        writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+        if writer is not None:
+            writer.close()
+        # the workers are gone: joining the pool's threads is quick, and lets its queues release their semaphores
+        # (else the resource tracker warns about them as the program exits)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return [results[i] for i in range(len(files))]
+
+
+def load_paths(
+    paths: Sequence[str], *, progress: Progress | None = None, use_cache: bool = True, include_python: bool = True
+) -> Trace:
+    """Load one or more paths (files or directories) as one trace; several files become ranks.
+
+    A file's rank comes from the file itself (Kineto ``distributedInfo``), else from a number in its name
+    (``rank3``), else from its position in the sorted list. Each file is cached on its own (``use_cache``).
+    ``include_python=False`` leaves out Kineto ``python_function`` events (``--no-python``).
+    Several large files are parsed in parallel processes (:func:`parallel_workers`); ranks whose clocks
+    disagree are aligned on their collectives (:func:`gputop_trace.analysis.clock.align_rank_clocks`).
+    """
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            files.extend(list_trace_files(p))
+        else:
+            files.append(p)
+    if len(files) == 1:
+        return load_file(files[0], progress=progress, use_cache=use_cache, include_python=include_python)
+    defaults = _default_ranks(files)
+    workers = parallel_workers(files)
+    results: list[Trace | TraceError]
+    if workers > 1:
+        results = _load_parallel(files, defaults, workers, progress, use_cache, include_python)
+    else:
+        results = []
+        for f, d in zip(files, defaults, strict=True):
+            try:
+                results.append(
+                    load_file(f, progress=progress, default_rank=d, use_cache=use_cache, include_python=include_python)
+                )
+            except TraceError as e:
+                results.append(e)
+    traces = [r for r in results if isinstance(r, Trace)]
+    failed = [(f, r) for f, r in zip(files, results, strict=True) if isinstance(r, TraceError)]
+    if not traces:  # nothing to show: the first file's own error says why
+        raise failed[0][1]
+    ranks = [r for t in traces for r in t.meta.ranks]
+    if len(set(ranks)) != len(ranks):
+        dup = sorted({r for r in ranks if ranks.count(r) > 1})
+        raise TraceError(
+            f"Several of these traces claim the same rank ({', '.join(map(str, dup))}): they look like runs of "
+            "different jobs, or copies of one file. Open them one at a time, or keep one file per rank.",
+        )
+    from gputop_trace.analysis.clock import align_rank_clocks
+
+    trace = align_rank_clocks(merge_traces(traces))
+    if failed:
+        lost = [
+            f"{os.path.basename(f)} was left out ({len(traces)} of {len(files)} traces were loaded): {e.message}"
+            for f, e in failed
+        ]
+        trace = trace.with_meta(warnings=(*lost, *trace.meta.warnings))
+    return trace

@@ -1,0 +1,284 @@
+"""Building a :class:`~gputop_trace.model.trace.Trace` column-wise: interned names, provisional event indices
+re-keyed to the final (lane, start, -duration) order."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gputop_trace.model.arrays import I64
+from gputop_trace.model.depths import assign_depths
+from gputop_trace.model.kinds import FlowKind
+from gputop_trace.model.tables import (
+    EVENT_COLUMNS,
+    CollectiveTable,
+    CopyTable,
+    CounterSeries,
+    FlowTable,
+    KernelTable,
+    Lane,
+    TraceMeta,
+    _empty_columns,
+    _frozen,
+    side_table_dtypes,
+)
+from gputop_trace.model.trace import Trace
+
+
+class StringTable:
+    """Interns strings to dense int ids."""
+
+    def __init__(self, initial: Iterable[str] = ()) -> None:
+        self.ids: dict[str, int] = {}
+        self.strings: list[str] = []
+        for s in initial:
+            self.intern(s)
+
+    def intern(self, s: str) -> int:
+        """The id of ``s``, adding it when new."""
+        i = self.ids.get(s)
+        if i is None:
+            i = self.ids[s] = len(self.strings)
+            self.strings.append(s)
+        return i
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+
+@dataclass
+class _Chunk:
+    cols: dict[str, np.ndarray[Any, Any]]
+
+
+class TraceBuilder:
+    """Collects events column-wise from a parser, then sorts, packs rows and freezes them into a :class:`Trace`.
+
+    Event indices handed out by :meth:`add_events` are provisional (append order); side tables and flows given
+    with those indices are re-keyed to the final order by :meth:`build`.
+    """
+
+    def __init__(self, fmt: str) -> None:
+        self.format = fmt
+        self.names = StringTable()
+        self.lanes: list[Lane] = []
+        self._lane_ids: dict[Any, int] = {}
+        self._events: list[_Chunk] = []
+        self._n = 0
+        self._kernels: list[dict[str, np.ndarray[Any, Any]]] = []
+        self._copies: list[dict[str, np.ndarray[Any, Any]]] = []
+        self._flows: list[dict[str, np.ndarray[Any, Any]]] = []
+        self._collectives: list[dict[str, np.ndarray[Any, Any]]] = []
+        self.counters: list[CounterSeries] = []
+        self.warnings: list[str] = []
+
+    # lanes ------------------------------------------------------------------------------------------------
+    def lane(self, key: Any, make: Lane | None = None) -> int:
+        """The id of the lane registered under ``key``; registers ``make`` first when the key is new."""
+        lid = self._lane_ids.get(key)
+        if lid is None:
+            if make is None:
+                raise KeyError(key)
+            lid = self._lane_ids[key] = len(self.lanes)
+            self.lanes.append(make)
+        return lid
+
+    def has_lane(self, key: Any) -> bool:
+        """Whether a lane is registered under ``key``."""
+        return key in self._lane_ids
+
+    def replace_lane(self, lane_id: int, lane: Lane) -> None:
+        """Replace a lane's description (names learnt late from metadata events)."""
+        self.lanes[lane_id] = lane
+
+    # events -----------------------------------------------------------------------------------------------
+    @property
+    def n_events(self) -> int:
+        """Events added so far."""
+        return self._n
+
+    def add_events(
+        self,
+        *,
+        start_ns: npt.ArrayLike,
+        dur_ns: npt.ArrayLike,
+        kind: npt.ArrayLike,
+        lane: npt.ArrayLike,
+        name: npt.ArrayLike,
+        corr: npt.ArrayLike | None = None,
+        ext: npt.ArrayLike | None = None,
+    ) -> I64:
+        """Append events given as equally long columns; returns their provisional indices.
+
+        ``start_ns`` is in the file's time base (the builder makes times relative at :meth:`build`).
+        Negative durations are clamped to 0 by the caller's choice — here they raise ``ValueError``.
+        """
+        s = np.asarray(start_ns, dtype=np.int64)
+        n = s.shape[0]
+        cols = {
+            "start_ns": s,
+            "dur_ns": _broadcast(dur_ns, n, np.int64),
+            "kind": _broadcast(kind, n, np.uint8),
+            "lane": _broadcast(lane, n, np.int32),
+            "name": _broadcast(name, n, np.int32),
+            "corr": _broadcast(-1 if corr is None else corr, n, np.int64),
+            "ext": _broadcast(-1 if ext is None else ext, n, np.int64),
+        }
+        for k, v in cols.items():
+            if v.shape != (n,):
+                raise ValueError(f"column {k} has shape {v.shape}, expected ({n},)")
+        if n and cols["dur_ns"].min() < 0:
+            raise ValueError("negative durations must be clamped by the parser")
+        self._events.append(_Chunk(cols))
+        first = self._n
+        self._n += n
+        return np.arange(first, self._n, dtype=np.int64)
+
+    def add_kernels(self, **cols: npt.ArrayLike) -> None:
+        """Append kernel side-table rows (``event`` = provisional indices); missing columns get defaults."""
+        self._kernels.append(_side_columns(KernelTable, cols))
+
+    def add_copies(self, **cols: npt.ArrayLike) -> None:
+        """Append copy side-table rows (``event`` = provisional indices); missing columns get defaults."""
+        self._copies.append(_side_columns(CopyTable, cols))
+
+    def add_collectives(self, **cols: npt.ArrayLike) -> None:
+        """Append collective side-table rows (``event`` = provisional indices; name columns are interned ids)."""
+        self._collectives.append(_side_columns(CollectiveTable, cols))
+
+    def add_flows(self, src: npt.ArrayLike, dst: npt.ArrayLike, kind: FlowKind | npt.ArrayLike) -> None:
+        """Append arrows between provisional event indices."""
+        self._flows.append(_side_columns(FlowTable, {"src": src, "dst": dst, "kind": kind}))
+
+    def warn(self, message: str) -> None:
+        """Record a warning for the user (shown by every command and the app)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    # build ------------------------------------------------------------------------------------------------
+    def build(self, meta: TraceMeta, *, t0_ns: int | None = None) -> Trace:
+        """Sort, make times relative, pack rows, re-key side tables, and freeze.
+
+        ``t0_ns`` (file time of relative 0) defaults to the earliest event start.
+        """
+        cols = {
+            k: (np.concatenate([c.cols[k] for c in self._events]) if self._events else np.zeros(0, dtype=dt))
+            for k, dt in EVENT_COLUMNS.items()
+            if k != "depth"
+        }
+        n = cols["start_ns"].shape[0]
+        if t0_ns is None:
+            t0_ns = int(cols["start_ns"].min()) if n else 0
+        start = cols["start_ns"] - np.int64(t0_ns)
+        n_lanes = len(self.lanes)
+        order = np.lexsort((-cols["dur_ns"], start, cols["lane"]))
+        out = {k: _frozen(v[order]) for k, v in cols.items() if k != "start_ns"}
+        start = start[order]
+        lane_sorted = out["lane"]
+        lane_offsets = np.searchsorted(lane_sorted, np.arange(n_lanes + 1), side="left").astype(np.int64)
+        depth = assign_depths(start, out["dur_ns"], lane_offsets)
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n, dtype=np.int64)
+
+        kernels = _build_side(KernelTable, self._kernels, inverse)
+        copies = _build_side(CopyTable, self._copies, inverse)
+        flows = _build_flows(self._flows, inverse)
+        collectives = _build_side(CollectiveTable, self._collectives, inverse)
+        counters = tuple(
+            dataclasses.replace(c, ts_ns=_frozen(c.ts_ns - np.int64(t0_ns)), values=_frozen(c.values))
+            for c in self.counters
+        )
+        meta = dataclasses.replace(
+            meta,
+            t0_ns=int(t0_ns),
+            warnings=tuple(dict.fromkeys((*meta.warnings, *self.warnings))),
+        )
+        return Trace(
+            start_ns=_frozen(start),
+            dur_ns=out["dur_ns"],
+            kind=out["kind"],
+            lane=out["lane"],
+            name=out["name"],
+            depth=_frozen(depth),
+            corr=out["corr"],
+            ext=out["ext"],
+            names=tuple(self.names.strings),
+            lanes=tuple(self.lanes),
+            lane_offsets=_frozen(lane_offsets),
+            kernels=kernels,
+            copies=copies,
+            flows=flows,
+            counters=counters,
+            meta=meta,
+            collectives=collectives,
+        )
+
+
+def _broadcast(v: npt.ArrayLike, n: int, dtype: Any) -> np.ndarray[Any, Any]:
+    a = np.asarray(v, dtype=dtype)
+    return np.full(n, a, dtype=dtype) if a.ndim == 0 else a
+
+
+_SIDE_DEFAULTS: dict[str, Any] = {
+    "occupancy": np.nan,
+    "blocks_per_sm": np.nan,
+    "warps_per_sm": np.nan,
+    "raw_name": -1,
+    "graph_id": -1,
+    "is_async": -1,
+    "group": -1,
+    "bytes_in": -1,
+    "bytes_out": -1,
+    "dtype": -1,
+}
+
+
+def _side_columns(cls: type, cols: dict[str, npt.ArrayLike]) -> dict[str, np.ndarray[Any, Any]]:
+    dtypes = side_table_dtypes(cls)
+    unknown = set(cols) - set(dtypes)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no columns {sorted(unknown)}")
+    first = "event" if "event" in dtypes else "src"
+    n = np.asarray(cols[first]).shape[0]
+    out: dict[str, np.ndarray[Any, Any]] = {}
+    for name, dt in dtypes.items():
+        if isinstance(dt, tuple):
+            v = cols.get(name)
+            a = np.zeros((n, dt[1]), dtype=dt[0]) if v is None else np.asarray(v, dtype=dt[0]).reshape(n, dt[1])
+        else:
+            a = _broadcast(cols.get(name, _SIDE_DEFAULTS.get(name, 0)), n, dt)
+        out[name] = a
+    return out
+
+
+def _concat_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]]) -> dict[str, np.ndarray[Any, Any]]:
+    if not parts:
+        return _empty_columns(cls)
+    return {k: np.concatenate([p[k] for p in parts]) for k in side_table_dtypes(cls)}
+
+
+def _build_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64) -> Any:
+    cols = _concat_side(cls, parts)
+    if cols["event"].shape[0]:
+        cols["event"] = inverse[cols["event"]]
+        order = np.argsort(cols["event"], kind="stable")
+        cols = {k: v[order] for k, v in cols.items()}
+        dup = np.flatnonzero(np.diff(cols["event"]) == 0)
+        if dup.size:
+            raise ValueError(f"{cls.__name__}: {dup.size} events have two rows")
+    return cls(**{k: _frozen(v) for k, v in cols.items()})
+
+
+def _build_flows(parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64) -> FlowTable:
+    cols = _concat_side(FlowTable, parts)
+    if cols["src"].shape[0]:
+        cols["src"] = inverse[cols["src"]]
+        cols["dst"] = inverse[cols["dst"]]
+        order = np.lexsort((cols["src"], cols["dst"], cols["kind"]))
+        cols = {k: v[order] for k, v in cols.items()}
+    return FlowTable(**{k: _frozen(v) for k, v in cols.items()})

@@ -1,0 +1,303 @@
+"""CPU-side tables of an nsys export: thread and process names, CUDA runtime/driver API calls, CUDA
+synchronization waits, NVTX ranges and marks, OS-runtime calls and profiler overhead.
+
+Everything lands on the lane of the thread that recorded it (one lane per globalTid), except NVTX start/end
+ranges that end on another thread (a per-process "across threads" lane) and synchronization rows whose API call
+is unknown (a per-process lane).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+
+from gputop_trace.model.kinds import Kind
+from gputop_trace.parsers.nsys.columns import read_text_by_rowid
+from gputop_trace.parsers.nsys.common import DUR_SQL, GPID_MASK, Batch, Context, col_or, factorize, kind_array
+from gputop_trace.parsers.nsys.gpu import add_gpu_busy_overhead
+from gputop_trace.parsers.nsys.schema import as_text
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+
+_API_VERSION_SUFFIX = re.compile(r"_v\d{4,}$")
+
+# NVTX_EVENTS.eventType (ENUM_NSYS_EVENT_TYPE; stable across every version in the corpus)
+NVTX_MARK = (34, 65)  # NvtxMark, NvtxtMark
+NVTX_THREAD_NAME = 39  # NvtxThread
+NVTX_PUSH_POP = (59, 70)  # NvtxPushPopRange, NvtxtPushPopRange
+NVTX_START_END = (60, 71)  # NvtxStartEndRange, NvtxtStartEndRange
+NVTX_DOMAIN_CREATE = 75  # NvtxDomainCreate
+_NVTX_TYPES = (*NVTX_MARK, NVTX_THREAD_NAME, *NVTX_PUSH_POP, *NVTX_START_END, NVTX_DOMAIN_CREATE)
+
+
+def api_display_name(name: str) -> str:
+    """``cudaLaunchKernel_v7000`` → ``cudaLaunchKernel`` (the runtime's ABI version suffix, as nsys' reports
+    strip it); driver names such as ``cuMemAlloc_v2`` are real function names and stay."""
+    return _API_VERSION_SUFFIX.sub("", name)
+
+
+def read_names(ctx: Context) -> None:
+    """Thread names (``ThreadNames``) and process names (``PROCESSES``)."""
+    s = ctx.schema
+    t = s.table("ThreadNames")
+    if t and {"nameid", "globaltid"} <= s.cols(t):
+        for sid, gtid in ctx.conn.execute(f'SELECT nameId, globalTid FROM "{t}"'):
+            if isinstance(gtid, int) and isinstance(sid, int):
+                name = ctx.strings.get(sid)
+                if name:
+                    ctx.thread_names[gtid] = name
+    t = s.table("PROCESSES")
+    if t and {"globalpid", "name"} <= s.cols(t):
+        for gpid, name in ctx.conn.execute(f'SELECT globalPid, name FROM "{t}"'):
+            if isinstance(gpid, int) and name:
+                ctx.process_names[gpid & GPID_MASK] = as_text(name)
+
+
+def read_runtime(ctx: Context) -> None:
+    """``CUPTI_ACTIVITY_KIND_RUNTIME`` (runtime and driver API calls) → API events.
+
+    Rows of the CUDA-backtrace event class (``--cudabacktrace``) duplicate the API call they wrap with the same
+    correlation id; they are left out so that every GPU op joins exactly one call.
+    """
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_RUNTIME")
+    if t is None:
+        return
+    s = ctx.schema
+    exprs = [
+        "start",
+        DUR_SQL,
+        f"ifnull({col_or(s, t, '0', 'globalTid')}, 0)",
+        f"ifnull({col_or(s, t, '0', 'correlationId')}, 0)",
+        f"ifnull({col_or(s, t, '-1', 'nameId')}, -1)",
+        f"ifnull({col_or(s, t, '-1', 'eventClass')}, -1)",
+    ]
+    start, dur, gtid, corr, name_sid, event_class = ctx.reader.read(t, exprs)
+    backtrace = ctx.enums.event_class_value("TRACE_PROCESS_EVENT_CUDABACKTRACE")
+    if backtrace is not None:
+        keep = event_class != backtrace
+        dropped = int((~keep).sum())
+        if dropped:
+            ctx.properties["cuda_backtrace_rows_skipped"] = dropped
+            start, dur, gtid, corr, name_sid = start[keep], dur[keep], gtid[keep], corr[keep], name_sid[keep]
+    name = ctx.strings.intern(name_sid, missing="(unknown CUDA API)", transform=api_display_name)
+    lane = ctx.cpu_lanes(gtid)
+    key = ctx.join_key(gtid & GPID_MASK, corr)
+    ctx.add(
+        Batch(
+            table=t,
+            start=start,
+            dur=dur,
+            kind=kind_array(Kind.API, start.shape[0]),
+            lane=lane,
+            name=name,
+            corr=corr,
+            api_key=key,
+            api_name=name,
+        )
+    )
+    order = np.argsort(key, kind="stable")
+    ctx.api_lookup = (key[order], lane[order])
+
+
+def read_sync(ctx: Context) -> None:
+    """``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`` → host waits, on the thread of the API call they belong to."""
+    t = ctx.event_table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+    if t is None:
+        return
+    s = ctx.schema
+    exprs = [
+        "start",
+        DUR_SQL,
+        f"ifnull({col_or(s, t, '0', 'globalPid')}, 0)",
+        f"ifnull({col_or(s, t, '0', 'correlationId')}, 0)",
+        f"ifnull({col_or(s, t, '0', 'syncType')}, 0)",
+    ]
+    start, dur, gpid, corr, sync_type = ctx.reader.read(t, exprs)
+    gpid = gpid & GPID_MASK
+    lane = np.full(start.shape[0], -1, dtype=np.int32)
+    if ctx.api_lookup is not None and start.shape[0]:
+        keys, lanes = ctx.api_lookup
+        want = ctx.join_key(gpid, corr)
+        pos = np.searchsorted(keys, want)
+        hit = pos < keys.shape[0]
+        hit[hit] = keys[pos[hit]] == want[hit]
+        lane[hit] = lanes[pos[hit]]
+    missing = lane < 0
+    if missing.any():
+        lane[missing] = ctx.lanes_by(gpid[missing], lambda g: ctx.process_other_lane(g, "CUDA synchronization"))
+    uniq, inverse = factorize(sync_type)
+    ids = np.array(
+        [ctx.builder.names.intern(ctx.enums.sync_label.get(v, "Synchronization")) for v in uniq.tolist()],
+        dtype=np.int32,
+    )
+    ctx.add(
+        Batch(
+            table=t,
+            start=start,
+            dur=dur,
+            kind=kind_array(Kind.SYNC, start.shape[0]),
+            lane=lane,
+            name=ids[inverse] if len(uniq) else np.zeros(0, dtype=np.int32),
+            corr=corr,
+        )
+    )
+
+
+def read_nvtx(ctx: Context) -> None:
+    """``NVTX_EVENTS`` → ranges (push/pop and start/end) and marks; thread names and domain names.
+
+    A range's name is its registered string (``textId``) or its inline ``text``; ranges of a named domain are
+    called ``"<domain>:<name>"`` (nsys' own report notation) and the domains are listed in
+    ``meta.properties["nvtx_domains"]``. Ranges that never ended run to the end of the profile.
+    """
+    t = ctx.event_table("NVTX_EVENTS", "eventType")
+    if t is None:
+        return
+    s = ctx.schema
+    where = f"eventType IN ({', '.join(str(v) for v in _NVTX_TYPES)})"
+    exprs = [
+        "rowid",
+        "start",
+        DUR_SQL,
+        "ifnull(eventType, 0)",
+        f"ifnull({col_or(s, t, '-1', 'textId')}, -1)",
+        f"ifnull({col_or(s, t, '0', 'domainId')}, 0)",
+        f"ifnull({col_or(s, t, '0', 'globalTid')}, 0)",
+        f"ifnull({col_or(s, t, '-1', 'endGlobalTid')}, -1)",
+    ]
+    rowid, start, dur, etype, text_id, domain, gtid, end_gtid = ctx.reader.read(t, exprs, where=where)
+    n = start.shape[0]
+    text: list[str | None] = [None] * n
+    if s.column(t, "text"):
+        ids, texts = read_text_by_rowid(ctx.conn, t, str(s.column(t, "text")), where)
+        pos = np.searchsorted(rowid, ids)
+        for p, txt in zip(pos.tolist(), texts, strict=True):
+            if p < n:
+                text[p] = txt
+    gpid = gtid & GPID_MASK
+
+    def label(i: int) -> str | None:
+        if text_id[i] >= 0:
+            v = ctx.strings.get(int(text_id[i]))
+            if v is not None:
+                return v
+        return text[i]
+
+    domains: dict[tuple[int, int], str] = {}
+    for i in np.flatnonzero(etype == NVTX_DOMAIN_CREATE).tolist():
+        name = label(i)
+        if name:
+            domains[(int(gpid[i]), int(domain[i]))] = name
+    for i in np.flatnonzero(etype == NVTX_THREAD_NAME).tolist():
+        name = label(i)
+        if name:
+            ctx.nvtx_thread_names[int(gtid[i])] = name
+    if domains:
+        ctx.properties["nvtx_domains"] = sorted(set(domains.values()))
+
+    ev = np.flatnonzero(np.isin(etype, np.array((*NVTX_MARK, *NVTX_PUSH_POP, *NVTX_START_END))))
+    if not ev.size:
+        return
+    names = _range_names(ctx, ev, text_id, text, domain, gpid, domains)
+    et = etype[ev]
+    is_mark = np.isin(et, np.array(NVTX_MARK))
+    cross = np.isin(et, np.array(NVTX_START_END)) & (end_gtid[ev] > 0) & (end_gtid[ev] != gtid[ev])
+    lane = ctx.cpu_lanes(gtid[ev])
+    if cross.any():
+        lane[cross] = ctx.lanes_by(gpid[ev][cross], ctx.async_lane)
+    for sel, kind in ((is_mark, Kind.MARKER), (~is_mark, Kind.RANGE)):
+        if not sel.any():
+            continue
+        d = dur[ev][sel]
+        ctx.add(
+            Batch(
+                table=t,
+                start=start[ev][sel],
+                dur=np.zeros_like(d) if kind == Kind.MARKER else d,
+                kind=kind_array(kind, int(sel.sum())),
+                lane=lane[sel],
+                name=names[sel],
+                open_ended=kind == Kind.RANGE,
+            )
+        )
+
+
+def _range_names(
+    ctx: Context,
+    ev: I64,
+    text_id: I64,
+    text: list[str | None],
+    domain: I64,
+    gpid: I64,
+    domains: dict[tuple[int, int], str],
+) -> I32:
+    """Name ids of the NVTX rows ``ev``: the registered string (``textId``) when the export has it, else the
+    inline text, else "(unnamed NVTX range)"; prefixed ``"<domain>:"`` in named domains. Vectorized except for
+    one dictionary lookup per row that carries inline text."""
+    intern = ctx.builder.names.intern
+    tid = text_id[ev]
+    name = np.full(ev.size, -1, dtype=np.int32)
+    registered = ctx.strings.known(tid)
+    if registered.any():
+        name[registered] = ctx.strings.intern(tid[registered], missing="")
+    for j in np.flatnonzero(~registered).tolist():
+        txt = text[int(ev[j])]
+        if txt:
+            name[j] = intern(txt)
+    name[name < 0] = intern("(unnamed NVTX range)")
+    in_domain = domain[ev] != 0
+    if domains and in_domain.any():
+        rows = np.flatnonzero(in_domain)
+        pair = (ctx.process_index(gpid[ev][rows]) << 32) | (domain[ev][rows] & 0xFFFFFFFF)
+        combo, code = factorize((pair << 31) | name[rows].astype(np.int64))
+        renamed = np.empty(combo.shape[0], dtype=np.int32)
+        for k, c in enumerate(combo.tolist()):
+            p, nid = c >> 31, c & 0x7FFFFFFF
+            dom = domains.get((ctx.gpid_of_index(p >> 32), p & 0xFFFFFFFF))
+            base = ctx.builder.names.strings[nid]
+            renamed[k] = intern(f"{dom}:{base}") if dom else nid
+        name[rows] = renamed[code]
+    return name
+
+
+def _simple_cpu_table(ctx: Context, logical: str, kind: Kind, missing: str) -> tuple[I64, I64, I64, I64] | None:
+    t = ctx.event_table(logical)
+    if t is None:
+        return None
+    s = ctx.schema
+    exprs = [
+        "start",
+        DUR_SQL,
+        f"ifnull({col_or(s, t, '0', 'globalTid')}, 0)",
+        f"ifnull({col_or(s, t, '-1', 'nameId')}, -1)",
+    ]
+    start, dur, gtid, name_sid = ctx.reader.read(t, exprs)
+    ctx.add(
+        Batch(
+            table=t,
+            start=start,
+            dur=dur,
+            kind=kind_array(kind, start.shape[0]),
+            lane=ctx.cpu_lanes(gtid),
+            name=ctx.strings.intern(name_sid, missing=missing),
+        )
+    )
+    return start, dur, gtid, name_sid
+
+
+def read_osrt(ctx: Context) -> None:
+    """``OSRT_API`` → OS-runtime calls (``poll``, ``pthread_cond_wait`` ...): why a CPU thread was blocked."""
+    _simple_cpu_table(ctx, "OSRT_API", Kind.OSRT, "(unknown OS call)")
+
+
+def read_overhead(ctx: Context) -> None:
+    """``PROFILER_OVERHEAD`` and ``CUPTI_ACTIVITY_KIND_OVERHEAD`` → profiler-overhead events on their threads;
+    the ``PROFILER_OVERHEAD`` rows nsys counts as GPU busy are also copied to GPU lanes (see
+    :func:`~gputop_trace.parsers.nsys.gpu.add_gpu_busy_overhead`). Read after the GPU tables."""
+    rows = _simple_cpu_table(ctx, "PROFILER_OVERHEAD", Kind.OVERHEAD, "profiler overhead")
+    if rows is not None:
+        add_gpu_busy_overhead(ctx, *rows)
+    _simple_cpu_table(ctx, "CUPTI_ACTIVITY_KIND_OVERHEAD", Kind.OVERHEAD, "CUPTI overhead")

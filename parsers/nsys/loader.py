@@ -1,0 +1,382 @@
+"""Nsight Systems SQLite exports (``nsys export --type sqlite``) → :class:`~gputop_trace.model.trace.Trace`.
+
+Works on every export from nsys 2020.3 to 2026.2 (formats.md §2): the schema is mapped from the file itself
+(:mod:`.nsys_schema`), integer columns are read in bulk without a Python object per row (:mod:`.nsys_columns`),
+GPU tables become stream lanes (:mod:`.nsys_gpu`) and CPU tables thread lanes (:mod:`.nsys_cpu`). GPU ops are
+linked to their launching API call on (correlationId, process).
+
+Times stay in the file's own time base: ``meta.t0_ns`` is the file time of the first event (session-relative
+ns, or epoch ns for exports made with ``--ts-normalize``). ``.nsys-rep`` reports are converted with ``nsys``
+when it is installed (:mod:`.nsys_report`).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gputop_trace.errors import TraceError
+from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kinds import FlowKind, Kind
+from gputop_trace.model.tables import TraceMeta
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.nsys import cpu as nsys_cpu
+from gputop_trace.parsers.nsys import gpu as nsys_gpu
+from gputop_trace.parsers.nsys.columns import ColumnReader
+from gputop_trace.parsers.nsys.common import NULL_DUR, Batch, Context, Strings
+from gputop_trace.parsers.nsys.schema import (
+    EXPORT_HINT,
+    NSYS_MARKER_TABLES,
+    ExportInfo,
+    Schema,
+    TextDecoder,
+    check_not_truncated,
+    connect_readonly,
+    damaged_error,
+    read_enums,
+    read_export_info,
+    row_count,
+)
+
+#: ``progress(rows_read, rows_total, events_so_far)``; may raise :class:`LoadCancelled`.
+Progress = Callable[[int, int, int], None]
+
+I64 = npt.NDArray[np.int64]
+
+#: Tables read row by row, in reading order (GPU tables first: profiler overhead needs their spans).
+EVENT_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "NVTX_EVENTS",
+    "OSRT_API",
+    "PROFILER_OVERHEAD",
+    "CUPTI_ACTIVITY_KIND_OVERHEAD",
+)
+GPU_TABLES = EVENT_TABLES[:4]
+
+
+def load(path: str, *, progress: Progress | None = None, default_rank: int = 0) -> Trace:
+    """Load an nsys SQLite export. Raises :class:`TraceError` for damaged files and SQLite files that are not
+    nsys exports."""
+    check_not_truncated(path)
+    decoder = TextDecoder()
+    conn = connect_readonly(path, decoder)
+    try:
+        return _load(path, conn, decoder, progress, default_rank)
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as e:  # the latter: SQLite's message quoted damaged bytes
+        raise damaged_error(path, e) from None
+    finally:
+        conn.close()
+
+
+def load_report(path: str, *, progress: Progress | None = None, default_rank: int = 0) -> Trace:
+    """Load an ``.nsys-rep`` (or ``.qdrep``) report by exporting it to SQLite with ``nsys`` (cached)."""
+    from gputop_trace.load.nsys_report import export_report
+
+    sqlite_path = export_report(path)
+    trace = load(sqlite_path, progress=progress, default_rank=default_rank)
+    props = {**trace.meta.properties, "exported_from": path, "export_cache": sqlite_path}
+    return trace.with_meta(source=(path,), properties=props)
+
+
+def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: Progress | None, rank: int) -> Trace:
+    schema = Schema.read(conn)
+    if not any(schema.has(t) for t in NSYS_MARKER_TABLES):
+        tables = ", ".join(schema.table_names[:12]) or "no tables"
+        raise TraceError(
+            f"{path} is a SQLite database but not an Nsight Systems export: it has none of the tables nsys "
+            f"writes (StringIds, ThreadNames, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS ...); it has {tables}. "
+            f"Open the export made by: {EXPORT_HINT}",
+            path=path,
+        )
+    info = read_export_info(conn, schema)
+    builder = TraceBuilder("nsys")
+    _warn_about_views(conn, schema, builder)
+    total = sum(row_count(conn, schema.table(t)) for t in EVENT_TABLES)
+    done = [0]
+
+    def on_rows(n: int) -> None:
+        done[0] += n
+        if progress is not None:
+            progress(done[0], total, done[0])
+
+    reader = ColumnReader(path, conn, on_rows=on_rows)
+    ctx = Context(
+        path=path,
+        conn=conn,
+        schema=schema,
+        info=info,
+        enums=read_enums(conn, schema),
+        reader=reader,
+        builder=builder,
+        strings=Strings(conn, schema, builder),
+        rank=rank,
+    )
+    try:
+        nsys_cpu.read_names(ctx)
+        nsys_gpu.read_gpus(ctx)
+        nsys_gpu.read_kernels(ctx)
+        nsys_gpu.read_memcpy(ctx)
+        nsys_gpu.read_memset(ctx)
+        nsys_gpu.read_graph_trace(ctx)
+        nsys_cpu.read_runtime(ctx)
+        nsys_cpu.read_sync(ctx)
+        nsys_cpu.read_nvtx(ctx)
+        nsys_cpu.read_osrt(ctx)
+        nsys_cpu.read_overhead(ctx)
+    finally:
+        reader.close()
+    ctx.relabel_lanes()
+    _add_batches(ctx)
+    _warn_about_content(ctx, decoder)
+    if reader.slow_tables:
+        ctx.properties["tables_read_row_by_row"] = sorted(set(reader.slow_tables))
+    for table, columns in sorted(reader.not_integers.items()):
+        what = ", ".join(f"{c} ({n:,} row{'s' if n != 1 else ''})" for c, n in sorted(columns.items()))
+        builder.warn(
+            f"Table {table} holds values that are not integers where nsys writes integers: {what}. They were read "
+            "as whole numbers (text that is no number as 0), so those rows may be misplaced; the export was "
+            "probably edited or damaged."
+        )
+    meta = TraceMeta(
+        format="nsys",
+        source=(path,),
+        producer=info.producer,
+        gpus=tuple(g for d, g in sorted(ctx.gpus.items()) if g.sm_count or _device_used(ctx, d)),
+        ranks=(rank,),
+        properties=_properties(ctx, info),
+    )
+    if progress is not None:
+        progress(total, total, builder.n_events)
+    return builder.build(meta)
+
+
+def _warn_about_views(conn: sqlite3.Connection, schema: Schema, builder: TraceBuilder) -> None:
+    """Views named like the tables the loader reads are never read (a view runs SQL the file chose): say so."""
+    known = {t.upper() for t in (*EVENT_TABLES, *NSYS_MARKER_TABLES)}
+    views = [str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+    for v in sorted(views):
+        m = re.match(r"^(.+?)(?:_V\d+)?$", v, re.IGNORECASE)
+        base = (m.group(1) if m else v).upper()
+        if base in known and schema.table(base) is None:
+            builder.warn(
+                f"{v} is a view, not a table: gputop-trace never runs the SQL of views in a file, so its rows were "
+                "not read. Export the report again with nsys to get the table."
+            )
+
+
+def _device_used(ctx: Context, device: int) -> bool:
+    return any(ln.device == device for ln in ctx.builder.lanes)
+
+
+#: the largest |time| and duration (ns) an export row may have: about 73 years, so that any difference of two
+#: times and any end still fits int64 (epoch-normalized times are about 2**60.6 in 2026)
+MAX_ABS_NS = 2**61
+
+
+def _drop_impossible_times(ctx: Context) -> None:
+    """Rows whose start lies beyond ±:data:`MAX_ABS_NS` are left out; durations beyond it become zero (a NULL end
+    stays :data:`NULL_DUR`). Both are counted in warnings: such values come from damaged or edited files."""
+    dropped = too_long = 0
+    for b in ctx.batches:
+        if not len(b):
+            continue
+        bad = (b.start > MAX_ABS_NS) | (b.start < -MAX_ABS_NS)
+        if bad.any():
+            dropped += int(bad.sum())
+            b.keep(~bad)
+        long = (b.dur > MAX_ABS_NS) | ((b.dur < -MAX_ABS_NS) & (b.dur != NULL_DUR))
+        if long.any():
+            too_long += int(long.sum())
+            b.dur = np.where(long, 0, b.dur)
+    if dropped:
+        ctx.warn(f"{dropped:,} rows have start times beyond ±73 years (damaged or edited values); they were left out.")
+    if too_long:
+        ctx.warn(f"{too_long:,} rows last longer than 73 years (damaged or edited values); shown with zero length.")
+
+
+def _fix_durations(ctx: Context) -> None:
+    """Missing ends: NVTX ranges run to the end of the profile, everything else gets zero length.
+    Negative durations (end before start) become zero. Both are counted in warnings."""
+    _drop_impossible_times(ctx)
+    ends = [b.start[b.dur >= 0] + b.dur[b.dur >= 0] for b in ctx.batches if len(b)]
+    starts = [b.start for b in ctx.batches if len(b)]
+    last = max((int(e.max()) for e in ends if e.size), default=0)
+    last = max([last, *(int(s.max()) for s in starts)])
+    open_ranges = lost_ends = negative = 0
+    for b in ctx.batches:
+        if not len(b):
+            continue
+        null = b.dur == NULL_DUR
+        neg = (b.dur < 0) & ~null
+        if null.any():
+            if b.open_ended:
+                b.dur = np.where(null, np.maximum(last - b.start, 0), b.dur)
+                open_ranges += int(null.sum())
+            else:
+                b.dur = np.where(null, 0, b.dur)
+                lost_ends += int(null.sum())
+        if neg.any():
+            b.dur = np.where(neg, 0, b.dur)
+            negative += int(neg.sum())
+    if open_ranges:
+        ctx.warn(
+            f"{open_ranges:,} NVTX ranges never ended (the program stopped inside them); they are drawn to "
+            "the end of the profile."
+        )
+    if lost_ends:
+        ctx.warn(
+            f"{lost_ends:,} rows have no end time (the profiler lost their completion records); they are "
+            "shown with zero length."
+        )
+    if negative:
+        ctx.warn(
+            f"{negative:,} rows end before they start (clock errors in the export); they are shown with zero length."
+        )
+
+
+def _add_batches(ctx: Context) -> None:
+    """Hand every batch to the builder, then add kernel/copy side tables and launch flows."""
+    _fix_durations(ctx)
+    b = ctx.builder
+    api_keys: list[I64] = []
+    api_idx: list[I64] = []
+    api_names: list[npt.NDArray[np.int32]] = []
+    pending: list[tuple[Batch, I64]] = []
+    for batch in ctx.batches:
+        if not len(batch):
+            continue
+        idx = b.add_events(
+            start_ns=batch.start,
+            dur_ns=batch.dur,
+            kind=batch.kind,
+            lane=batch.lane,
+            name=batch.name,
+            corr=batch.corr,
+        )
+        if batch.api_key is not None and batch.api_name is not None:
+            api_keys.append(batch.api_key)
+            api_idx.append(idx)
+            api_names.append(batch.api_name)
+        pending.append((batch, idx))
+    if api_keys:
+        keys = np.concatenate(api_keys)
+        order = np.argsort(keys, kind="stable")
+        keys, calls, call_names = keys[order], np.concatenate(api_idx)[order], np.concatenate(api_names)[order]
+    else:
+        keys = calls = np.zeros(0, dtype=np.int64)
+        call_names = np.zeros(0, dtype=np.int32)
+    is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
+    linked = 0
+    for batch, idx in pending:
+        call = np.full(idx.shape[0], -1, dtype=np.int64)
+        call_name = np.full(idx.shape[0], -1, dtype=np.int64)
+        if batch.launch_key is not None and keys.shape[0]:
+            pos = np.searchsorted(keys, batch.launch_key)
+            hit = pos < keys.shape[0]
+            hit[hit] = keys[pos[hit]] == batch.launch_key[hit]
+            call[hit] = calls[pos[hit]]
+            call_name[hit] = call_names[pos[hit]]
+            if hit.any():
+                b.add_flows(call[hit], idx[hit], FlowKind.LAUNCH)
+                linked += int(hit.sum())
+        if batch.kernel is not None:
+            b.add_kernels(event=idx, **batch.kernel)
+        if batch.copy is not None:
+            is_async = np.where(call_name >= 0, is_async_name[np.maximum(call_name, 0)].astype(np.int8), -1)
+            b.add_copies(event=idx, is_async=is_async, **batch.copy)
+    ctx.properties["launch_links"] = linked
+
+
+def _properties(ctx: Context, info: ExportInfo) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "nsys_version": info.version or None,
+        "nsys_version_estimated": info.estimated or None,
+        "export_schema_version": info.schema_version or None,
+        "enums_from_file": ctx.enums.from_file,
+        "rows": {k: v for k, v in ctx.counts.items() if v},
+        "tables": ctx.schema.table_names,
+    }
+    props.update(ctx.properties)
+    t = ctx.schema.table("TARGET_INFO_SESSION_START_TIME")
+    if t and "utcepochns" in ctx.schema.cols(t):
+        row = ctx.conn.execute(f'SELECT utcEpochNs FROM "{t}" LIMIT 1').fetchone()
+        if row and isinstance(row[0], int):
+            props["session_start_utc_ns"] = row[0]
+    env = _system_env(ctx)
+    if env.get("CudaDriverVersion", "").isdigit():
+        v = int(env["CudaDriverVersion"])
+        props["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}"
+    if env.get("NvDriverVersion"):
+        props["nvidia_driver_version"] = env["NvDriverVersion"]
+    starts = [b.start for b in ctx.batches if len(b)]
+    props["time_base"] = "epoch" if starts and min(int(s.min()) for s in starts) > 10**17 else "session"
+    return props
+
+
+def _system_env(ctx: Context) -> dict[str, str]:
+    t = ctx.schema.table("TARGET_INFO_SYSTEM_ENV")
+    if not t or not {"name", "value"} <= ctx.schema.cols(t):
+        return {}
+    out: dict[str, str] = {}
+    for name, value in ctx.conn.execute(
+        f"SELECT name, value FROM \"{t}\" WHERE name IN ('CudaDriverVersion', 'NvDriverVersion')"
+    ):
+        if isinstance(name, str) and value is not None:
+            out.setdefault(name, str(value))
+    return out
+
+
+def _warn_about_content(ctx: Context, decoder: TextDecoder) -> None:
+    """The plain-words warning for exports without GPU activity, and text-decoding notes."""
+    gpu_rows = sum(ctx.counts.get(str(ctx.schema.table(t)), 0) for t in GPU_TABLES if ctx.schema.has(t))
+    if gpu_rows == 0:
+        have = []
+        for kind, label in (
+            (Kind.RANGE, "NVTX range"),
+            (Kind.MARKER, "NVTX mark"),
+            (Kind.API, "CUDA API call"),
+            (Kind.OSRT, "OS-runtime call"),
+        ):
+            n = sum(int((b.kind == kind).sum()) for b in ctx.batches if len(b))
+            if n:
+                have.append(f"{n:,} {label}{'' if n == 1 else 's'}")
+        listed = ", ".join(have[:-1]) + (" and " if len(have) > 1 else "") + have[-1] if have else ""
+        holds = f"It holds {listed}, shown on the CPU thread lanes. " if have else "It holds no events at all. "
+        version = ctx.info.version or ctx.info.estimated
+        env = _system_env(ctx)
+        cuda = ""
+        if env.get("CudaDriverVersion", "").isdigit():
+            v = int(env["CudaDriverVersion"])
+            cuda = f"CUDA driver {v // 1000}.{(v % 1000) // 10}"
+        api_only = ctx.counts.get(str(ctx.schema.table("CUPTI_ACTIVITY_KIND_RUNTIME")), 0) > 0
+        fits = ""
+        if api_only:
+            fits = (
+                f"The second fits here: nsys {version} recorded "
+                + (f"a machine with {cuda}" if cuda else "this program")
+                + ", and CUDA API calls were traced but no GPU work was. "
+            )
+        ctx.warn(
+            "This export holds no GPU activity: it has no CUDA kernel, memory-copy or memset rows. "
+            + holds
+            + "The usual reasons: CUDA tracing was off (record with nsys profile -t cuda,nvtx,osrt ...), or the "
+            + "nsys that recorded it is older than the CUDA version the program used, so it could not trace the "
+            + "GPU. "
+            + fits
+            + "Record again with CUDA tracing on, using an nsys at least as new as your CUDA"
+            + (f" ({cuda} here)." if cuda and not api_only else ".")
+        )
+    if decoder.replaced:
+        ctx.warn(
+            f"{decoder.replaced:,} text values in the export are not valid UTF-8; the invalid bytes are shown as �."
+        )

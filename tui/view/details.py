@@ -1,0 +1,187 @@
+"""The details of one event as label/value pairs (and as Rich text for the details pane): full name, where it
+ran, when, how long, launch geometry or copy size and bandwidth, the call that launched it and the ranges around
+it. No Textual; every name from the trace goes through ``safe_text.clean`` into ``Text``, never markup.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind
+from gputop_trace.model.trace import Trace
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
+from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
+from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.units import format_bytes, format_ns, format_rate
+
+KIND_LABEL: dict[int, str] = {
+    Kind.KERNEL: "kernel",
+    Kind.MEMCPY: "memcpy",
+    Kind.MEMSET: "memset",
+    Kind.API: "CUDA API call",
+    Kind.SYNC: "synchronization (host waits)",
+    Kind.CPU_OP: "CPU operator",
+    Kind.RANGE: "annotation range",
+    Kind.GPU_RANGE: "GPU annotation",
+    Kind.PYTHON: "Python frame",
+    Kind.GRAPH: "CUDA graph",
+    Kind.MARKER: "marker",
+    Kind.OSRT: "OS runtime call",
+    Kind.OVERHEAD: "profiler overhead",
+    Kind.UVM: "unified-memory migration",
+    Kind.OTHER: "event",
+}
+
+
+def lane_description(trace: Trace, lane: int) -> str:
+    """Where a lane's events ran: ``rank 0 · GPU 0 · stream 7`` or ``rank 0 · pid 453 · thread 485 (python3)``."""
+    ln = trace.lanes[lane]
+    parts = []
+    if len(trace.meta.ranks) > 1 or ln.rank:
+        parts.append(f"rank {ln.rank}")
+    if ln.kind in (LaneKind.GPU_STREAM, LaneKind.GPU_RANGES, LaneKind.UVM):
+        parts.append(f"GPU {ln.device}")
+        parts.append("annotations" if ln.kind == LaneKind.GPU_RANGES else clean(ln.name))
+    else:
+        if ln.pid >= 0:
+            parts.append(f"pid {ln.pid}")
+        parts.append(clean(ln.name))
+    return " · ".join(parts)
+
+
+def _tuple(v: np.ndarray) -> str:  # type: ignore[type-arg]
+    return "(" + ", ".join(str(int(x)) for x in v) + ")"
+
+
+def describe_event(
+    data: TimelineData,
+    event: int,
+    *,
+    names: NameIndex | None = None,
+    flows: FlowIndex | None = None,
+) -> tuple[str, list[tuple[str, str]]]:
+    """``(title, [(label, value), ...])`` for the details pane: the title is the event's name (a kernel's short
+    name; its full name is one of the rows). Values are cleaned plain strings."""
+    t = data.trace
+    i = int(event)
+    kind = int(t.kind[i])
+    start, dur = int(t.start_ns[i]), int(t.dur_ns[i])
+    name = clean(t.event_name(i))
+    rows: list[tuple[str, str]] = []
+    tail: list[tuple[str, str]] = []
+    what = KIND_LABEL.get(kind, "event")
+    if kind == Kind.KERNEL:
+        what += f" ({FAMILY_LABEL[data.family_of(i)]})"
+    rows.append(("what", f"{what} on {lane_description(t, int(t.lane[i]))}"))
+    title = name
+    if kind == Kind.KERNEL:
+        title = clean(kernel_display_name(t.event_name(i)))
+        if title != name:
+            tail.append(("full name", name))
+    rows.append(
+        ("when", f"{format_ns(start, precision=6)} for {format_ns(dur)} (ends {format_ns(start + dur, precision=6)})")
+    )
+    launch = int(t.launch_of[i])
+    if launch >= 0:
+        ls = int(t.start_ns[launch])
+        rows.append(
+            (
+                "launched by",
+                f"{clean(t.event_name(launch))} at {format_ns(ls, precision=6)} on "
+                f"{lane_description(t, int(t.lane[launch]))}; started {format_ns(start - ls)} after the call (x)",
+            )
+        )
+    elif flows is not None:
+        ops = flows.launched_by(i)
+        if len(ops):
+            first = int(ops[0])
+            more = f" (+{len(ops) - 1} more)" if len(ops) > 1 else ""
+            rows.append(
+                (
+                    "launches",
+                    f"{data.label(first)} on {lane_description(t, int(t.lane[first]))}, "
+                    f"{format_ns(int(t.start_ns[first]) - start)} later{more} (x)",
+                )
+            )
+    for enc in enclosing_ranges(t, data.rows, i):
+        chain = " › ".join(clean(t.event_name(e)) for e in enc.events)
+        lk = t.lanes[enc.lane].kind
+        rows.append(("GPU ranges" if lk == LaneKind.GPU_RANGES else "inside", chain))
+    if kind == Kind.KERNEL:
+        k = t.kernel_row(i)
+        if k >= 0:
+            kt = t.kernels
+            regs = int(kt.registers[k])
+            sh_s, sh_d = int(kt.shared_static[k]), int(kt.shared_dynamic[k])
+            rows.append(("grid", _tuple(kt.grid[k]) + " × block " + _tuple(kt.block[k])))
+            rows.append(
+                (
+                    "resources",
+                    f"{regs} registers/thread · shared {format_bytes(sh_s)} static + {format_bytes(sh_d)} dynamic",
+                )
+            )
+            occ = float(kt.occupancy[k])
+            extra = []
+            if not math.isnan(occ):
+                extra.append(f"est. achieved occupancy {occ:.0f}%")
+            bps, wps = float(kt.blocks_per_sm[k]), float(kt.warps_per_sm[k])
+            if not math.isnan(bps):
+                extra.append(f"{bps:.1f} blocks/SM")
+            if not math.isnan(wps):
+                extra.append(f"{wps:.1f} warps/SM")
+            if extra:
+                rows.append(("occupancy", " · ".join(extra)))
+            raw = int(kt.raw_name[k])
+            if raw >= 0:
+                tail.append(("raw name", clean(t.names[raw])))
+    if kind in (Kind.MEMCPY, Kind.MEMSET, Kind.UVM):
+        c = t.copy_row(i)
+        if c >= 0:
+            ct = t.copies
+            nbytes = int(ct.bytes[c])
+            size = f"{format_bytes(nbytes)} ({nbytes:,} bytes)"
+            if dur > 0 and nbytes > 0:
+                size += f" at {format_rate(nbytes / (dur / 1e9))}"
+            rows.append(("size", size))
+            if kind == Kind.MEMCPY:
+                direction = COPY_KIND_LABEL.get(int(ct.direction[c]), "unknown")
+                src = MEM_KIND_LABEL.get(int(ct.src_kind[c]), "unknown")
+                dst = MEM_KIND_LABEL.get(int(ct.dst_kind[c]), "unknown")
+                rows.append(("direction", f"{direction}  {src} → {dst}"))
+            else:
+                rows.append(("memory", MEM_KIND_LABEL.get(int(ct.dst_kind[c]), "unknown")))
+            asy = int(ct.is_async[c])
+            if asy >= 0:
+                rows.append(("async", "yes" if asy else "no (blocks the host)"))
+    if names is not None:
+        inst, starts = names.instances_like(i)
+        if len(inst) > 1:
+            pos = position_in(inst, starts, i, start)
+            scope = "this GPU" if int(t.event_device[i]) >= 0 else "this rank"
+            rows.append(("instance", f"{pos + 1} of {len(inst):,} with this name on {scope} (n / N)"))
+    ids = []
+    if int(t.corr[i]) >= 0:
+        ids.append(f"correlation {int(t.corr[i])}")
+    if int(t.ext[i]) >= 0:
+        ids.append(f"external id {int(t.ext[i])}")
+    ids.append(f"file time {t.file_time_ns(start, int(t.event_rank[i])):,} ns")
+    rows.append(("ids", " · ".join(ids)))
+    rows.extend(tail)
+    return title, rows
+
+
+def details_text(title: str, rows: list[tuple[str, str]]) -> Group:
+    """Rich renderable of a details block: the name in bold, then ``label  value`` rows whose values wrap
+    under themselves (never under the labels)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", style="dim", no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    for k, v in rows:
+        grid.add_row(k, Text(v))
+    return Group(Text(title, style="bold", overflow="fold"), grid)

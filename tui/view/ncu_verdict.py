@@ -1,0 +1,417 @@
+"""Rich renderables for the ncu drill-down: speed-of-light bars, a terminal roofline plot, stalls, occupancy,
+rules, the explanation and warnings — shared by ``gputop-trace ncu`` (printed) and the app's Drill-down panel
+(inside a Textual ``Static``). No Textual import; nothing is printed here.
+
+Every renderable adapts to the width it is given (``options.max_width``): labels are cut with an ellipsis, never
+wrapped; only the explanation and rule paragraphs wrap. Text from reports (kernel names, rule messages) goes
+through :func:`gputop_trace.safe_text.clean` and ``rich.text.Text``, never markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.text import Text
+
+from gputop_trace.analysis.roofline import KernelVerdict, format_intensity
+from gputop_trace.ncu.runner import Guidance
+from gputop_trace.safe_text import clean
+from gputop_trace.units import format_ns
+
+VERDICT_STYLE = {
+    "compute-bound": "bold black on green",
+    "memory-bound": "bold black on yellow",
+    "latency-bound": "bold white on red",
+    "unknown": "bold white on grey37",
+}
+POINT_STYLE = {"compute-bound": "bold green", "memory-bound": "bold yellow", "latency-bound": "bold red"}
+TENSOR_NOTE = {"heavy": "heavy tensor-core use", "moderate": "moderate use", "light": "light use", "none": "idle"}
+RULE_STYLE = {"ERR": "bold red", "WRN": "yellow", "OPT": "cyan", "INF": "dim", "NONE": "dim"}
+
+
+def _pct(x: float) -> str:
+    return "   -  " if math.isnan(x) else f"{x:5.1f}%"
+
+
+def _si(x: float, unit: str) -> str:
+    if math.isnan(x):
+        return "-"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def _fit(text: str, width: int) -> str:
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+class PctBar:
+    """One labelled percentage bar: ``label ██████░░░░  62.4%  note``. ``marker`` (0–100) draws a ``┃`` at that
+    position (theoretical occupancy on the achieved-occupancy bar)."""
+
+    def __init__(
+        self,
+        label: str,
+        pct: float,
+        note: str = "",
+        *,
+        label_width: int = 16,
+        style: str = "cyan",
+        marker: float | None = None,
+    ) -> None:
+        self.label = label
+        self.pct = pct
+        self.note = note
+        self.label_width = label_width
+        self.style = style
+        self.marker = marker
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.label_width + 20, options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        lw = min(self.label_width, max(6, width // 4))
+        note = f"  {self.note}" if self.note else ""
+        bar_w = max(6, min(30, (width - lw - 9) // 2))
+        text = Text(_fit(self.label, lw).ljust(lw) + " ", style="bold")
+        if math.isnan(self.pct):
+            text.append("·" * bar_w, style="grey37")
+        else:
+            filled = max(0, min(bar_w, round(bar_w * min(self.pct, 100.0) / 100.0)))
+            cells = ["█"] * filled + ["░"] * (bar_w - filled)
+            if self.marker is not None and not math.isnan(self.marker):
+                pos = max(0, min(bar_w - 1, round(bar_w * self.marker / 100.0) - 1))
+                cells[pos] = "┃"
+            for ch in cells:
+                text.append(ch, style=self.style if ch == "█" else ("bold white" if ch == "┃" else "grey37"))
+        text.append(" " + _pct(self.pct))
+        rest = width - text.cell_len
+        if note and rest > 3:
+            text.append(_fit(note, rest), style="dim")
+        text.truncate(width)
+        yield text
+
+
+class RooflinePlot:
+    """A log-log roofline in text cells: the memory roof (slope), the compute roof (flat), a dotted line at the
+    ridge point and the kernel as ``●`` at (its arithmetic intensity, its achieved FLOP/s)."""
+
+    def __init__(self, v: KernelVerdict, *, height: int = 9, max_width: int = 72) -> None:
+        self.v = v
+        self.height = max(5, height)
+        self.max_width = max_width
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(30, min(options.max_width, self.max_width))
+
+    def unavailable_reason(self) -> str:
+        """Why no plot can be drawn (``""`` when it can)."""
+        v = self.v
+        if math.isnan(v.peak_flop_per_s) or math.isnan(v.peak_dram_bytes_per_s):
+            return "roofline unavailable: the report has no peak figures for this GPU"
+        if math.isnan(v.intensity) or math.isinf(v.intensity) or v.intensity <= 0:
+            return "roofline unavailable: no FLOP or DRAM counts (profile with --set full)"
+        if math.isnan(v.achieved_flop_per_s) or v.achieved_flop_per_s <= 0:
+            return "roofline unavailable: no achieved FLOP rate"
+        return ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        reason = self.unavailable_reason()
+        if reason:
+            yield Text(_fit(reason, options.max_width), style="dim")
+            return
+        yield from self.lines(min(options.max_width, self.max_width))
+
+    def lines(self, width: int) -> list[Text]:
+        """The plot as text lines for a given total width."""
+        v = self.v
+        peak, bw, ridge, inten, ach = (
+            v.peak_flop_per_s,
+            v.peak_dram_bytes_per_s,
+            v.ridge,
+            v.intensity,
+            v.achieved_flop_per_s,
+        )
+        ylab_w = 12
+        w = max(16, width - ylab_w - 1)
+        h = self.height
+        lo = 10 ** math.floor(math.log10(min(inten, ridge)) - 1)
+        hi = 10 ** math.ceil(math.log10(max(inten, ridge)) + 1)
+        ymax = peak * 1.15
+        ymin = min(ach / 2.0, lo * bw)
+
+        def col_of(x: float) -> int:
+            return max(
+                0, min(w - 1, round((math.log10(x) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * (w - 1)))
+            )
+
+        def row_of(y: float) -> int:
+            f = (math.log10(max(y, ymin)) - math.log10(ymin)) / (math.log10(ymax) - math.log10(ymin))
+            return max(0, min(h - 1, h - 1 - round(f * (h - 1))))
+
+        grid = [[" "] * w for _ in range(h)]
+        styles: list[list[str]] = [[""] * w for _ in range(h)]
+        prev_row: int | None = None
+        ridge_col = col_of(ridge)
+        for c in range(w):
+            x = lo * (hi / lo) ** (c / (w - 1))
+            r = row_of(min(x * bw, peak))
+            flat = x * bw >= peak
+            grid[r][c] = "━" if flat else "╱"
+            styles[r][c] = "bright_white"
+            if prev_row is not None and abs(prev_row - r) > 1:
+                for rr in range(min(prev_row, r) + 1, max(prev_row, r)):
+                    grid[rr][c] = "│"
+                    styles[rr][c] = "bright_white"
+            prev_row = r
+        for rr in range(row_of(peak) + 1, h):
+            if grid[rr][ridge_col] == " ":
+                grid[rr][ridge_col] = "┊"
+                styles[rr][ridge_col] = "grey50"
+        pc, pr = col_of(inten), row_of(ach)
+        grid[pr][pc] = "●"
+        styles[pr][pc] = POINT_STYLE.get(v.verdict, "bold magenta")
+        point_style = POINT_STYLE.get(v.verdict, "")
+        name = "this kernel"
+        candidates = [
+            (pr, pc + 2, name),
+            (pr, pc - len(name) - 1, name),
+            (pr + 1, pc, "↑ " + name),
+            (pr + 1, pc - len(name) - 1, name + " ↑"),
+            (pr - 1, pc, "↓ " + name),
+            (pr - 1, pc - len(name) - 1, name + " ↓"),
+        ]
+        for lr, start, text in candidates:
+            if not (0 <= lr < h and start >= 0 and start + len(text) <= w):
+                continue
+            if all(grid[lr][i] == " " for i in range(start, start + len(text))):
+                for i, ch in enumerate(text):
+                    grid[lr][start + i] = ch
+                    styles[lr][start + i] = point_style
+                break
+        out: list[Text] = []
+        top_label = _si(peak, "FLOP/s")
+        bottom_label = _si(ymin, "FLOP/s")
+        for r in range(h):
+            lab = top_label if r == row_of(peak) else (bottom_label if r == h - 1 else "")
+            t = Text(_fit(lab, ylab_w).rjust(ylab_w), style="dim")
+            t.append("│", style="grey50")
+            for c in range(w):
+                t.append(grid[r][c], style=styles[r][c] or None)
+            out.append(t)
+        axis = Text(" " * ylab_w + "└" + "─" * w, style="grey50")
+        out.append(axis)
+        xl = Text(" " * (ylab_w + 1))
+        left, right = f"{format_intensity(lo)}", f"{format_intensity(hi)} FLOP/byte"
+        ridge_txt = f"ridge {format_intensity(ridge)}"
+        line = [" "] * w
+        for i, ch in enumerate(left[:w]):
+            line[i] = ch
+        start = max(0, w - len(right))
+        for i, ch in enumerate(right[: w - start]):
+            line[start + i] = ch
+        rs = max(len(left) + 1, min(ridge_col - len(ridge_txt) // 2, start - len(ridge_txt) - 1))
+        if rs >= len(left) + 1 and rs + len(ridge_txt) < start:
+            for i, ch in enumerate(ridge_txt):
+                line[rs + i] = ch
+        xl.append("".join(line), style="dim")
+        out.append(xl)
+        return out
+
+
+def _kv(label: str, value: str, width: int = 16) -> Text:
+    return Text(_fit(label, width).ljust(width) + " ", style="bold") + Text(clean(value))
+
+
+def header(v: KernelVerdict) -> Group:
+    """Kernel name, GPU, duration, launch, geometry."""
+    k = v.kernel
+    parts = [k.device_name or "GPU ?", format_ns(v.duration_ns) if not math.isnan(v.duration_ns) else "- ns"]
+    if v.launch is not None:
+        parts.append(f"launch {v.launch}")
+    first = Text(clean(k.name or "?"), style="bold") + Text(clean("  ·  " + "  ·  ".join(parts)))
+    first.no_wrap = True
+    first.overflow = "ellipsis"
+    lines: list[RenderableType] = [first]
+    if k.demangled and k.demangled != k.name:
+        full = Text(clean(k.demangled), style="dim", no_wrap=True, overflow="ellipsis")
+        lines.append(full)
+    geo = []
+    if k.grid and k.block:
+        geo.append(f"grid {k.grid[0]}×{k.grid[1]}×{k.grid[2]} · block {k.block[0]}×{k.block[1]}×{k.block[2]}")
+    if v.registers is not None:
+        geo.append(f"{v.registers} registers/thread")
+    if geo:
+        lines.append(Text(" · ".join(geo), style="dim", no_wrap=True, overflow="ellipsis"))
+    return Group(*lines)
+
+
+def verdict_line(v: KernelVerdict) -> Text:
+    """``COMPUTE-BOUND`` badge and the figures it rests on."""
+    t = Text(f" {v.verdict.upper()} ", style=VERDICT_STYLE.get(v.verdict, "bold"))
+    bits = []
+    if not math.isnan(v.intensity):
+        bits.append(f"{format_intensity(v.intensity)} FLOP/B")
+    if not math.isnan(v.ridge):
+        bits.append(f"ridge {format_intensity(v.ridge)} FLOP/B ({v.precision})")
+    if v.verdict_basis:
+        bits.append(f"by {v.verdict_basis}")
+    t.append("  " + " · ".join(bits))
+    t.no_wrap = True
+    t.overflow = "ellipsis"
+    return t
+
+
+def speed_of_light(v: KernelVerdict) -> Group:
+    """SM %, memory %, DRAM % and tensor pipe as bars."""
+    return Group(
+        PctBar("SM throughput", v.sm_pct, "of peak", style="green"),
+        PctBar("Memory", v.memory_pct, f"DRAM {_pct(v.dram_pct).strip()}", style="yellow"),
+        PctBar("Tensor pipe", v.tensor_pipe_pct, TENSOR_NOTE.get(v.tensor_use, ""), style="magenta"),
+    )
+
+
+def occupancy_block(v: KernelVerdict) -> Group:
+    """Achieved vs theoretical occupancy, the limiter, cache hit rates."""
+    o = v.occupancy
+    note = f"of {_pct(o.theoretical_pct).strip()} theoretical"
+    if o.limiter not in ("none", "unknown"):
+        note += f" · limit: {o.limiter}"
+    return Group(
+        PctBar("Occupancy", o.achieved_pct, note, style="cyan", marker=o.theoretical_pct),
+        PctBar("L1 hit rate", v.l1_hit_pct, style="blue"),
+        PctBar("L2 hit rate", v.l2_hit_pct, style="blue"),
+    )
+
+
+def stalls_block(v: KernelVerdict, top: int = 5) -> Group:
+    """The top warp stall reasons, as bars of their share of cycles between issued instructions."""
+    rows: list[RenderableType] = [Text("Warp stalls (share of cycles between issues)", style="bold underline")]
+    if not v.stalls:
+        rows.append(Text("no stall counters in this report (--set full collects them)", style="dim"))
+    for s in v.stalls[:top]:
+        rows.append(PctBar(s.label, s.share_pct, f"{s.cycles:.2f} cyc · {s.meaning}", style="red"))
+    if not math.isnan(v.no_eligible_pct):
+        rows.append(PctBar("no eligible warp", v.no_eligible_pct, "of active cycles", style="red"))
+    return Group(*rows)
+
+
+def explanation_block(v: KernelVerdict) -> Group:
+    """The plain-words explanation (wrapping paragraphs)."""
+    rows: list[RenderableType] = [Text("Why", style="bold underline")]
+    rows.extend(Text(clean(p)) for p in v.explanation)
+    return Group(*rows)
+
+
+def rules_block(v: KernelVerdict, limit: int = 8) -> Group:
+    """ncu's own rule results: type, rule, title, estimated speedup, message."""
+    rows: list[RenderableType] = [Text("ncu rules", style="bold underline")]
+    if not v.rules:
+        rows.append(Text("none in this report", style="dim"))
+    for r in v.rules[:limit]:
+        head = Text(f"{clean(r.type):<3} ", style=RULE_STYLE.get(r.type, ""))
+        head.append(clean(r.identifier), style="bold")
+        if r.title:
+            head.append(" · " + clean(r.title))
+        if r.speedup_pct is not None and r.speedup_pct >= 0.05:
+            head.append(
+                f" · est. speedup {r.speedup_pct:.1f}%" + (f" ({clean(r.speedup_type)})" if r.speedup_type else "")
+            )
+        head.no_wrap = True
+        head.overflow = "ellipsis"
+        rows.append(head)
+        rows.append(Padding(Text(clean(r.text), style="dim"), (0, 0, 0, 4)))
+    if len(v.rules) > limit:
+        rows.append(Text(f"… {len(v.rules) - limit} more", style="dim"))
+    return Group(*rows)
+
+
+def warnings_block(warnings: Iterable[str]) -> Group | None:
+    """Yellow warning lines, or None when there are none."""
+    ws = [w for w in warnings if w]
+    if not ws:
+        return None
+    return Group(*[Text("⚠ " + clean(w), style="yellow") for w in ws])
+
+
+#: From this width on, the result is laid out in two columns (measures left, roofline and explanation right).
+WIDE = 140
+
+
+class VerdictView:
+    """The whole drill-down result for one kernel. Below :data:`WIDE` columns: one column, top to bottom; from
+    :data:`WIDE` on, the bars and stalls on the left and the roofline and explanation on the right."""
+
+    def __init__(self, v: KernelVerdict, *, extra_warnings: Sequence[str] = (), plot_height: int = 9) -> None:
+        self.v = v
+        self.extra_warnings = tuple(extra_warnings)
+        self.plot_height = plot_height
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        v = self.v
+        top: list[RenderableType] = [header(v), verdict_line(v)]
+        warn = warnings_block([*v.warnings, *self.extra_warnings])
+        if warn is not None:
+            top.append(warn)
+        measures: list[RenderableType] = [speed_of_light(v), occupancy_block(v), Text(""), stalls_block(v)]
+        roofline: list[RenderableType] = [
+            Text("Roofline", style="bold underline"),
+            RooflinePlot(v, height=self.plot_height),
+        ]
+        if options.max_width >= WIDE:
+            from rich.table import Table
+
+            grid = Table.grid(expand=True, padding=(0, 2))
+            grid.add_column(ratio=1)
+            grid.add_column(ratio=1)
+            grid.add_row(Group(*measures), Group(*roofline, Text(""), explanation_block(v)))
+            yield Group(*top, Text(""), grid, Text(""), rules_block(v))
+            return
+        yield Group(
+            *top,
+            Text(""),
+            speed_of_light(v),
+            occupancy_block(v),
+            Text(""),
+            *roofline,
+            Text(""),
+            explanation_block(v),
+            Text(""),
+            stalls_block(v),
+            Text(""),
+            rules_block(v),
+        )
+
+
+def render_verdict(v: KernelVerdict, *, extra_warnings: Sequence[str] = (), plot_height: int = 9) -> VerdictView:
+    """The whole drill-down result for one kernel (see :class:`VerdictView`)."""
+    return VerdictView(v, extra_warnings=extra_warnings, plot_height=plot_height)
+
+
+def render_guidance(g: Guidance, *, list_kernels: bool = True) -> Group:
+    """A failed run: title, what to do, supporting lines, ncu's list of kernels (unless ``list_kernels`` is
+    False: the app shows them in a list of its own)."""
+    parts: list[RenderableType] = [
+        Text("✗ " + clean(g.title), style="bold red"),
+        Text(clean(g.text)),
+    ]
+    if g.available_kernels and list_kernels:
+        parts.append(Text("Kernels ncu saw:", style="bold"))
+        parts.extend(
+            Text(f"  {i + 1}. {clean(n)}", no_wrap=True, overflow="ellipsis") for i, n in enumerate(g.available_kernels)
+        )
+    if g.details:
+        parts.append(Text("Last lines:", style="bold"))
+        parts.extend(Text("  " + clean(d), style="dim", no_wrap=True, overflow="ellipsis") for d in g.details[-12:])
+    return Group(*parts)
+
+
+__all__ = ["PctBar", "RooflinePlot", "VerdictView", "header", "render_guidance", "render_verdict"]
