@@ -7,9 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from rank_traces import MS, US, straggler_pair
 from textual.widgets import DataTable
-from tui_helpers import GputopApp, press, run, screen_text, synthetic_trace, timeline, wait_loaded, wait_until
 
 from gputop_trace.tui.screens.compare import CompareScreen
 from gputop_trace.tui.screens.help import HelpScreen
@@ -18,6 +16,8 @@ from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.view.rank_compare import Align, LineKind
 from gputop_trace.tui.widgets.rank_compare import RankCompare
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+from tests.rank_traces import MS, US, straggler_pair
+from tests.tui_helpers import GputopApp, press, run, screen_text, synthetic_trace, timeline, wait_loaded, wait_until
 
 SIZE = (100, 30)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
 from gputop_trace.analysis.collectives import find_collectives
 from gputop_trace.analysis.ranks import rank_table
@@ -18,6 +17,7 @@ from gputop_trace.tui.widgets.rank_compare import RankCompare
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.units import format_ns
 from tests.conftest import corpus_file
+from tests.tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
 DDP = "kineto/h200_ddp_2gpu"
 NSYS_2GPU = "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"

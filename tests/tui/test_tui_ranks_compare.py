@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from rank_traces import MS, US, straggler_pair
 
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.model.kinds import Kind
@@ -39,6 +38,7 @@ from gputop_trace.tui.view.ranks_view import NO_COLLECTIVES, ONE_RANK, RanksView
 from gputop_trace.tui.view.row_render import Cells, event_row_cells, util_row_cells
 from gputop_trace.tui.view.timeline_data import TimelineData, prepare_timeline
 from gputop_trace.tui.view.timeline_math import Window
+from tests.rank_traces import MS, US, straggler_pair
 from tests.tui_helpers import synthetic_trace
 
 #: 100 columns of 100 µs: column c covers [c * 100 µs, (c + 1) * 100 µs) from each rank's time 0

@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
-from tui_helpers import run, wait_loaded, wait_until
 
 from gputop_trace.analysis.gaps import find_gaps
 from gputop_trace.analysis.kernels import kernel_table
@@ -18,7 +16,9 @@ from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import python_left_out
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.commands import palette_entries
+from tests.cli_run import run_cli
 from tests.paths import SAMPLES
+from tests.tui_helpers import run, wait_loaded, wait_until
 
 STACK = str(SAMPLES / "h200_train_step_stack.json.gz")
 

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 from textual.widgets import ContentSwitcher, DataTable, Input
-from tui_helpers import (
+
+from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.screens.dialogs import PromptScreen
+from gputop_trace.tui.screens.help import HelpScreen
+from gputop_trace.tui.screens.main import MainScreen
+from gputop_trace.tui.widgets.drilldown import DrilldownPanel
+from gputop_trace.tui.widgets.kernels_panel import KernelTable
+from tests.tui_helpers import (
     GputopApp,
     lane_named,
     line_of_lane,
@@ -21,13 +28,6 @@ from tui_helpers import (
     wait_loaded,
     wait_until,
 )
-
-from gputop_trace.model.kinds import Kind
-from gputop_trace.tui.screens.dialogs import PromptScreen
-from gputop_trace.tui.screens.help import HelpScreen
-from gputop_trace.tui.screens.main import MainScreen
-from gputop_trace.tui.widgets.drilldown import DrilldownPanel
-from gputop_trace.tui.widgets.kernels_panel import KernelTable
 
 Check = Callable[[GputopApp, Any, str], Awaitable[None]]
 SIZE = (80, 24)

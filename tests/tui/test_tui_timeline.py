@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rich.color import Color
-from tui_helpers import (
+
+from gputop_trace.tui.view.palette import COLOURS, Role, Sid
+from gputop_trace.tui.view.row_render import event_row_cells
+from gputop_trace.tui.view.timeline_data import prepare_timeline
+from gputop_trace.tui.view.timeline_math import RowData, Window, column_bounds
+from tests.tui_helpers import (
     GputopApp,
     lane_named,
     line_of_lane,
@@ -16,11 +21,6 @@ from tui_helpers import (
     timeline,
     wait_loaded,
 )
-
-from gputop_trace.tui.view.palette import COLOURS, Role, Sid
-from gputop_trace.tui.view.row_render import event_row_cells
-from gputop_trace.tui.view.timeline_data import prepare_timeline
-from gputop_trace.tui.view.timeline_math import RowData, Window, column_bounds
 
 # 62 columns: a 12-column lane gutter and a 50-column plot, so the 1000 ns trace is 20 ns per cell when fitted
 SIZE = (62, 20)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import corpus_file
-from tests.test_e2e_tmux import Tmux, _gputop
+from tests.e2e.test_e2e_tmux import Tmux, _gputop
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tui_helpers import timeline, wait_loaded
 
 from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp
+from tests.tui_helpers import timeline, wait_loaded
 
 SIZES = [(80, 24), (160, 48)]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tui_helpers import timeline, wait_loaded, wait_until
 
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.compare import CompareScreen
 from tests.conftest import corpus_file
+from tests.tui_helpers import timeline, wait_loaded, wait_until
 
 SIZES = [(80, 24), (160, 48)]
 DDP = "kineto/h200_ddp_2gpu"
@@ -59,7 +59,7 @@ def test_snapshot_monochrome(snap_compare: Any, monkeypatch: pytest.MonkeyPatch)
 
 def test_the_snapshot_keys_open_the_comparison_on_step_2() -> None:
     """The snapshots above show what they claim: R from that cursor opens step_2 (not a blank screen)."""
-    from tui_helpers import press, run
+    from tests.tui_helpers import press, run
 
     async def body() -> None:
         app = GputopApp([corpus_file(DDP)])

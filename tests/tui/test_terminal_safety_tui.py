@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -34,6 +33,7 @@ from tests.fixtures.hostile import (
     write_kineto,
     write_nsys,
 )
+from tests.tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
 SIZE = (160, 48)
 

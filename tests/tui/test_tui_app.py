@@ -9,7 +9,18 @@ import threading
 from pathlib import Path
 
 import pytest
-from tui_helpers import (
+
+from gputop_trace.load.loader import load_paths
+from gputop_trace.load.samples import default_sample
+from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.screens.dialogs import ErrorDialog
+from gputop_trace.tui.screens.loading import LoadingScreen
+from gputop_trace.tui.screens.main import MainScreen
+from gputop_trace.tui.widgets.details_pane import DetailsPane
+from gputop_trace.tui.widgets.kernels_panel import KernelTable
+from tests.conftest import CORPUS, corpus_file
+from tests.paths import ROOT
+from tests.tui_helpers import (
     MARKUP_NAME,
     GputopApp,
     lane_named,
@@ -23,17 +34,6 @@ from tui_helpers import (
     wait_text,
     wait_until,
 )
-
-from gputop_trace.load.loader import load_paths
-from gputop_trace.load.samples import default_sample
-from gputop_trace.model.kinds import Kind
-from gputop_trace.tui.screens.dialogs import ErrorDialog
-from gputop_trace.tui.screens.loading import LoadingScreen
-from gputop_trace.tui.screens.main import MainScreen
-from gputop_trace.tui.widgets.details_pane import DetailsPane
-from gputop_trace.tui.widgets.kernels_panel import KernelTable
-from tests.conftest import CORPUS, corpus_file
-from tests.paths import ROOT
 
 CLI = [sys.executable, "-m", "gputop_trace"]
 

@@ -39,7 +39,7 @@ def test_sizes_out_of_range_or_not_sizes_are_value_errors(text: str) -> None:
     [["gaps", "--gap-threshold", "1e999s"], ["summary", "--max-memory", "9" * 400 + "GB"]],
 )
 def test_the_command_line_says_so_and_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from cli_run import run_cli
+    from tests.cli_run import run_cli
 
     code, _, err = run_cli(capsys, argv[0], str(SAMPLES / "h200_train_step.json.gz"), *argv[1:])
     assert code == 2 and "Traceback" not in err and "too l" in err

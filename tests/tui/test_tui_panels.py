@@ -4,7 +4,6 @@ bundled sample and the DDP pair: what they list first, and that Enter shows it o
 from __future__ import annotations
 
 import pytest
-from tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
 from gputop_trace.analysis.gaps import find_gaps
 from gputop_trace.analysis.ranges import range_summary
@@ -16,6 +15,7 @@ from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, Tra
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from tests.conftest import corpus_file
+from tests.tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
 
 
 def test_gaps_panel_lists_the_longest_gap_and_shows_it_on_the_busy_strip() -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable
-from tui_helpers import press, run, screen_text, timeline, wait_text, wait_until
 
 from gputop_trace.cli.view import make_app
 from gputop_trace.errors import TraceError
@@ -25,6 +24,7 @@ from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.navigation import FlowIndex
 from gputop_trace.tui.view.timeline_data import prepare_timeline
 from tests.conftest import corpus_file
+from tests.tui_helpers import press, run, screen_text, timeline, wait_text, wait_until
 
 SIZE = (100, 30)
 

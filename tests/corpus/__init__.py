@@ -1,0 +1,1 @@
+"""corpus tests (see tests/README.md)."""

@@ -1,0 +1,1 @@
+"""tui tests (see tests/README.md)."""

@@ -1,0 +1,1 @@
+"""unit tests (see tests/README.md)."""
