@@ -71,7 +71,8 @@ def summarize_or_die(path: str, default_rank: int, options: object) -> object:
     """A per-file function whose worker process dies (as if killed for memory) on files named ``*die*``."""
     import os
 
-    from gputop_trace.analysis.rank_summary import SummaryOptions, summarize_file
+    from gputop_trace.analysis.rank_summary import SummaryOptions
+    from gputop_trace.fleet.summarize import summarize_file
 
     if "die" in os.path.basename(path):
         os._exit(9)

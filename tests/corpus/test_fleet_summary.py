@@ -14,8 +14,9 @@ import pytest
 from gputop_trace.analysis.fleet_collectives import match_fleet
 from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
 from gputop_trace.analysis.gaps import CAUSES
-from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_file
+from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 from gputop_trace.fleet.executors import expand_paths, plan_jobs
+from gputop_trace.fleet.summarize import summarize_file
 from tests.fleet_helpers import fleet_small  # noqa: F401  (fixture)
 
 DDP = "kineto/h200_ddp_2gpu"
@@ -137,7 +138,7 @@ def test_missing_and_corrupt_files_give_input_errors(tmp_path: Path) -> None:
 
 @pytest.mark.corpus
 def test_a_bug_is_an_internal_error_record_with_its_traceback(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gputop_trace.analysis.rank_summary as rs
+    import gputop_trace.fleet.summarize as rs
 
     def broken(*_: object, **__: object) -> list[RankSummary]:
         raise ValueError("boom")
