@@ -34,8 +34,10 @@ def summarize_file(path: str, default_rank: int = 0, options: SummaryOptions | N
         c0, t0 = time.process_time(), time.perf_counter()
         trace = _load(path, default_rank, opts)
         t1 = time.perf_counter()
-        stamp = {"version": __version__, "file_bytes": _size(path)}
-        summaries = [dataclasses.replace(s, **stamp) for s in summarize_trace(trace, path, opts)]
+        size = _size(path)
+        summaries = [
+            dataclasses.replace(s, version=__version__, file_bytes=size) for s in summarize_trace(trace, path, opts)
+        ]
         t2 = time.perf_counter()
         cpu = time.process_time() - c0
         n = len(summaries)  # a multi-rank file's time is shared out evenly

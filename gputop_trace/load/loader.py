@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.merge import merge_traces
 from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.sniff import TRACE_SUFFIXES, sniff
+from gputop_trace.parsers.source import Progress
 
 #: ``progress(bytes_done, bytes_total, events_so_far)``
-Progress = Callable[[int, int, int], None]
 
 
 def list_trace_files(directory: str) -> list[str]:
@@ -85,12 +85,13 @@ def _parse_format(
         from gputop_trace.parsers.chrome import loader as chrome
 
         return chrome.load(path, progress=progress, default_rank=default_rank, include_python=include_python)
-    if kind in ("nsys", "nsys-rep"):
+    if kind == "nsys-rep":
+        from gputop_trace.load.nsys_report import load_report
+
+        return load_report(path, progress=progress, default_rank=default_rank)
+    if kind == "nsys":
         from gputop_trace.parsers.nsys import loader as nsys
 
-        if kind == "nsys-rep":
-            rep: Trace = nsys.load_report(path, progress=progress, default_rank=default_rank)
-            return rep
         sq: Trace = nsys.load(path, progress=progress, default_rank=default_rank)
         return sq
     if kind == "ncu-rep":
