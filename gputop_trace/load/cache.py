@@ -143,24 +143,29 @@ def min_source_bytes() -> int:
 _FINGERPRINT: list[str] = []
 
 
+def fingerprint_sources() -> list[tuple[str, Path]]:
+    """The source files whose text decides what a loaded trace holds, as (name inside the package, path): the
+    loader, every module of the model and every module of the parsers, sub-folders included (``chrome/``,
+    ``nsys/``), so that an edit to any of them makes older cache entries stale."""
+    from gputop_trace import parsers
+    from gputop_trace.load import loader
+
+    files = [("load/loader.py", Path(loader.__file__))]
+    for base, folder in (("model", Path(model.__file__).parent), ("parsers", Path(parsers.__file__).parent)):
+        files += [(f"{base}/{f.relative_to(folder).as_posix()}", f) for f in sorted(folder.rglob("*.py"))]
+    return files
+
+
 def code_fingerprint() -> str:
     """A hash of everything that decides what a loaded trace holds: package version, this format, and the
-    sources of the model and of every parser (so an edited parser never meets an entry an older one wrote)."""
+    sources of the loader, the model and every parser (:func:`fingerprint_sources`)."""
     if not _FINGERPRINT:
         h = hashlib.sha256(f"{__version__}/{FORMAT_VERSION}".encode())
-        from gputop_trace import parsers
-        from gputop_trace.load import loader
-
-        model_dir = Path(model.__file__).parent
-        parser_dir = Path(parsers.__file__).parent
-        files = [(Path("load") / "loader.py", Path(loader.__file__))]
-        for base, folder in (("model", model_dir), ("parsers", parser_dir)):
-            files += [(Path(base) / f.relative_to(folder), f) for f in sorted(folder.rglob("*.py"))]
-        for rel, f in files:
+        for rel, f in fingerprint_sources():
             try:
-                h.update(rel.as_posix().encode() + b"\0" + f.read_bytes())
+                h.update(rel.encode() + b"\0" + f.read_bytes())
             except OSError:
-                h.update(rel.as_posix().encode() + b"\0?")
+                h.update(rel.encode() + b"\0?")
         _FINGERPRINT.append(h.hexdigest()[:32])
     return _FINGERPRINT[0]
 

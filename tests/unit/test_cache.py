@@ -448,3 +448,16 @@ def test_nsys_exports_round_trip_through_the_cache(name: str, cache_dir: Path) -
     load_paths([path])
     assert len(_entries(cache_dir)) == 1, "the model could not be stored (a metadata value of an unknown type?)"
     assert_traces_equal(load_paths([path]), parsed)
+
+
+def test_the_code_fingerprint_covers_every_parser_and_model_module_in_sub_folders_too() -> None:
+    """An edit to parsers/chrome/*.py or parsers/nsys/*.py must make older cache entries stale."""
+    from gputop_trace.load.cache import fingerprint_sources
+    from tests.paths import ROOT
+
+    hashed = {path.resolve() for _, path in fingerprint_sources()}
+    expected = {p.resolve() for p in (ROOT / "parsers").rglob("*.py")}
+    expected |= {p.resolve() for p in (ROOT / "gputop_trace" / "model").glob("*.py")}
+    expected.add((ROOT / "gputop_trace" / "load" / "loader.py").resolve())
+    assert any(p.parent.name == "chrome" for p in expected) and any(p.parent.name == "nsys" for p in expected)
+    assert expected <= hashed, sorted(str(p) for p in expected - hashed)
