@@ -135,6 +135,19 @@ def max_bytes() -> int:
     return _size_setting("GPUTOP_TRACE_CACHE_SIZE", DEFAULT_MAX_BYTES)
 
 
+def _worth_caching(path: str, size: int, min_bytes: int) -> bool:
+    """Whether a trace is large enough to cache: judged on what it holds once decompressed (a 3 MB gzip can
+    hold 87 MB of JSON that takes seconds to parse), not on its size on disk."""
+    if size >= min_bytes:
+        return True
+    from gputop_trace.load.resources import decompressed_size
+
+    try:
+        return decompressed_size(path) >= min_bytes
+    except OSError:
+        return False
+
+
 def min_source_bytes() -> int:
     """The smallest trace file worth caching (``GPUTOP_TRACE_CACHE_MIN``)."""
     return _size_setting("GPUTOP_TRACE_CACHE_MIN", DEFAULT_MIN_SOURCE_BYTES)
@@ -575,7 +588,7 @@ def load_cached(
     except OSError:
         return parse()  # the parser reports a missing or unreadable file properly
     limit = max_bytes()
-    if key.size < (min_source_bytes() if min_bytes is None else min_bytes):
+    if not _worth_caching(path, key.size, min_source_bytes() if min_bytes is None else min_bytes):
         return parse()
     folder = root / key.name
     if folder.is_dir():

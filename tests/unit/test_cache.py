@@ -461,3 +461,15 @@ def test_the_code_fingerprint_covers_every_parser_and_model_module_in_sub_folder
     expected.add((ROOT / "gputop_trace" / "load" / "loader.py").resolve())
     assert any(p.parent.name == "chrome" for p in expected) and any(p.parent.name == "nsys" for p in expected)
     assert expected <= hashed, sorted(str(p) for p in expected - hashed)
+
+
+@pytest.mark.corpus
+def test_a_small_gzip_holding_a_large_trace_is_cached(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threshold is on what the file holds: the MTIA trace is a 3 MB gzip of 87 MB of JSON (seconds to parse)."""
+    monkeypatch.delenv("GPUTOP_TRACE_CACHE_MIN")
+    path = corpus_file("external/mtia_trace_single_rank/mtia_rank_0.json.gz")
+    assert os.path.getsize(path) < 16 << 20  # below the default threshold on disk
+    first = load_paths([path])
+    assert len(_entries(cache_dir)) == 1
+    again = load_paths([path])
+    assert len(again) == len(first) and np.array_equal(again.start_ns, first.start_ns)
