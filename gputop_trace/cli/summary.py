@@ -86,6 +86,9 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     )
     idle_listed = len(doc["gpus"]) - len(shown)
     more = f"; {idle_listed} more listed without activity" if active and idle_listed > 0 else ""
+    if not gpus and active:  # busy devices, but the trace names none of them (no deviceProperties)
+        gpus = ", ".join((f"rank {r} " if multi else "") + f"GPU {d}" for r, d in sorted(active))
+        more = " (model not recorded: the trace has no deviceProperties)"
     con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
     ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)

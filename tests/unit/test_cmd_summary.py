@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,14 @@ def test_a_trace_without_gpu_work_says_so(tmp_path: Path, capsys: pytest.Capture
     assert code == 0 and "No GPU activity" in out
     code, out, _ = run_cli(capsys, "transfers", str(p))
     assert code == 0 and "No copies" in out
+
+
+@pytest.mark.corpus
+def test_busy_gpus_of_a_trace_without_device_properties_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """No deviceProperties: the GPUs line names the busy GPUs instead of saying "none recorded" above their table."""
+    code, out, _ = run_cli(capsys, "summary", corpus_file("external/trace_compare/base/base.json.gz"))
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("GPUs:")]
+    assert "none recorded" not in line
+    assert re.search(r"GPUs: GPU \d", line) and "no deviceProperties" in line
+    assert "GPU busy time" in out
