@@ -246,7 +246,16 @@ def load_paths(
         dup = sorted({r for r in ranks if ranks.count(r) > 1})
         raise TraceError(
             f"Several of these traces claim the same rank ({', '.join(map(str, dup))}): they look like runs of "
-            "different jobs, or copies of one file. Open them one at a time, or keep one file per rank.",
+            "different jobs, or copies of one file. To compare two runs, use 'gputop-trace diff BASE TEST'; to look "
+            "at one, open it alone; for a job, keep one file per rank.",
+        )
+    loaded = [f for f, r in zip(files, results, strict=True) if isinstance(r, Trace)]
+    why = not_one_job(traces, loaded)
+    if why:
+        raise TraceError(
+            f"These traces cannot be ranks of one job: {why}. Opened together they would be merged onto one "
+            "clock and compared as if they waited for each other. To compare two runs, use "
+            "'gputop-trace diff BASE TEST'; to look at one, open it alone.",
         )
     from gputop_trace.analysis.clock import align_rank_clocks
 
@@ -258,3 +267,34 @@ def load_paths(
         ]
         trace = trace.with_meta(warnings=(*lost, *trace.meta.warnings))
     return trace
+
+
+def not_one_job(traces: Sequence[Trace], files: Sequence[str]) -> str | None:
+    """Why these traces (one per file) cannot be ranks of one job, or None when they can be.
+
+    Ranks of one job agree on the world size and the distributed backend and process-group count
+    (``distributedInfo``), and run on one GPU model; a rank is below the world size. Facts a file does not record
+    are not held against it."""
+
+    def info(t: Trace) -> dict[str, object]:
+        d = t.meta.properties.get("distributedInfo")
+        return d if isinstance(d, dict) else {}
+
+    names = [os.path.basename(f) for f in files]
+    for t, name in zip(traces, names, strict=True):
+        if t.meta.world_size is not None:
+            beyond = [r for r in t.meta.ranks if r >= t.meta.world_size]
+            if beyond:
+                return f"{name} is rank {beyond[0]} of a job of {t.meta.world_size} ranks"
+    checks: list[tuple[str, list[object]]] = [
+        ("world size", [t.meta.world_size for t in traces]),
+        ("distributed backend", [info(t).get("backend") for t in traces]),
+        ("number of process groups", [info(t).get("pg_count") for t in traces]),
+        ("GPU model", [", ".join(sorted({g.name for g in t.meta.gpus if g.name})) or None for t in traces]),
+    ]
+    for what, values in checks:
+        known = [(v, n) for v, n in zip(values, names, strict=True) if v is not None]
+        if len({v for v, _ in known}) > 1:
+            (a, na), (b, nb) = known[0], next(k for k in known if k[0] != known[0][0])
+            return f"their {what} differs ({na}: {a}; {nb}: {b})"
+    return None

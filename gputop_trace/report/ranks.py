@@ -39,13 +39,20 @@ def row_json(r: RankRow) -> dict[str, Any]:
     }
 
 
-def straggler_json(s: StragglerReport) -> dict[str, Any]:
-    """The straggler verdict as a JSON-contract object."""
+def straggler_json(s: StragglerReport, applied_shift_ns: dict[int, int] | None = None) -> dict[str, Any]:
+    """The straggler verdict as a JSON-contract object.
+
+    ``clock_offset_ns`` is, per rank, the clock offset that was applied (ns; positive: that rank's clock was
+    ahead of the lowest rank's, and its events were moved back by as much; ``-meta.rank_shift_ns``), 0 for a rank
+    left as recorded. ``residual_clock_offset_ns`` is what matching the collectives still estimates after that
+    (offsets under the alignment threshold, 0.5 ms, are clock noise and left alone)."""
+    shifts = applied_shift_ns or {}
     return {
         "straggler": s.straggler,
         "share_last": round(s.straggler_share, 4),
         "instances": s.instances,
-        "clock_offset_ns": {str(k): v for k, v in s.clock_offset_ns.items()},
+        "clock_offset_ns": {str(k): -shifts.get(k, 0) for k in sorted(set(s.clock_offset_ns) | set(shifts))},
+        "residual_clock_offset_ns": {str(k): v for k, v in s.clock_offset_ns.items()},
         "host_activity": [{"activity": a, "others_wait_ns": ns} for a, ns in s.host_activity],
         "groups": [{"group": g.group, "ranks": list(g.ranks), "matched": len(g), "unmatched": g.unmatched}
                    for g in s.groups],
@@ -85,6 +92,6 @@ def ranks_document(trace: Trace, paths: list[str]) -> dict[str, Any]:
         trace,
         paths,
         ranks=[row_json(r) for r in rows],
-        stragglers=straggler_json(strag),
+        stragglers=straggler_json(strag, trace.meta.rank_shift_ns),
         verdict=straggler_sentence(strag, rows),
     )
