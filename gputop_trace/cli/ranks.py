@@ -59,16 +59,17 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
     for r in doc["ranks"]:
         mean_step = sum(r["step_ns"]) / len(r["step_ns"]) if r["step_ns"] else None
+        coll = bool(r["collectives"])  # without collectives (or GPU work) there is no figure, not a zero: "–"
         t.add_row(
             str(r["rank"]),
             str(r["steps"]),
-            format_ns(mean_step) if mean_step is not None else "-",
-            format_ns(r["busy_ns"]),
-            format_ns(r["collective_ns"]),
-            format_ns(r["exposed_collective_ns"]),
-            f"{r['hidden_collective_pct']:.0f}%",
-            format_ns(r["collective_wait_ns"]),
-            f"{r['times_last']}",
+            format_ns(mean_step) if mean_step is not None else "–",
+            format_ns(r["busy_ns"]) if r["devices"] else "–",
+            format_ns(r["collective_ns"]) if coll else "–",
+            format_ns(r["exposed_collective_ns"]) if coll else "–",
+            f"{r['hidden_collective_pct']:.0f}%" if coll else "–",
+            format_ns(r["collective_wait_ns"]) if coll else "–",
+            f"{r['times_last']}" if coll else "–",
         )
     con.print(t)
     con.print(

@@ -91,6 +91,10 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         more = " (model not recorded: the trace has no deviceProperties)"
     con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
+    for s in doc["steps"]:
+        who = f"rank {s['rank']} " if multi else ""
+        spread = f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})" if s["count"] > 1 else ""
+        con.print(Text(f"{who}step time: {format_ns(s['mean_ns'])} mean over {s['count']} steps{spread}"))
     ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
     if doc["devices"]:

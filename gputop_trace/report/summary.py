@@ -99,6 +99,33 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
             }
             for d in a.gaps
         ],
+        steps=steps_json(trace),
         transfers=transfers_json(trace, a.transfers, copies=False),
         top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
     )
+
+
+def steps_json(trace: Trace) -> list[dict[str, Any]]:
+    """Per rank, the step ranges (``ProfilerStep#N`` / ``step_N``) and their durations in ns; empty when the
+    trace marks no steps."""
+    import numpy as np
+
+    from gputop_trace.analysis.steps import find_steps
+
+    out = []
+    for s in find_steps(trace):
+        if not len(s):
+            continue
+        d = s.dur_ns.astype(np.int64)
+        out.append(
+            {
+                "rank": s.rank,
+                "count": len(s),
+                "step_ns": d.tolist(),
+                "mean_ns": int(d.sum() // len(d)),
+                "median_ns": int(np.median(d)),
+                "min_ns": int(d.min()),
+                "max_ns": int(d.max()),
+            }
+        )
+    return out
