@@ -13,6 +13,7 @@ import pytest
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
 from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
@@ -22,7 +23,6 @@ from tests.conftest import CORPUS, corpus_file
 from tests.paths import ROOT
 from tests.tui_helpers import (
     MARKUP_NAME,
-    GputopApp,
     lane_named,
     line_of_lane,
     press,
@@ -54,9 +54,11 @@ def test_load_error_dialog_has_the_cli_text_and_exits_2(tmp_path: Path, content:
         app = GputopApp([str(bad)])
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, (ErrorDialog, MainScreen)))
-            if isinstance(app.screen, MainScreen):  # a truncated file can still be recovered: no error then
+            screen = app.screen
+            if isinstance(screen, MainScreen):  # a truncated file can still be recovered: no error then
                 return None
-            text = app.screen.text
+            assert isinstance(screen, ErrorDialog)
+            text = screen.text
             await wait_text(pilot, app, "Could not open the trace")
             await press(pilot, "enter")
             await wait_until(pilot, lambda: app.return_code is not None)

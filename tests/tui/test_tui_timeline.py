@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from rich.color import Color
 
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.view.palette import COLOURS, Role, Sid
 from gputop_trace.tui.view.row_render import event_row_cells
 from gputop_trace.tui.view.timeline_data import prepare_timeline
 from gputop_trace.tui.view.timeline_math import RowData, Window, column_bounds
 from tests.tui_helpers import (
-    GputopApp,
     lane_named,
     line_of_lane,
     plot_of,
