@@ -111,7 +111,11 @@ def test_every_screen_of_the_app_is_clean_and_literal(
                 await press(pilot, "ctrl+p")
                 await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
                 await press(pilot, *query)
-                await wait_until(pilot, lambda shown=shown: shown in screen_text(app))  # type: ignore[misc]
+
+                def palette_shows(shown: str = shown) -> bool:
+                    return shown in screen_text(app)
+
+                await wait_until(pilot, palette_shows)
                 clean_screen(app, f"palette {query}")
                 await press(pilot, "escape")
                 await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))

@@ -169,7 +169,7 @@ async def search(app: GputopApp, pilot: Any, key: str) -> None:
     main = _main(app)
     await wait_until(pilot, lambda: main.matches is not None)
     tiny = _events(app, "tiny")
-    assert len(main.matches) == 10  # type: ignore[arg-type]
+    assert main.matches is not None and len(main.matches) == 10
     assert tl.selected in tiny
     first = tl.selected
     await press(pilot, "n")
