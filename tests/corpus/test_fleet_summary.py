@@ -17,6 +17,7 @@ from gputop_trace.analysis.gaps import CAUSES
 from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 from gputop_trace.fleet.executors import expand_paths, plan_jobs
 from gputop_trace.fleet.summarize import summarize_file
+from gputop_trace.model.trace import Trace
 from tests.fleet_helpers import fleet_small  # noqa: F401  (fixture)
 
 DDP = "kineto/h200_ddp_2gpu"
@@ -26,7 +27,7 @@ def _summaries(directory: Path | str) -> list[RankSummary]:
     return [s for j in plan_jobs(expand_paths([str(directory)])) for s in summarize_file(j.path, j.default_rank)]
 
 
-def _merged(directory: Path | str):  # type: ignore[no-untyped-def]
+def _merged(directory: Path | str) -> Trace:
     from gputop_trace.load.loader import load_paths
 
     return load_paths([str(directory)])

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.errors import TraceError
+from gputop_trace.model.kernel_names import function_name
 from gputop_trace.parsers import ncu
 from gputop_trace.parsers.ncu import (
-    function_name,
     kernels_from_csv,
     load_report,
     parse_number,
@@ -152,7 +152,8 @@ def test_parse_number(text: str, value: float | None) -> None:
     ],
 )
 def test_unit_factor(unit: str, factor: float, base: str) -> None:
-    assert unit_factor(unit) == (pytest.approx(factor), base)
+    got_factor, got_base = unit_factor(unit)
+    assert got_factor == pytest.approx(factor) and got_base == base
 
 
 @pytest.mark.parametrize(

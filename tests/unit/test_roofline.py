@@ -107,8 +107,8 @@ def test_classify_thresholds() -> None:
     assert classify(math.nan, math.nan, 1.0, 1.0)[0] == "unknown"
 
 
-def _synthetic(**metrics: float) -> NcuKernel:
-    return NcuKernel(index=0, name=str(metrics.pop("_name", "k")), metrics=metrics)
+def _synthetic(name: str = "k", /, **metrics: float) -> NcuKernel:
+    return NcuKernel(index=0, name=name, metrics=metrics)
 
 
 def test_tiny_kernel_and_counters_above_peak_are_flagged() -> None:
@@ -141,7 +141,7 @@ def test_tiny_kernel_and_counters_above_peak_are_flagged() -> None:
 )
 def test_compiled_kernel_names(name: str, compiled: bool) -> None:
     assert is_compiled_kernel(name) is compiled
-    v = analyze_kernel(_synthetic(_name=name, **{"gpu__time_duration.sum": 50_000.0}))  # type: ignore[arg-type]
+    v = analyze_kernel(_synthetic(name, **{"gpu__time_duration.sum": 50_000.0}))
     assert any("torch.compile" in w for w in v.warnings) is compiled
 
 
