@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.load.loader import Progress, load_paths
+from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.source import Progress
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
