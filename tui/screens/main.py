@@ -9,8 +9,6 @@ import re
 from functools import partial
 from typing import Any, ClassVar
 
-import numpy as np
-import numpy.typing as npt
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -21,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
 from gputop_trace.errors import TraceError
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -57,8 +56,6 @@ from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Interval, Timeline
 from gputop_trace.units import format_ns, parse_duration_ns
-
-I64 = npt.NDArray[np.int64]
 
 
 class SearchDone(Message):

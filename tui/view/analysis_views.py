@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.findings import Finding
 from gputop_trace.analysis.gaps import BREAKDOWN_KEYS, CAUSE_FIX, CAUSE_LABELS, CAUSES, DeviceGaps, Gap
@@ -17,8 +16,6 @@ from gputop_trace.tui.view.row_render import compact_duration
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.view.timeline_math import RowData
 from gputop_trace.units import format_bytes, format_ns
-
-I64 = npt.NDArray[np.int64]
 
 #: Panels list at most this many rows (the longest gaps, the most exposed copies); the note says so.
 MAX_ROWS = 2000

@@ -15,15 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.tui.view.palette import Overlay, Role, Sid, style_key
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.view.timeline_math import EIGHTHS, Bins, RowData, bin_row, fit_label, label_with_duration, runs
-
-I64 = npt.NDArray[np.int64]
 
 BOUNDARY = "▏"
 DENSE_MANY = "▉"
