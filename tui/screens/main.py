@@ -54,7 +54,8 @@ from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
 from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
-from gputop_trace.tui.widgets.timeline import Interval, Timeline
+from gputop_trace.tui.widgets.timeline import Timeline
+from gputop_trace.tui.widgets.timeline_canvas import Interval
 from gputop_trace.units import format_ns, parse_duration_ns
 
 
