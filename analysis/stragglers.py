@@ -20,10 +20,10 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.collectives import Collectives, find_collectives
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
-I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 MAX_SHIFT = 3

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.errors import TraceError
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import TraceMeta
@@ -45,7 +46,6 @@ from gputop_trace.parsers.source import Progress
 
 #: ``progress(rows_read, rows_total, events_so_far)``; may raise :class:`LoadCancelled`.
 
-I64 = npt.NDArray[np.int64]
 
 #: Tables read row by row, in reading order (GPU tables first: profiler overhead needs their spans).
 EVENT_TABLES = (
