@@ -1,7 +1,7 @@
 """Why one kernel is slow, from its Nsight Compute metrics (detectors.md §6): roofline verdict, speed of light,
 occupancy and its limiter, warp-stall ranking, tensor-pipe use, cache hit rates, and a plain-words explanation.
 
-Pure functions of an :class:`~gputop_trace.parsers.ncu.NcuKernel`'s metrics (ncu base units). Definitions:
+Pure functions of an :class:`~gputop_trace.model.ncu.NcuKernel`'s metrics (ncu base units). Definitions:
 
 - FLOPs per precision from thread-instruction counts: FP32 = fadd + fmul + 2·ffma, FP64 likewise with d*,
   FP16 = 2·hadd + 2·hmul + 4·hfma (half2 instructions, as ncu's half roofline counts them); counts are
@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gputop_trace.parsers.ncu import NcuKernel, NcuRule
+from gputop_trace.model.ncu import NcuKernel, NcuRule
 
 #: Throughput (% of peak) under which ncu calls a unit "not saturated" (its SOLBottleneck rule uses 60 %).
 SATURATED_PCT = 60.0

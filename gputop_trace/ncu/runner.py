@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import glob
 import os
 import re
-import shutil
 import signal
 import time
 from collections import deque
@@ -78,22 +76,6 @@ class NcuRunResult:
     def ok(self) -> bool:
         """A report to open."""
         return self.failure is None and self.report_path is not None
-
-
-def find_ncu() -> str | None:
-    """The ncu executable: ``$GPUTOP_NCU``, ``ncu`` on PATH, ``/usr/local/cuda/bin/ncu``, or the newest
-    ``/opt/nvidia/nsight-compute/*/ncu``. None when there is none."""
-    explicit = os.environ.get("GPUTOP_NCU")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    on_path = shutil.which("ncu")
-    if on_path:
-        return on_path
-    candidates = ["/usr/local/cuda/bin/ncu", *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)]
-    for c in candidates:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 def not_installed() -> Guidance:

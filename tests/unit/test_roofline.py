@@ -18,7 +18,8 @@ from gputop_trace.analysis.roofline import (
     ridge_point,
     tensor_use,
 )
-from gputop_trace.parsers.ncu import NcuKernel, load_report
+from gputop_trace.model.ncu import NcuKernel
+from gputop_trace.ncu.report_reader import load_report
 
 
 def _kernel(corpus: Path, name: str) -> NcuKernel:
