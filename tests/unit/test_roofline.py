@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.roofline import (
+from gputop_trace.analysis.roofline import analyze_kernel, classify, is_compiled_kernel
+from gputop_trace.analysis.roofline_limits import (
     SATURATED_PCT,
-    analyze_kernel,
-    classify,
-    is_compiled_kernel,
     occupancy,
     peak_rates,
     rank_stalls,
