@@ -177,7 +177,7 @@ def test_without_yes_and_without_a_terminal_nothing_runs(fake_ncu: Path, tmp_pat
 def test_ncu_not_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("GPUTOP_NCU", raising=False)
-    monkeypatch.setattr("gputop_trace.ncu.runner.find_ncu", lambda: None)
+    monkeypatch.setattr("gputop_trace.ncu.locate.find_ncu", lambda: None)
     assert main(["ncu", "--kernel", "k", "--yes", "--", "./app"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "ncu was not found. Nsight Compute ships with the CUDA toolkit" in err and "GPUTOP_NCU" in err

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from gputop_trace.ncu.drilldown import NcuCommand, build_ncu_command
+from gputop_trace.ncu.report_reader import load_report
 from gputop_trace.ncu.runner import NcuRunner, NcuRunResult, available_kernels, classify_run
-from gputop_trace.parsers.ncu import load_report
 from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus

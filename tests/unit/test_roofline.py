@@ -7,18 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.roofline import (
+from gputop_trace.analysis.roofline import analyze_kernel, classify, is_compiled_kernel
+from gputop_trace.analysis.roofline_limits import (
     SATURATED_PCT,
-    analyze_kernel,
-    classify,
-    is_compiled_kernel,
     occupancy,
     peak_rates,
     rank_stalls,
     ridge_point,
     tensor_use,
 )
-from gputop_trace.parsers.ncu import NcuKernel, load_report
+from gputop_trace.model.ncu import NcuKernel
+from gputop_trace.ncu.report_reader import load_report
 
 
 def _kernel(corpus: Path, name: str) -> NcuKernel:

@@ -17,7 +17,8 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
 
-from gputop_trace.analysis.roofline import KernelVerdict, format_intensity
+from gputop_trace.analysis.roofline import KernelVerdict
+from gputop_trace.analysis.roofline_explain import format_intensity
 from gputop_trace.ncu.runner import Guidance
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns, format_si
