@@ -50,9 +50,9 @@ def load_file(
     if kind == "directory":
         return load_paths([path], progress=progress, use_cache=use_cache, include_python=include_python)
     if kind in ("chrome", "nsys", "nsys-rep") and use_cache:
-        from gputop_trace.load import cache
+        from gputop_trace.load import cache, cache_keys
 
-        if not cache.cache_disabled():
+        if not cache_keys.cache_disabled():
             params: dict[str, object] = {"format": kind, "default_rank": default_rank}
             if not include_python and kind == "chrome":
                 params["python"] = False
