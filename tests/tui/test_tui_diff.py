@@ -85,7 +85,7 @@ async def _unreadable_side(tmp_path: Path) -> None:
     bad.write_text("{ not json")
     app = DiffApp([str(RANK0)], [str(bad)], use_cache=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog) and bool(app.screen.query("#error-text")))
         text = " ".join(str(app.screen.query_one("#error-text").render()).split())
         assert text.startswith(f"gputop-trace: error: TEST ({bad}) could not be read:")
         await pilot.press("enter")
