@@ -196,12 +196,12 @@ def range_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
 def copy_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
     """Copies and memsets by kind (``HtoD``, ``DtoH``, ``memset`` ...)."""
     ev = trace.copies.event
-    labels = [direction_label(int(d), int(trace.kind[e]) == Kind.MEMSET)
-              for d, e in zip(trace.copies.direction.tolist(), ev.tolist(), strict=True)]  # fmt: skip
+    code = trace.copies.direction.astype(np.int64) * 2 + (trace.kind[ev] == Kind.MEMSET)
     groups: dict[str, list[I64]] = {}
-    for lab in sorted(set(labels)):
-        groups[lab] = [ev[np.array([x == lab for x in labels], dtype=bool)]]
-    return _grouped(trace, steps, chosen, groups, launch=True)
+    for c in np.unique(code).tolist():
+        label = direction_label(c // 2, bool(c % 2))
+        groups.setdefault(label, []).append(ev[code == c])
+    return _grouped(trace, steps, chosen, dict(sorted(groups.items())), launch=True)
 
 
 def idle_cause_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
