@@ -86,8 +86,8 @@ async def _unreadable_side(tmp_path: Path) -> None:
     app = DiffApp([str(RANK0)], [str(bad)], use_cache=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog) and bool(app.screen.query("#error-text")))
-        text = " ".join(str(app.screen.query_one("#error-text").render()).split())
-        assert text.startswith(f"gputop-trace: error: TEST ({bad}) could not be read:")
+        text = "".join(str(app.screen.query_one("#error-text").render()).split())
+        assert text.startswith("".join(f"gputop-trace: error: TEST ({bad}) could not be read:".split()))
         await pilot.press("enter")
     assert app.return_code == 2
 
