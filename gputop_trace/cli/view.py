@@ -24,6 +24,11 @@ def register(sub: Any) -> None:
         "ranks, and Enter opens one.",
     )
     common.add_paths(p, optional=True)
+    p.add_argument(
+        "--diff",
+        action="store_true",
+        help="compare two runs: view --diff BASE TEST opens the Diff view (as gputop-trace diff --view BASE TEST)",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,6 +59,11 @@ def make_app(
 def run(args: argparse.Namespace) -> int:
     """Start the app; returns its exit code (0 after q, 2 when the trace could not be opened)."""
     paths: list[str] = list(args.paths)
+    if getattr(args, "diff", False) and len(paths) != 2:
+        raise TraceError(
+            f"view --diff compares two runs: give BASE and TEST (got {len(paths)} "
+            f"path{'s' if len(paths) != 1 else ''})."
+        )
     if not paths:
         from gputop_trace.load.samples import default_sample
 
@@ -63,6 +73,16 @@ def run(args: argparse.Namespace) -> int:
             "gputop-trace view needs an interactive terminal (stdin and stdout must be a TTY). For output a "
             "script can read, use 'gputop-trace summary PATH --json'.",
         )
+    if getattr(args, "diff", False):
+        from gputop_trace.tui.diff_app import DiffApp
+
+        opts = {
+            "use_cache": not getattr(args, "no_cache", False),
+            "include_python": not getattr(args, "no_python", False),
+        }
+        diff_app = DiffApp([paths[0]], [paths[1]], max_memory=getattr(args, "max_memory", None), **opts)
+        diff_app.run()
+        return int(diff_app.return_code or 0)
     app = make_app(
         paths,
         max_memory=getattr(args, "max_memory", None),
