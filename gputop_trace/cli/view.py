@@ -27,7 +27,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--diff",
         action="store_true",
-        help="compare two runs: view --diff BASE TEST opens the Diff view (as gputop-trace diff --view BASE TEST)",
+        help="compare two runs: view --diff BASE TEST opens the Diff view (as gputop-trace diff --view BASE TEST); "
+        "two trace files that cannot be ranks of one job (both rank 0, or another world size or GPU model) open "
+        "there without it",
     )
     p.set_defaults(func=run)
 
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             "gputop-trace view needs an interactive terminal (stdin and stdout must be a TTY). For output a "
             "script can read, use 'gputop-trace summary PATH --json'.",
         )
-    if getattr(args, "diff", False):
+    if getattr(args, "diff", False) or _two_runs(paths, use_cache=not getattr(args, "no_cache", False)):
         from gputop_trace.tui.diff_app import DiffApp
 
         opts = {
@@ -91,3 +93,22 @@ def run(args: argparse.Namespace) -> int:
     )
     app.run()
     return int(app.return_code or 0)
+
+
+def _two_runs(paths: list[str], *, use_cache: bool) -> bool:
+    """Whether ``view A B`` names two runs to compare rather than two ranks of one job: two trace files that
+    cannot be ranks of one job (they claim the same rank, or their world size, backend, process groups or GPU
+    model differ; :func:`gputop_trace.load.loader.not_one_job`). A file that cannot be read leaves the decision to
+    the timeline, which explains the error."""
+    import os
+
+    if len(paths) != 2 or any(os.path.isdir(p) for p in paths):
+        return False
+    from gputop_trace.load.loader import load_file, not_one_job
+
+    try:
+        traces = [load_file(p, use_cache=use_cache) for p in paths]
+    except TraceError:
+        return False
+    ranks = [r for t in traces for r in t.meta.ranks]
+    return len(set(ranks)) != len(ranks) or not_one_job(traces, paths) is not None

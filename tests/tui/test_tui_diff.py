@@ -110,3 +110,19 @@ def test_view_diff_needs_two_paths_and_a_terminal() -> None:
             capture_output=True, text=True, timeout=120, check=False,
         ).stderr.split()
     )  # fmt: skip
+
+
+@pytest.mark.corpus
+def test_view_of_two_runs_opens_the_diff_and_of_two_ranks_the_timeline(slower: Path) -> None:
+    """`view A B`: two runs (both rank 0, or of another world size) are compared; two ranks of one job are ranks."""
+    from gputop_trace.cli.view import _two_runs
+
+    ddp = CORPUS / "kineto" / "h200_ddp_2gpu"
+    assert not _two_runs([str(ddp / "rank0.pt.trace.json.gz"), str(ddp / "rank1.pt.trace.json.gz")], use_cache=False)
+    assert _two_runs([str(RANK0), str(slower)], use_cache=False)
+    other_job = CORPUS / "external" / "trace_filter" / "sampled_rank-1.json.gz"
+    assert _two_runs(
+        [str(CORPUS / "external/negative_queue_length_values_check/rank0.json.gz"), str(other_job)], use_cache=False
+    )
+    assert not _two_runs([str(ddp), str(RANK0)], use_cache=False)  # a folder: ranks of a job
+    assert not _two_runs([str(RANK0)], use_cache=False)
