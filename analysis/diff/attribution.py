@@ -205,13 +205,25 @@ def copy_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
 
 
 def idle_cause_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
-    """Idle gaps by cause (the gap detector's, default threshold), by their start."""
+    """Idle gaps by cause (the gap detector's, default threshold); per step, the part of each gap inside it."""
     devs = find_gaps(trace)
     cause = np.concatenate([d.columns.cause.astype(np.int64) for d in devs]) if devs else np.zeros(0, np.int64)
     dur = np.concatenate([d.columns.dur_ns for d in devs]) if devs else np.zeros(0, np.int64)
     start = np.concatenate([d.columns.start_ns for d in devs]) if devs else np.zeros(0, np.int64)
     rank = np.concatenate([np.full(len(d.columns), d.rank, np.int64) for d in devs]) if devs else cause
-    return _items(steps, chosen, [CAUSE_LABELS[c] for c in CAUSES], cause, dur, rank, start)
+    names = [CAUSE_LABELS[c] for c in CAUSES]
+    items = _items(steps, chosen, names, cause, dur, rank, start)
+    # a gap counts in a step for the part of it inside that step (a gap across a step boundary is split), so a
+    # step's idle causes never add up to more than its GPU idle time
+    per_step = np.zeros((len(names), len(chosen)), dtype=np.float64)
+    end = start + dur
+    for r, (s, e, c) in _step_cols(steps, chosen).items():
+        sel = rank == r
+        for k in range(len(s)):
+            part = np.clip(np.minimum(end[sel], e[k]) - np.maximum(start[sel], s[k]), 0, None)
+            per_step[:, c[k]] += np.bincount(cause[sel], weights=part, minlength=len(names))
+    per_step /= _ranks_per_step(steps, chosen)
+    return _Items(names, items.totals, items.counts, per_step)
 
 
 def gpu_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
