@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from gputop_trace.analysis.ncu_trust import TrustNote, trust_notes
 from gputop_trace.analysis.roofline_explain import explain
 from gputop_trace.analysis.roofline_limits import (
     SATURATED_PCT,
@@ -79,6 +80,7 @@ class KernelVerdict:
     sectors_per_request: float
     rules: tuple[NcuRule, ...]
     warnings: tuple[str, ...]
+    trust: tuple[TrustNote, ...] = ()
 
     @property
     def name(self) -> str:
@@ -233,6 +235,7 @@ def analyze_kernel(kernel: NcuKernel, *, launch: int | None = None, compiled: bo
         sectors_per_request=spr,
         rules=tuple(sorted(kernel.rules, key=_rule_order)),
         warnings=tuple(kernel_warnings(kernel, duration, compiled=compiled, has_flops=has_counts)),
+        trust=tuple(trust_notes(kernel)),
     )
     return replace(v, explanation=tuple(explain(v, note)))
 

@@ -146,6 +146,7 @@ def verdict_json(v: KernelVerdict) -> dict[str, Any]:
         ],
         "nvtx": list(k.nvtx),
         "warnings": list(v.warnings),
+        "trust": [{"kind": t.kind, "level": t.level, "text": t.text} for t in v.trust],
     }
 
 

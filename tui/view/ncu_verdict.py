@@ -334,6 +334,21 @@ def warnings_block(warnings: Iterable[str]) -> Group | None:
     return Group(*[Text("⚠ " + clean(w), style="yellow") for w in ws])
 
 
+def trust_block(v: KernelVerdict) -> Group | None:
+    """How far the figures can be trusted (replay passes, atomics, pass-dependent disagreement), or None."""
+    if not v.trust:
+        return None
+    return Group(
+        *[
+            Text(
+                ("⚠ " if t.level == "warning" else "ⓘ ") + clean(t.text),
+                style="yellow" if t.level == "warning" else "dim",
+            )
+            for t in v.trust
+        ]
+    )
+
+
 #: From this width on, the result is laid out in two columns (measures left, roofline and explanation right).
 WIDE = 140
 
@@ -353,6 +368,9 @@ class VerdictView:
         warn = warnings_block([*v.warnings, *self.extra_warnings])
         if warn is not None:
             top.append(warn)
+        trust = trust_block(v)
+        if trust is not None:
+            top.append(trust)
         measures: list[RenderableType] = [speed_of_light(v), occupancy_block(v), Text(""), stalls_block(v)]
         roofline: list[RenderableType] = [
             Text("Roofline", style="bold underline"),
