@@ -1,8 +1,10 @@
 """``gputop-trace ncu``: why is this kernel slow? Nsight Compute's numbers turned into a verdict.
 
 - ``gputop-trace ncu REPORT.ncu-rep [--json]``: open an existing report (no GPU needed);
-- ``gputop-trace ncu --kernel NAME [--launch N] [--nvtx RANGE] [--set S] [--yes] -- CMD ...``: profile launch N of
-  kernel NAME while CMD runs, then open the report. The exact ncu command is shown and runs only after the user
+- ``gputop-trace ncu --kernel NAME [--launch N] [--launch-count C] [--nvtx RANGE] [--set S] [--yes] -- CMD ...``:
+  profile launch N (and the C - 1 after it) of kernel NAME while CMD runs, then open the report; ``--kernel-regex
+  REGEX`` instead of ``--kernel`` profiles a kernel family (every function name the regex matches). Several launches
+  of one kernel are shown with their spread. The exact ncu command is shown and runs only after the user
   says yes (``--yes`` answers for scripts). Without Textual: this path must work on a bare GPU box.
 """
 
@@ -18,6 +20,7 @@ from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
 
 if TYPE_CHECKING:
+    from gputop_trace.analysis.ncu_launches import LaunchSpread
     from gputop_trace.analysis.roofline import KernelVerdict
     from gputop_trace.model.ncu import NcuReport
     from gputop_trace.ncu.runner import Guidance, NcuRunResult
@@ -52,6 +55,20 @@ def register(sub: Any) -> None:
         metavar="N",
         help="which launch of that kernel (0 = first; counted among launches of that name, inside "
         "--nvtx ranges when given)",
+    )
+    p.add_argument(
+        "--kernel-regex",
+        metavar="REGEX",
+        help="profile a kernel family instead: every kernel whose function name matches this regular expression "
+        "(ncu -k regex:REGEX)",
+    )
+    p.add_argument(
+        "--launch-count",
+        type=int,
+        default=1,
+        metavar="C",
+        help="profile C launches from --launch on (default 1); several launches of one kernel are shown with "
+        "their spread",
     )
     p.add_argument("--nvtx", metavar="RANGE", help="only count launches inside NVTX push/pop ranges with this name")
     p.add_argument(
@@ -150,10 +167,33 @@ def verdict_json(v: KernelVerdict) -> dict[str, Any]:
     }
 
 
+def spread_json(s: LaunchSpread) -> dict[str, Any]:
+    """Several launches of one kernel: their report indices and each figure's min / median / max."""
+    return {
+        "name": s.name,
+        "report_indices": list(s.indices),
+        "figures": [
+            {
+                "label": f.label,
+                "metric": f.metric,
+                "unit": f.unit,
+                "n": f.n,
+                "min": _num(f.min),
+                "median": _num(f.median),
+                "max": _num(f.max),
+                "rel_spread": _num(f.rel_spread),
+            }
+            for f in s.figures
+        ],
+        "warning": s.note.text if s.note else None,
+    }
+
+
 def report_json(
     report: NcuReport, verdicts: list[KernelVerdict], *, run: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The whole ``ncu`` JSON document."""
+    from gputop_trace.analysis.ncu_launches import launch_spreads
     from gputop_trace.report.envelope import envelope
 
     doc = envelope("ncu", None, report.path, kernels=[verdict_json(v) for v in verdicts])
@@ -166,6 +206,7 @@ def report_json(
         }
     )
     doc["warnings"] = list(report.warnings) + ([w for w in run.get("warnings", [])] if run else [])
+    doc["launch_spread"] = [spread_json(s) for s in launch_spreads(report.kernels)]
     if run is not None:
         doc["run"] = run
     return doc
@@ -214,6 +255,12 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
         if len(verdicts) > 1:
             con.print(Rule(f"kernel {i + 1} of {len(verdicts)}"))
         con.print(render_verdict(v, extra_warnings=extra_warnings))
+    from gputop_trace.analysis.ncu_launches import launch_spreads
+    from gputop_trace.tui.view.ncu_verdict import spread_table
+
+    for s in launch_spreads(report.kernels):
+        con.print(Rule(f"{len(s.indices)} launches of {clean(s.name)}"))
+        con.print(spread_table(s))
 
 
 def open_report(path: str, *, as_json: bool, ncu_path: str | None = None) -> int:
@@ -299,6 +346,11 @@ def run_profile(args: argparse.Namespace) -> int:
         )
     if args.launch < 0:
         raise TraceError(f"--launch must be 0 or more, not {args.launch}.")
+    if args.launch_count < 1:
+        raise TraceError(f"--launch-count must be 1 or more, not {args.launch_count}.")
+    if args.kernel and args.kernel_regex:
+        raise TraceError("Give --kernel NAME or --kernel-regex REGEX, not both.")
+    kernel_label = args.kernel or args.kernel_regex
     ncu = args.ncu or find_ncu()
     if not ncu:
         g = not_installed()
@@ -309,12 +361,14 @@ def run_profile(args: argparse.Namespace) -> int:
         base = args.output.removesuffix(".ncu-rep")
         log_path = base + ".log"
     else:
-        base, log_path = run_files(args.kernel, args.launch, None)
+        base, log_path = run_files(kernel_label, args.launch, None)
     try:
         cmd = build_ncu_command(
-            args.kernel,
+            args.kernel or "",
             target,
             launch_skip=args.launch,
+            launch_count=args.launch_count,
+            kernel_regex=args.kernel_regex,
             nvtx_range=args.nvtx,
             section_set=args.section_set,
             report_base=base,
@@ -345,6 +399,7 @@ def run_profile(args: argparse.Namespace) -> int:
         "elapsed_s": round(result.elapsed_s, 3),
         "returncode": result.returncode,
         "launch_skip": cmd.launch_skip,
+        "launch_count": cmd.launch_count,
         "kernel_name_base": cmd.kernel_base,
         "nvtx_include": cmd.nvtx_include,
         "warnings": list(result.warnings),
@@ -357,7 +412,7 @@ def run_profile(args: argparse.Namespace) -> int:
             common.emit_json({**_empty_doc(cmd.report_path), "run": run_doc, "error": guidance_json(g)})
         raise TraceError(_guidance_message(g, target))
     report = load_report(result.report_path, ncu_path=ncu)
-    verdicts = analyze_report(report, launch=cmd.launch_skip)
+    verdicts = analyze_report(report, launch=cmd.launch_skip if cmd.launch_count == 1 else None)
     if args.json:
         common.emit_json(report_json(report, verdicts, run=run_doc))
     else:
@@ -375,7 +430,7 @@ def _empty_doc(path: str = "") -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch: open a report, or profile."""
-    if args.kernel:
+    if args.kernel or args.kernel_regex:
         return run_profile(args)
     if len(args.args) != 1:
         raise TraceError(

@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
 
+from gputop_trace.analysis.ncu_launches import LaunchSpread
 from gputop_trace.analysis.roofline import KernelVerdict
 from gputop_trace.analysis.roofline_explain import format_intensity
 from gputop_trace.ncu.runner import Guidance
@@ -349,6 +350,26 @@ def trust_block(v: KernelVerdict) -> Group | None:
     )
 
 
+def spread_table(s: LaunchSpread) -> Group:
+    """Several launches of one kernel: min / median / max / spread of each figure, and the warning when they
+    differ."""
+    from rich.table import Table
+
+    def fmt(x: float, unit: str) -> str:
+        return format_ns(x) if unit == "ns" else _pct(x)
+
+    table = Table(box=None, padding=(0, 2), show_edge=False)
+    for col in ("figure", "min", "median", "max", "spread"):
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for f in s.figures:
+        spread = "-" if math.isnan(f.rel_spread) else f"{f.rel_spread:.1%}"
+        table.add_row(f.label, fmt(f.min, f.unit), fmt(f.median, f.unit), fmt(f.max, f.unit), spread)
+    rows: list[RenderableType] = [table]
+    if s.note is not None:
+        rows.append(Text("⚠ " + clean(s.note.text), style="yellow"))
+    return Group(*rows)
+
+
 #: From this width on, the result is laid out in two columns (measures left, roofline and explanation right).
 WIDE = 140
 
@@ -424,4 +445,12 @@ def render_guidance(g: Guidance, *, list_kernels: bool = True) -> Group:
     return Group(*parts)
 
 
-__all__ = ["PctBar", "RooflinePlot", "VerdictView", "header", "render_guidance", "render_verdict"]
+__all__ = [
+    "PctBar",
+    "RooflinePlot",
+    "VerdictView",
+    "header",
+    "render_guidance",
+    "render_verdict",
+    "spread_table",
+]
