@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from gputop_trace.analysis.ncu_diagnosis import Finding, HotLine, diagnose, hottest_lines
 from gputop_trace.analysis.ncu_trust import TrustNote, trust_notes
 from gputop_trace.analysis.roofline_explain import explain
 from gputop_trace.analysis.roofline_limits import (
@@ -81,6 +82,8 @@ class KernelVerdict:
     rules: tuple[NcuRule, ...]
     warnings: tuple[str, ...]
     trust: tuple[TrustNote, ...] = ()
+    diagnosis: tuple[Finding, ...] = ()
+    hot_lines: tuple[HotLine, ...] = ()
 
     @property
     def name(self) -> str:
@@ -236,6 +239,8 @@ def analyze_kernel(kernel: NcuKernel, *, launch: int | None = None, compiled: bo
         rules=tuple(sorted(kernel.rules, key=_rule_order)),
         warnings=tuple(kernel_warnings(kernel, duration, compiled=compiled, has_flops=has_counts)),
         trust=tuple(trust_notes(kernel)),
+        diagnosis=tuple(diagnose(m)),
+        hot_lines=tuple(hottest_lines(kernel.source)),
     )
     return replace(v, explanation=tuple(explain(v, note)))
 

@@ -92,6 +92,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--output", metavar="BASE", help="report path without .ncu-rep (default: the user cache dir)")
     p.add_argument("--ncu", metavar="PATH", help="the ncu executable (default: $GPUTOP_NCU, then PATH)")
+    p.add_argument(
+        "--source-page",
+        metavar="CSV",
+        help="a saved source page (ncu -i REPORT --csv --page source --print-source sass) for the hottest lines; "
+        "by default it is read from the report through ncu when ncu is installed",
+    )
     p.add_argument("--yes", "-y", action="store_true", help="run the ncu command without asking")
     p.add_argument("--json", action="store_true", help="print JSON (see 'JSON output' in the README)")
     p.set_defaults(func=run)
@@ -164,6 +170,17 @@ def verdict_json(v: KernelVerdict) -> dict[str, Any]:
         "nvtx": list(k.nvtx),
         "warnings": list(v.warnings),
         "trust": [{"kind": t.kind, "level": t.level, "text": t.text} for t in v.trust],
+        "diagnosis": [{"kind": f.kind, "problem": f.problem, "text": f.text} for f in v.diagnosis],
+        "hot_lines": [
+            {
+                "address": h.line.address,
+                "source": h.line.source,
+                "samples": _num(h.line.samples),
+                "share_pct": _num(h.share_pct),
+                "instructions": _num(h.line.instructions),
+            }
+            for h in v.hot_lines
+        ],
     }
 
 
@@ -263,11 +280,22 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
         con.print(spread_table(s))
 
 
-def open_report(path: str, *, as_json: bool, ncu_path: str | None = None) -> int:
-    """``gputop-trace ncu REPORT``."""
-    from gputop_trace.ncu.report_reader import load_report
+def open_report(path: str, *, as_json: bool, ncu_path: str | None = None, source_page: str | None = None) -> int:
+    """``gputop-trace ncu REPORT``: the report, with its source page (``source_page``, else through ncu when it
+    is installed) for the hottest lines."""
+    from gputop_trace.ncu.locate import find_ncu
+    from gputop_trace.ncu.report_reader import attach_source, load_report, read_source_page
+    from gputop_trace.parsers.ncu import parse_source_csv
 
     report = load_report(path, ncu_path=ncu_path)
+    if source_page is not None:
+        try:
+            with open(source_page, encoding="utf-8", errors="replace") as f:
+                report = attach_source(report, parse_source_csv(f.read()))
+        except OSError as e:
+            raise TraceError(f"Cannot read the source page {source_page}: {e.strerror}.", path=source_page) from None
+    elif not path.lower().endswith(".csv") and (exe := ncu_path or find_ncu()):
+        report = attach_source(report, read_source_page(exe, path))
     verdicts = analyze_report(report)
     if as_json:
         common.emit_json(report_json(report, verdicts))
@@ -440,4 +468,4 @@ def run(args: argparse.Namespace) -> int:
     path = args.args[0]
     if not os.path.exists(path):
         raise TraceError(f"{path} does not exist. Give the path of a .ncu-rep report.", path=path)
-    return open_report(path, as_json=args.json, ncu_path=args.ncu)
+    return open_report(path, as_json=args.json, ncu_path=args.ncu, source_page=args.source_page)

@@ -350,6 +350,24 @@ def trust_block(v: KernelVerdict) -> Group | None:
     )
 
 
+def diagnosis_block(v: KernelVerdict) -> Group | None:
+    """Spills, bank conflicts, coalescing (✗ a problem, ✓ fine) and the hottest source lines, or None."""
+    if not v.diagnosis and not v.hot_lines:
+        return None
+    rows: list[RenderableType] = [Text("Diagnosis", style="bold underline")]
+    for f in v.diagnosis:
+        rows.append(Text(("✗ " if f.problem else "✓ ") + clean(f.text), style="red" if f.problem else "green"))
+    if v.hot_lines:
+        rows.append(Text("Hottest lines (share of warp-stall samples)", style="bold"))
+        for h in v.hot_lines:
+            line = Text(f"{h.share_pct:5.1f}%  {clean(h.line.address)}  ", style="dim")
+            line.append(clean(h.line.source))
+            line.no_wrap = True
+            line.overflow = "ellipsis"
+            rows.append(line)
+    return Group(*rows)
+
+
 def spread_table(s: LaunchSpread) -> Group:
     """Several launches of one kernel: min / median / max / spread of each figure, and the warning when they
     differ."""
@@ -392,6 +410,8 @@ class VerdictView:
         trust = trust_block(v)
         if trust is not None:
             top.append(trust)
+        diag = diagnosis_block(v)
+        diagnosis: list[RenderableType] = [Text(""), diag] if diag is not None else []
         measures: list[RenderableType] = [speed_of_light(v), occupancy_block(v), Text(""), stalls_block(v)]
         roofline: list[RenderableType] = [
             Text("Roofline", style="bold underline"),
@@ -404,7 +424,7 @@ class VerdictView:
             grid.add_column(ratio=1)
             grid.add_column(ratio=1)
             grid.add_row(Group(*measures), Group(*roofline, Text(""), explanation_block(v)))
-            yield Group(*top, Text(""), grid, Text(""), rules_block(v))
+            yield Group(*top, Text(""), grid, *diagnosis, Text(""), rules_block(v))
             return
         yield Group(
             *top,
@@ -415,6 +435,7 @@ class VerdictView:
             *roofline,
             Text(""),
             explanation_block(v),
+            *diagnosis,
             Text(""),
             stalls_block(v),
             Text(""),
