@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
@@ -304,45 +303,6 @@ def open_report(path: str, *, as_json: bool, ncu_path: str | None = None, source
     return 0
 
 
-class _Stderr:
-    """Lines on stderr: through Rich when it is installed, plain text otherwise (a bare GPU box may lack it)."""
-
-    def __init__(self) -> None:
-        try:
-            from rich.console import Console
-
-            self.console: Any = Console(stderr=True, highlight=False, soft_wrap=True)
-        except ImportError:
-            self.console = None
-
-    def line(self, text: str, style: str = "", prefix: str = "", prefix_style: str = "") -> None:
-        from gputop_trace.safe_text import clean
-
-        if self.console is None:
-            print(prefix + clean(text), file=sys.stderr, flush=True)
-            return
-        from rich.text import Text
-
-        self.console.print(Text(prefix, style=prefix_style) + Text(clean(text), style=style))
-
-
-def _confirm(display: str, assume_yes: bool, err: _Stderr) -> bool:
-    err.line("ncu command:", style="bold")
-    err.line(display, prefix="  ")
-    if assume_yes:
-        return True
-    if not sys.stdin.isatty():
-        raise TraceError(
-            "Refusing to run ncu without confirmation: standard input is not a terminal. Check the command above "
-            "and pass --yes to run it from a script."
-        )
-    try:
-        answer = input("Run it? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
 def _guidance_message(g: Guidance, target: list[str]) -> str:
     from gputop_trace.safe_text import shell_join
 
@@ -406,10 +366,10 @@ def run_profile(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise TraceError(f"Cannot build the ncu command: {e}.") from None
-    err = _Stderr()
+    err = common.Stderr()
     for note in cmd.notes:
         err.line(note, style="yellow", prefix="note: ")
-    if not _confirm(cmd.display(), args.yes, err):
+    if not common.confirm_command("ncu command:", [cmd.display()], args.yes, err, what="ncu"):
         err.line("Not run.")
         return 0
 
