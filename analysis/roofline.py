@@ -21,6 +21,8 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from gputop_trace.analysis.ncu_diagnosis import Finding, HotLine, diagnose, hottest_lines
+from gputop_trace.analysis.ncu_trust import TrustNote, trust_notes
 from gputop_trace.analysis.roofline_explain import explain
 from gputop_trace.analysis.roofline_limits import (
     SATURATED_PCT,
@@ -79,6 +81,9 @@ class KernelVerdict:
     sectors_per_request: float
     rules: tuple[NcuRule, ...]
     warnings: tuple[str, ...]
+    trust: tuple[TrustNote, ...] = ()
+    diagnosis: tuple[Finding, ...] = ()
+    hot_lines: tuple[HotLine, ...] = ()
 
     @property
     def name(self) -> str:
@@ -233,6 +238,9 @@ def analyze_kernel(kernel: NcuKernel, *, launch: int | None = None, compiled: bo
         sectors_per_request=spr,
         rules=tuple(sorted(kernel.rules, key=_rule_order)),
         warnings=tuple(kernel_warnings(kernel, duration, compiled=compiled, has_flops=has_counts)),
+        trust=tuple(trust_notes(kernel)),
+        diagnosis=tuple(diagnose(m)),
+        hot_lines=tuple(hottest_lines(kernel.source)),
     )
     return replace(v, explanation=tuple(explain(v, note)))
 

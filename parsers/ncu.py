@@ -28,7 +28,7 @@ from typing import Any
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kernel_names import function_name
-from gputop_trace.model.ncu import NcuKernel, NcuReport, NcuRule
+from gputop_trace.model.ncu import NcuKernel, NcuReport, NcuRule, NcuSourceLine
 from gputop_trace.parsers.source import open_checked
 
 #: Columns of the raw page that describe the launch, not a metric.
@@ -349,6 +349,57 @@ def _with_rules(k: NcuKernel, rules: tuple[NcuRule, ...]) -> NcuKernel:
     from dataclasses import replace
 
     return replace(k, rules=rules) if rules else k
+
+
+def parse_source_csv(text: str) -> list[tuple[str, list[NcuSourceLine]]]:
+    """Kernels' source pages (``ncu -i REPORT --csv --page source --print-source sass``): for each kernel, its name
+    (the ``"Kernel Name"`` row) and its lines (``Address``/``Line``, ``Source``, warp-stall samples, instructions
+    executed). Text before the first ``"Kernel Name"`` row and rows cut short are skipped."""
+    out: list[tuple[str, list[NcuSourceLine]]] = []
+    header: list[str] = []
+    for row in csv.reader(io.StringIO(text)):
+        if not row:
+            continue
+        if row[0] == "Kernel Name":
+            out.append((row[1] if len(row) > 1 else "", []))
+            header = []
+            continue
+        if not out:
+            continue
+        if not header:
+            header = row
+            continue
+        if len(row) < len(header):
+            continue
+        cells = dict(zip(header, row, strict=False))
+
+        def num(col: str, cells: dict[str, str] = cells) -> float:
+            return parse_number(cells.get(col, "")) or 0.0
+
+        out[-1][1].append(
+            NcuSourceLine(
+                address=cells.get("Address") or cells.get("# Address") or cells.get("Line", ""),
+                source=cells.get("Source", "").strip(),
+                samples=num("Warp Stall Sampling (All Samples)"),
+                not_issued_samples=num("Warp Stall Sampling (Not-issued Samples)"),
+                instructions=num("Instructions Executed"),
+            )
+        )
+    return out
+
+
+def with_source(kernels: list[NcuKernel], pages: list[tuple[str, list[NcuSourceLine]]]) -> list[NcuKernel]:
+    """``kernels`` with their source lines attached: pages in report order, one per kernel (a page whose kernel
+    name does not match the kernel's is not attached)."""
+    from dataclasses import replace
+
+    out = []
+    for i, k in enumerate(kernels):
+        page = pages[i] if i < len(pages) else None
+        if page is not None and page[1] and function_name(page[0]) in (k.name, function_name(k.demangled)):
+            k = replace(k, source=tuple(page[1]))
+        out.append(k)
+    return out
 
 
 # ---- the ncu-report package ------------------------------------------------------------------------------------

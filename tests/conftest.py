@@ -74,6 +74,28 @@ def fake_ncu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return argv_log
 
 
+def torch_missing_reason() -> str | None:
+    """Why tests that run PyTorch cannot run here (None when they can)."""
+    import importlib.util
+
+    return None if importlib.util.find_spec("torch") is not None else "PyTorch is not installed (pip install torch)"
+
+
+@pytest.fixture
+def torch_required() -> None:
+    """Skip a test that runs PyTorch where it is not installed; fail instead under ``GPUTOP_REQUIRE_TORCH=1``
+    (``.ci/run`` sets it and installs the CPU build)."""
+    reason = torch_missing_reason()
+    if reason is None:
+        return
+    if os.environ.get("GPUTOP_REQUIRE_TORCH") == "1":
+        pytest.fail(f"GPUTOP_REQUIRE_TORCH=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+FAKE_NSYS_DIR = ROOT / "tests" / "fake_nsys"
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process still runs (a zombie waiting for a parent that never reaps it counts as gone)."""
     try:

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.cli import diff, fleet, gaps, kernels, ncu, ranges, ranks, summary, transfers, view
+from gputop_trace.cli import diff, fleet, gaps, kernels, ncu, ranges, ranks, record, summary, transfers, view
 
-COMMANDS: tuple[ModuleType, ...] = (view, summary, kernels, gaps, transfers, ranges, ranks, fleet, diff, ncu)
+COMMANDS: tuple[ModuleType, ...] = (view, summary, kernels, gaps, transfers, ranges, ranks, fleet, diff, ncu, record)

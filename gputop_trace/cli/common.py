@@ -170,3 +170,46 @@ def print_warnings(console: Console, trace: Trace) -> None:
                 "idle gaps are blamed on operators and annotations, not Python frames."
             )
         )
+
+
+class Stderr:
+    """Lines on stderr: through Rich when it is installed, plain text otherwise (a bare GPU box may lack it)."""
+
+    def __init__(self) -> None:
+        try:
+            from rich.console import Console
+
+            self.console: Any = Console(stderr=True, highlight=False, soft_wrap=True)
+        except ImportError:
+            self.console = None
+
+    def line(self, text: str, style: str = "", prefix: str = "", prefix_style: str = "") -> None:
+        from gputop_trace.safe_text import clean
+
+        if self.console is None:
+            print(prefix + clean(text), file=sys.stderr, flush=True)
+            return
+        from rich.text import Text
+
+        self.console.print(Text(prefix, style=prefix_style) + Text(clean(text), style=style))
+
+
+def confirm_command(title: str, displays: list[str], assume_yes: bool, err: Stderr, *, what: str) -> bool:
+    """Show the exact command lines (``displays``, each as a shell would need it typed) under ``title`` on stderr
+    and ask before running them; ``assume_yes`` (``--yes``) answers for scripts. Without a terminal to ask on and
+    without ``--yes``, refuses with a :class:`TraceError`."""
+    err.line(title, style="bold")
+    for display in displays:
+        err.line(display, prefix="  ")
+    if assume_yes:
+        return True
+    if not sys.stdin.isatty():
+        raise TraceError(
+            f"Refusing to run {what} without confirmation: standard input is not a terminal. Check the command above "
+            "and pass --yes to run it from a script."
+        )
+    try:
+        answer = input("Run it? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")

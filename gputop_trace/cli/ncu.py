@@ -1,8 +1,10 @@
 """``gputop-trace ncu``: why is this kernel slow? Nsight Compute's numbers turned into a verdict.
 
 - ``gputop-trace ncu REPORT.ncu-rep [--json]``: open an existing report (no GPU needed);
-- ``gputop-trace ncu --kernel NAME [--launch N] [--nvtx RANGE] [--set S] [--yes] -- CMD ...``: profile launch N of
-  kernel NAME while CMD runs, then open the report. The exact ncu command is shown and runs only after the user
+- ``gputop-trace ncu --kernel NAME [--launch N] [--launch-count C] [--nvtx RANGE] [--set S] [--yes] -- CMD ...``:
+  profile launch N (and the C - 1 after it) of kernel NAME while CMD runs, then open the report; ``--kernel-regex
+  REGEX`` instead of ``--kernel`` profiles a kernel family (every function name the regex matches). Several launches
+  of one kernel are shown with their spread. The exact ncu command is shown and runs only after the user
   says yes (``--yes`` answers for scripts). Without Textual: this path must work on a bare GPU box.
 """
 
@@ -11,13 +13,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
 
 if TYPE_CHECKING:
+    from gputop_trace.analysis.ncu_launches import LaunchSpread
     from gputop_trace.analysis.roofline import KernelVerdict
     from gputop_trace.model.ncu import NcuReport
     from gputop_trace.ncu.runner import Guidance, NcuRunResult
@@ -53,6 +55,20 @@ def register(sub: Any) -> None:
         help="which launch of that kernel (0 = first; counted among launches of that name, inside "
         "--nvtx ranges when given)",
     )
+    p.add_argument(
+        "--kernel-regex",
+        metavar="REGEX",
+        help="profile a kernel family instead: every kernel whose function name matches this regular expression "
+        "(ncu -k regex:REGEX)",
+    )
+    p.add_argument(
+        "--launch-count",
+        type=int,
+        default=1,
+        metavar="C",
+        help="profile C launches from --launch on (default 1); several launches of one kernel are shown with "
+        "their spread",
+    )
     p.add_argument("--nvtx", metavar="RANGE", help="only count launches inside NVTX push/pop ranges with this name")
     p.add_argument(
         "--set",
@@ -75,6 +91,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--output", metavar="BASE", help="report path without .ncu-rep (default: the user cache dir)")
     p.add_argument("--ncu", metavar="PATH", help="the ncu executable (default: $GPUTOP_NCU, then PATH)")
+    p.add_argument(
+        "--source-page",
+        metavar="CSV",
+        help="a saved source page (ncu -i REPORT --csv --page source --print-source sass) for the hottest lines; "
+        "by default it is read from the report through ncu when ncu is installed",
+    )
     p.add_argument("--yes", "-y", action="store_true", help="run the ncu command without asking")
     p.add_argument("--json", action="store_true", help="print JSON (see 'JSON output' in the README)")
     p.set_defaults(func=run)
@@ -146,6 +168,40 @@ def verdict_json(v: KernelVerdict) -> dict[str, Any]:
         ],
         "nvtx": list(k.nvtx),
         "warnings": list(v.warnings),
+        "trust": [{"kind": t.kind, "level": t.level, "text": t.text} for t in v.trust],
+        "diagnosis": [{"kind": f.kind, "problem": f.problem, "text": f.text} for f in v.diagnosis],
+        "hot_lines": [
+            {
+                "address": h.line.address,
+                "source": h.line.source,
+                "samples": _num(h.line.samples),
+                "share_pct": _num(h.share_pct),
+                "instructions": _num(h.line.instructions),
+            }
+            for h in v.hot_lines
+        ],
+    }
+
+
+def spread_json(s: LaunchSpread) -> dict[str, Any]:
+    """Several launches of one kernel: their report indices and each figure's min / median / max."""
+    return {
+        "name": s.name,
+        "report_indices": list(s.indices),
+        "figures": [
+            {
+                "label": f.label,
+                "metric": f.metric,
+                "unit": f.unit,
+                "n": f.n,
+                "min": _num(f.min),
+                "median": _num(f.median),
+                "max": _num(f.max),
+                "rel_spread": _num(f.rel_spread),
+            }
+            for f in s.figures
+        ],
+        "warning": s.note.text if s.note else None,
     }
 
 
@@ -153,6 +209,7 @@ def report_json(
     report: NcuReport, verdicts: list[KernelVerdict], *, run: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The whole ``ncu`` JSON document."""
+    from gputop_trace.analysis.ncu_launches import launch_spreads
     from gputop_trace.report.envelope import envelope
 
     doc = envelope("ncu", None, report.path, kernels=[verdict_json(v) for v in verdicts])
@@ -165,6 +222,7 @@ def report_json(
         }
     )
     doc["warnings"] = list(report.warnings) + ([w for w in run.get("warnings", [])] if run else [])
+    doc["launch_spread"] = [spread_json(s) for s in launch_spreads(report.kernels)]
     if run is not None:
         doc["run"] = run
     return doc
@@ -213,58 +271,36 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
         if len(verdicts) > 1:
             con.print(Rule(f"kernel {i + 1} of {len(verdicts)}"))
         con.print(render_verdict(v, extra_warnings=extra_warnings))
+    from gputop_trace.analysis.ncu_launches import launch_spreads
+    from gputop_trace.tui.view.ncu_verdict import spread_table
+
+    for s in launch_spreads(report.kernels):
+        con.print(Rule(f"{len(s.indices)} launches of {clean(s.name)}"))
+        con.print(spread_table(s))
 
 
-def open_report(path: str, *, as_json: bool, ncu_path: str | None = None) -> int:
-    """``gputop-trace ncu REPORT``."""
-    from gputop_trace.ncu.report_reader import load_report
+def open_report(path: str, *, as_json: bool, ncu_path: str | None = None, source_page: str | None = None) -> int:
+    """``gputop-trace ncu REPORT``: the report, with its source page (``source_page``, else through ncu when it
+    is installed) for the hottest lines."""
+    from gputop_trace.ncu.locate import find_ncu
+    from gputop_trace.ncu.report_reader import attach_source, load_report, read_source_page
+    from gputop_trace.parsers.ncu import parse_source_csv
 
     report = load_report(path, ncu_path=ncu_path)
+    if source_page is not None:
+        try:
+            with open(source_page, encoding="utf-8", errors="replace") as f:
+                report = attach_source(report, parse_source_csv(f.read()))
+        except OSError as e:
+            raise TraceError(f"Cannot read the source page {source_page}: {e.strerror}.", path=source_page) from None
+    elif not path.lower().endswith(".csv") and (exe := ncu_path or find_ncu()):
+        report = attach_source(report, read_source_page(exe, path))
     verdicts = analyze_report(report)
     if as_json:
         common.emit_json(report_json(report, verdicts))
     else:
         _print_verdicts(verdicts, report, [])
     return 0
-
-
-class _Stderr:
-    """Lines on stderr: through Rich when it is installed, plain text otherwise (a bare GPU box may lack it)."""
-
-    def __init__(self) -> None:
-        try:
-            from rich.console import Console
-
-            self.console: Any = Console(stderr=True, highlight=False, soft_wrap=True)
-        except ImportError:
-            self.console = None
-
-    def line(self, text: str, style: str = "", prefix: str = "", prefix_style: str = "") -> None:
-        from gputop_trace.safe_text import clean
-
-        if self.console is None:
-            print(prefix + clean(text), file=sys.stderr, flush=True)
-            return
-        from rich.text import Text
-
-        self.console.print(Text(prefix, style=prefix_style) + Text(clean(text), style=style))
-
-
-def _confirm(display: str, assume_yes: bool, err: _Stderr) -> bool:
-    err.line("ncu command:", style="bold")
-    err.line(display, prefix="  ")
-    if assume_yes:
-        return True
-    if not sys.stdin.isatty():
-        raise TraceError(
-            "Refusing to run ncu without confirmation: standard input is not a terminal. Check the command above "
-            "and pass --yes to run it from a script."
-        )
-    try:
-        answer = input("Run it? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 def _guidance_message(g: Guidance, target: list[str]) -> str:
@@ -298,6 +334,11 @@ def run_profile(args: argparse.Namespace) -> int:
         )
     if args.launch < 0:
         raise TraceError(f"--launch must be 0 or more, not {args.launch}.")
+    if args.launch_count < 1:
+        raise TraceError(f"--launch-count must be 1 or more, not {args.launch_count}.")
+    if args.kernel and args.kernel_regex:
+        raise TraceError("Give --kernel NAME or --kernel-regex REGEX, not both.")
+    kernel_label = args.kernel or args.kernel_regex
     ncu = args.ncu or find_ncu()
     if not ncu:
         g = not_installed()
@@ -308,12 +349,14 @@ def run_profile(args: argparse.Namespace) -> int:
         base = args.output.removesuffix(".ncu-rep")
         log_path = base + ".log"
     else:
-        base, log_path = run_files(args.kernel, args.launch, None)
+        base, log_path = run_files(kernel_label, args.launch, None)
     try:
         cmd = build_ncu_command(
-            args.kernel,
+            args.kernel or "",
             target,
             launch_skip=args.launch,
+            launch_count=args.launch_count,
+            kernel_regex=args.kernel_regex,
             nvtx_range=args.nvtx,
             section_set=args.section_set,
             report_base=base,
@@ -323,10 +366,10 @@ def run_profile(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise TraceError(f"Cannot build the ncu command: {e}.") from None
-    err = _Stderr()
+    err = common.Stderr()
     for note in cmd.notes:
         err.line(note, style="yellow", prefix="note: ")
-    if not _confirm(cmd.display(), args.yes, err):
+    if not common.confirm_command("ncu command:", [cmd.display()], args.yes, err, what="ncu"):
         err.line("Not run.")
         return 0
 
@@ -344,6 +387,7 @@ def run_profile(args: argparse.Namespace) -> int:
         "elapsed_s": round(result.elapsed_s, 3),
         "returncode": result.returncode,
         "launch_skip": cmd.launch_skip,
+        "launch_count": cmd.launch_count,
         "kernel_name_base": cmd.kernel_base,
         "nvtx_include": cmd.nvtx_include,
         "warnings": list(result.warnings),
@@ -356,7 +400,7 @@ def run_profile(args: argparse.Namespace) -> int:
             common.emit_json({**_empty_doc(cmd.report_path), "run": run_doc, "error": guidance_json(g)})
         raise TraceError(_guidance_message(g, target))
     report = load_report(result.report_path, ncu_path=ncu)
-    verdicts = analyze_report(report, launch=cmd.launch_skip)
+    verdicts = analyze_report(report, launch=cmd.launch_skip if cmd.launch_count == 1 else None)
     if args.json:
         common.emit_json(report_json(report, verdicts, run=run_doc))
     else:
@@ -374,7 +418,7 @@ def _empty_doc(path: str = "") -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch: open a report, or profile."""
-    if args.kernel:
+    if args.kernel or args.kernel_regex:
         return run_profile(args)
     if len(args.args) != 1:
         raise TraceError(
@@ -384,4 +428,4 @@ def run(args: argparse.Namespace) -> int:
     path = args.args[0]
     if not os.path.exists(path):
         raise TraceError(f"{path} does not exist. Give the path of a .ncu-rep report.", path=path)
-    return open_report(path, as_json=args.json, ncu_path=args.ncu)
+    return open_report(path, as_json=args.json, ncu_path=args.ncu, source_page=args.source_page)

@@ -30,6 +30,19 @@ class NcuRule:
 
 
 @dataclass(frozen=True)
+class NcuSourceLine:
+    """One line of a kernel's source page (``ncu -i REPORT --page source --print-source sass``): its ``address``
+    (SASS) or line number, the text, and the warp-stall ``samples`` (all, and not-issued) and warp-level
+    ``instructions`` executed there."""
+
+    address: str
+    source: str
+    samples: float = 0.0
+    not_issued_samples: float = 0.0
+    instructions: float = 0.0
+
+
+@dataclass(frozen=True)
 class NcuKernel:
     """One profiled kernel launch.
 
@@ -37,7 +50,8 @@ class NcuKernel:
     ``--kernel-name-base function`` matches), ``demangled``/``mangled`` the full names when the reader knows them.
     ``metrics`` are numbers in ncu's base units (see the module docstring), ``strings`` the text-valued metrics
     (device name, cache configuration ...). ``nvtx`` lists the NVTX push/pop ranges open at the launch
-    (outermost first). ``grid``/``block`` are the launch geometry when known.
+    (outermost first). ``grid``/``block`` are the launch geometry when known; ``source`` the lines of its source
+    page when the report was read with one.
     """
 
     index: int
@@ -50,6 +64,7 @@ class NcuKernel:
     nvtx: tuple[str, ...] = ()
     grid: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
+    source: tuple[NcuSourceLine, ...] = ()
 
     def metric(self, name: str) -> float | None:
         """A metric's value in base units, or None when the report does not hold it."""

@@ -135,6 +135,7 @@ class NcuCommand:
     kernel_name: str
     nvtx_include: str | None = None
     notes: tuple[str, ...] = ()
+    launch_count: int = 1
 
     def display(self) -> str:
         """The command as a shell would need it typed (for showing and copying only; it is never run this way).
@@ -165,11 +166,15 @@ def build_ncu_command(
     clock_control: str | None = None,
     extra_args: Sequence[str] = (),
     separator: bool = True,
+    launch_count: int = 1,
+    kernel_regex: str | None = None,
 ) -> NcuCommand:
-    """The ncu argument list that profiles launch ``launch_skip`` (0-based, counted among matching launches) of the
-    kernel ``raw_name`` in ``target``. ``report_base`` is the report path without ``.ncu-rep``; ``separator`` puts
-    ``--`` between ncu's options and the target. Raises ValueError for an empty target, a negative skip or an
-    unknown set."""
+    """The ncu argument list that profiles ``launch_count`` launches from launch ``launch_skip`` on (0-based,
+    counted among matching launches) of the kernel ``raw_name`` in ``target`` — or, with ``kernel_regex``, of every
+    kernel whose function name matches that regular expression (a kernel family: ``-k regex:REGEX`` as given,
+    ``raw_name`` unused). ``report_base`` is the report path without ``.ncu-rep``; ``separator`` puts ``--``
+    between ncu's options and the target. Raises ValueError for an empty target, a negative skip, a launch count
+    under 1, an invalid regex or an unknown set."""
     if not target or not str(target[0]).strip():
         raise ValueError("the target command is empty: give the command that reruns the workload")
     if launch_skip < 0:
@@ -178,7 +183,19 @@ def build_ncu_command(
         raise ValueError(f"unknown ncu section set {section_set!r}; use one of {', '.join(SECTION_SETS)}")
     if clock_control not in (None, "base", "none"):
         raise ValueError(f"--clock-control must be base or none, not {clock_control!r}")
-    base, name = kernel_filter(raw_name)
+    if launch_count < 1:
+        raise ValueError(f"the launch count must be 1 or more, not {launch_count}")
+    if kernel_regex is not None:
+        if not kernel_regex.strip():
+            raise ValueError("the kernel regex is empty")
+        try:
+            re.compile(kernel_regex)
+        except re.error as e:
+            raise ValueError(f"the kernel regex {kernel_regex!r} is not valid: {e}") from None
+        base, name, pattern = "function", kernel_regex, kernel_regex
+    else:
+        base, name = kernel_filter(raw_name)
+        pattern = f"^{escape_ncu_regex(name)}$"
     if not name:
         raise ValueError("the kernel name is empty")
     include, note = nvtx_filter(nvtx_range)
@@ -191,11 +208,11 @@ def build_ncu_command(
         "--kernel-name-base",
         base,
         "-k",
-        f"regex:^{escape_ncu_regex(name)}$",
+        f"regex:{pattern}",
         "-s",
         str(int(launch_skip)),
         "-c",
-        "1",
+        str(int(launch_count)),
         "--set",
         section_set,
         "-f",
@@ -221,6 +238,7 @@ def build_ncu_command(
         kernel_name=name,
         nvtx_include=include,
         notes=(note,) if note else (),
+        launch_count=int(launch_count),
         target_argv=tuple(str(a) for a in target),
     )
 

@@ -9,6 +9,9 @@ Two readers, tried in this order by :func:`load_report`:
    ``--page details`` for the rule messages (:func:`kernels_from_ncu_cli`), the text parsed by
    :func:`gputop_trace.parsers.ncu.kernels_from_csv`.
 
+The source page (``ncu -i REPORT --csv --page source --print-source sass``: per-SASS-line warp-stall samples)
+is read on request (:func:`read_source_page`); a report collected without source counters simply has none.
+
 ncu is found with :func:`gputop_trace.ncu.locate.find_ncu` unless a path is given. ``ncu -i`` runs from an
 argument list (never a shell) with a time limit of :data:`NCU_CSV_TIMEOUT_S` seconds per page.
 """
@@ -18,9 +21,16 @@ from __future__ import annotations
 import subprocess
 
 from gputop_trace.errors import TraceError
-from gputop_trace.model.ncu import NcuKernel, NcuReport
+from gputop_trace.model.ncu import NcuKernel, NcuReport, NcuSourceLine
 from gputop_trace.ncu import locate
-from gputop_trace.parsers.ncu import check_report_file, kernels_from_csv, kernels_from_ncu_report, load_csv
+from gputop_trace.parsers.ncu import (
+    check_report_file,
+    kernels_from_csv,
+    kernels_from_ncu_report,
+    load_csv,
+    parse_source_csv,
+    with_source,
+)
 
 #: Seconds one ``ncu -i ... --csv`` page may take.
 NCU_CSV_TIMEOUT_S = 120.0
@@ -28,6 +38,8 @@ NCU_CSV_TIMEOUT_S = 120.0
 
 def _run_ncu_import(ncu: str, path: str, page: str) -> str:
     argv = [ncu, "-i", path, "--csv", "--print-units", "base", "--page", page]
+    if page == "source":
+        argv += ["--print-source", "sass"]
     try:
         proc = subprocess.run(
             argv, capture_output=True, text=True, errors="replace", timeout=NCU_CSV_TIMEOUT_S, check=False
@@ -46,6 +58,22 @@ def kernels_from_ncu_cli(ncu: str, path: str) -> list[NcuKernel]:
     raw = _run_ncu_import(ncu, path, "raw")
     details = _run_ncu_import(ncu, path, "details")
     return kernels_from_csv(raw, details)
+
+
+def read_source_page(ncu: str, path: str) -> list[tuple[str, list[NcuSourceLine]]]:
+    """The SASS source page of every kernel of a report, through ``ncu -i``; empty when ncu cannot print one (a
+    report collected without the SourceCounters section)."""
+    try:
+        return parse_source_csv(_run_ncu_import(ncu, path, "source"))
+    except TraceError:
+        return []
+
+
+def attach_source(report: NcuReport, pages: list[tuple[str, list[NcuSourceLine]]]) -> NcuReport:
+    """``report`` with each kernel's source lines from ``pages`` (see :func:`~gputop_trace.parsers.ncu.with_source`)."""
+    from dataclasses import replace
+
+    return replace(report, kernels=tuple(with_source(list(report.kernels), pages)))
 
 
 def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto") -> NcuReport:

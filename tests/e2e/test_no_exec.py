@@ -42,6 +42,8 @@ PROCESS_CALLS = {
     ("gputop_trace/ncu/runner.py", "asyncio.create_subprocess_exec"),
     ("gputop_trace/ncu/report_reader.py", "subprocess.run"),
     ("gputop_trace/load/nsys_report.py", "subprocess.run"),
+    # record: the argument lists of capture.commands (torch launcher, nsys profile / export), shown and confirmed
+    ("gputop_trace/cli/record.py", "subprocess.run"),
 }
 FORBIDDEN = {
     "os.system",

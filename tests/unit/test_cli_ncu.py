@@ -228,3 +228,16 @@ def test_ctrl_c_stops_ncu_and_the_workload(fake_ncu: Path, tmp_path: Path, monke
     _, err = proc.communicate(timeout=120)  # generous: a loaded CI machine, not a hang
     assert proc.returncode == 130 and "interrupted" in err
     assert wait_gone(int(pid_file.read_text())), "the workload survived Ctrl+C"
+
+
+def test_trust_warnings_show_where_warranted(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = _json(capsys, ["ncu", str(corpus / "ncu" / "tc.ncu-rep"), "--json"])
+    assert [t["kind"] for t in doc["kernels"][0]["trust"]] == ["replay", "atomics"]
+    _, doc = _json(capsys, ["ncu", str(corpus / "ncu" / "full.ncu-rep"), "--json"])
+    assert [t["kind"] for t in doc["kernels"][0]["trust"]] == ["replay"]
+    assert main(["ncu", str(corpus / "ncu" / "tc.ncu-rep")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "replayed this kernel 38 times" in text and "Not reproducible" in text
+    assert main(["ncu", str(corpus / "ncu" / "full.ncu-rep")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "replayed this kernel 38 times" in text and "Not reproducible" not in text

@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
 
+from gputop_trace.analysis.ncu_launches import LaunchSpread
 from gputop_trace.analysis.roofline import KernelVerdict
 from gputop_trace.analysis.roofline_explain import format_intensity
 from gputop_trace.ncu.runner import Guidance
@@ -334,6 +335,59 @@ def warnings_block(warnings: Iterable[str]) -> Group | None:
     return Group(*[Text("⚠ " + clean(w), style="yellow") for w in ws])
 
 
+def trust_block(v: KernelVerdict) -> Group | None:
+    """How far the figures can be trusted (replay passes, atomics, pass-dependent disagreement), or None."""
+    if not v.trust:
+        return None
+    return Group(
+        *[
+            Text(
+                ("⚠ " if t.level == "warning" else "ⓘ ") + clean(t.text),
+                style="yellow" if t.level == "warning" else "dim",
+            )
+            for t in v.trust
+        ]
+    )
+
+
+def diagnosis_block(v: KernelVerdict) -> Group | None:
+    """Spills, bank conflicts, coalescing (✗ a problem, ✓ fine) and the hottest source lines, or None."""
+    if not v.diagnosis and not v.hot_lines:
+        return None
+    rows: list[RenderableType] = [Text("Diagnosis", style="bold underline")]
+    for f in v.diagnosis:
+        rows.append(Text(("✗ " if f.problem else "✓ ") + clean(f.text), style="red" if f.problem else "green"))
+    if v.hot_lines:
+        rows.append(Text("Hottest lines (share of warp-stall samples)", style="bold"))
+        for h in v.hot_lines:
+            line = Text(f"{h.share_pct:5.1f}%  {clean(h.line.address)}  ", style="dim")
+            line.append(clean(h.line.source))
+            line.no_wrap = True
+            line.overflow = "ellipsis"
+            rows.append(line)
+    return Group(*rows)
+
+
+def spread_table(s: LaunchSpread) -> Group:
+    """Several launches of one kernel: min / median / max / spread of each figure, and the warning when they
+    differ."""
+    from rich.table import Table
+
+    def fmt(x: float, unit: str) -> str:
+        return format_ns(x) if unit == "ns" else _pct(x)
+
+    table = Table(box=None, padding=(0, 2), show_edge=False)
+    for col in ("figure", "min", "median", "max", "spread"):
+        table.add_column(col, justify="left" if col == "figure" else "right")
+    for f in s.figures:
+        spread = "-" if math.isnan(f.rel_spread) else f"{f.rel_spread:.1%}"
+        table.add_row(f.label, fmt(f.min, f.unit), fmt(f.median, f.unit), fmt(f.max, f.unit), spread)
+    rows: list[RenderableType] = [table]
+    if s.note is not None:
+        rows.append(Text("⚠ " + clean(s.note.text), style="yellow"))
+    return Group(*rows)
+
+
 #: From this width on, the result is laid out in two columns (measures left, roofline and explanation right).
 WIDE = 140
 
@@ -353,6 +407,11 @@ class VerdictView:
         warn = warnings_block([*v.warnings, *self.extra_warnings])
         if warn is not None:
             top.append(warn)
+        trust = trust_block(v)
+        if trust is not None:
+            top.append(trust)
+        diag = diagnosis_block(v)
+        diagnosis: list[RenderableType] = [Text(""), diag] if diag is not None else []
         measures: list[RenderableType] = [speed_of_light(v), occupancy_block(v), Text(""), stalls_block(v)]
         roofline: list[RenderableType] = [
             Text("Roofline", style="bold underline"),
@@ -365,7 +424,7 @@ class VerdictView:
             grid.add_column(ratio=1)
             grid.add_column(ratio=1)
             grid.add_row(Group(*measures), Group(*roofline, Text(""), explanation_block(v)))
-            yield Group(*top, Text(""), grid, Text(""), rules_block(v))
+            yield Group(*top, Text(""), grid, *diagnosis, Text(""), rules_block(v))
             return
         yield Group(
             *top,
@@ -376,6 +435,7 @@ class VerdictView:
             *roofline,
             Text(""),
             explanation_block(v),
+            *diagnosis,
             Text(""),
             stalls_block(v),
             Text(""),
@@ -406,4 +466,12 @@ def render_guidance(g: Guidance, *, list_kernels: bool = True) -> Group:
     return Group(*parts)
 
 
-__all__ = ["PctBar", "RooflinePlot", "VerdictView", "header", "render_guidance", "render_verdict"]
+__all__ = [
+    "PctBar",
+    "RooflinePlot",
+    "VerdictView",
+    "header",
+    "render_guidance",
+    "render_verdict",
+    "spread_table",
+]
