@@ -37,7 +37,8 @@ import numpy as np
 
 from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.chrome import loader as chrome
-from gputop_trace.parsers.chrome.json_stream import DocumentInfo
+from gputop_trace.parsers.chrome import state
+from gputop_trace.parsers.chrome.structs import DocumentInfo
 
 _INSTANT = ("i", "I", "R")
 _FLOW = ("s", "t", "f")
@@ -158,7 +159,7 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
         info.form = "object"
         events = doc["traceEvents"]
         info.header = {k: _plain(v) for k, v in doc.items() if k != "traceEvents"}
-    st = chrome._State()
+    st = state.State()
     cols: dict[str, list[int]] = {k: [] for k in ("start", "dur", "src", "cat", "name", "corr", "ext", "dev", "phc")}
     kern: dict[str, list[Any]] = {k: [] for k in ("event", "grid", "block", "regs", "shared", "bps", "wps", "occ")}
     copy_ev: list[int] = []
@@ -202,11 +203,11 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
             cols["cat"].append(cat_id)
             cols["name"].append(name_id)
             if ph in _INSTANT:
-                cols["phc"].append(chrome._PH_I)
+                cols["phc"].append(state.PH_I)
                 for k in ("dur", "corr", "ext", "dev"):
                     cols[k].append(0 if k == "dur" else -1)
                 continue
-            cols["phc"].append(chrome._PH_X)
+            cols["phc"].append(state.PH_X)
             dur = _ns(e.get("dur", 0))
             if dur < 0:
                 st.negative_dur += 1
@@ -314,7 +315,9 @@ def _store(
     """Hand the gathered lists to the shared state as one chunk of columns."""
     if cols["start"]:
         a = {k: np.array(v, dtype=np.uint8 if k == "phc" else np.int64) for k, v in cols.items()}
-        chrome._append(st, a["start"], a["dur"], a["src"], a["cat"], a["name"], a["corr"], a["ext"], a["dev"], a["phc"])
+        state.append_events(
+            st, a["start"], a["dur"], a["src"], a["cat"], a["name"], a["corr"], a["ext"], a["dev"], a["phc"]
+        )
     if kern["event"]:
         k = st.kern
         k.event.append(np.array(kern["event"], dtype=np.int64))

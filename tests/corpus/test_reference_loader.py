@@ -14,8 +14,8 @@ import pytest
 
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-from gputop_trace.parsers.chrome import json_stream as chrome_json
 from gputop_trace.parsers.chrome import loader as chrome
+from gputop_trace.parsers.chrome import stream as chrome_stream
 from tests import chrome_reference
 from tests.conftest import SAMPLES, corpus_file
 from tests.trace_compare import assert_traces_equal, trace_differences
@@ -50,7 +50,7 @@ def test_fast_loader_matches_reference_on_corpus(rel: str) -> None:
 def test_chunk_size_does_not_change_the_model(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = corpus_file(rel)
     whole = chrome.load(path)
-    monkeypatch.setattr(chrome_json, "CHUNK", 4096)  # hundreds of chunk boundaries
+    monkeypatch.setattr(chrome_stream, "CHUNK", 4096)  # hundreds of chunk boundaries
     assert_traces_equal(chrome.load(path), whole)
 
 
@@ -197,7 +197,7 @@ def test_fast_loader_matches_reference_on_edge_files(tmp_path: Path, monkeypatch
         without_python = _examples_cut(chrome_reference.load(path, include_python=False))
         diffs = trace_differences(_examples_cut(chrome.load(path, include_python=False)), without_python)
         assert not diffs, f"{label} (no python): {diffs[:5]}"
-        monkeypatch.setattr(chrome_json, "CHUNK", 256)  # a chunk boundary every few events
+        monkeypatch.setattr(chrome_stream, "CHUNK", 256)  # a chunk boundary every few events
         diffs = trace_differences(_examples_cut(chrome.load(path)), expected)
         monkeypatch.undo()
         assert not diffs, f"{label} (256-byte chunks): {diffs[:5]}"

@@ -110,10 +110,10 @@ def test_cut_before_the_first_event_is_a_clear_error(tmp_path: Path) -> None:
 def test_damage_in_the_middle_skips_only_the_damaged_events(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    from gputop_trace.parsers.chrome import json_stream as chrome_json
+    from gputop_trace.parsers.chrome import stream as chrome_stream
 
-    monkeypatch.setattr(chrome_json, "CHUNK", chunk)
-    monkeypatch.setattr(chrome_json, "MAX_ELEMENT", 4 * chunk)
+    monkeypatch.setattr(chrome_stream, "CHUNK", chunk)
+    monkeypatch.setattr(chrome_stream, "MAX_ELEMENT", 4 * chunk)
     ev = [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10.5, "dur": 2.25} for i in range(2000)]
     text = bytearray(json.dumps({"traceEvents": ev, "traceName": "x"}, indent=1).encode())
     # damage op1000's event: overwrite a few bytes in the middle of it with garbage

@@ -1,0 +1,243 @@
+"""Kinds and lanes of the loaded events, once every metadata event is known: the format (Kineto, JAX, generic)
+from names and header, then (thread, category[, name], phase class) → (kind, lane) following the producer's
+conventions (Kineto by ``cat``; JAX by process and thread names; anything else a slice on its thread)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.tables import Lane
+from gputop_trace.parsers.chrome.conventions import (
+    CAT_KIND,
+    CUDA_API_NAME,
+    GPU_EVENT_KINDS,
+    JAX_COPY,
+    JAX_GPU_PROC,
+    JAX_HOST_PROC,
+    JAX_STREAM,
+)
+from gputop_trace.parsers.chrome.state import PH_ASYNC, PH_ASYNC_I, PH_I, PH_X, State
+from gputop_trace.parsers.chrome.values import int_or, stable_int
+
+
+def detect_format(st: State, header: dict[str, Any]) -> str:
+    if any(JAX_GPU_PROC.match(n) or JAX_HOST_PROC.match(n) for n in st.proc_name.values()):
+        return "jax"
+    kineto_cats = {"kernel", "cpu_op", "cuda_runtime", "gpu_memcpy", "user_annotation", "python_function"}
+    if "schemaVersion" in header or "deviceProperties" in header or kineto_cats & {c.lower() for c in st.cats}:
+        return "kineto"
+    return "chrome"
+
+
+class _Classifier:
+    """Maps (source thread, category, name) to (kind, lane) following the producer's conventions."""
+
+    def __init__(self, st: State, fmt: str, rank: int) -> None:
+        self.st = st
+        self.fmt = fmt
+        self.rank = rank
+        self.b = st.builder
+
+    def _proc_display(self, pid: Any) -> str:
+        name = self.st.proc_name.get(pid, "")
+        label = self.st.proc_labels.get(pid, "")
+        if name and label:
+            return f"{name} ({label})"
+        return name or label or (f"process {pid}" if pid not in ("", None) else "process")
+
+    def cpu_lane(self, pid: Any, tid: Any) -> int:
+        tname = self.st.thread_name.get((pid, tid)) or f"thread {tid}"
+        psort = self.st.proc_sort.get(pid, stable_int(pid))
+        tsort = self.st.thread_sort.get((pid, tid), stable_int(tid))
+        return self.b.lane(
+            ("cpu", pid, tid),
+            Lane(
+                kind=LaneKind.CPU_THREAD,
+                name=tname,
+                rank=self.rank,
+                pid=stable_int(pid),
+                tid=stable_int(tid),
+                process_name=self._proc_display(pid),
+                sort_key=(self.rank, 0, psort, str(pid), tsort, str(tid)),
+            ),
+        )
+
+    def other_lane(self, pid: Any, tid: Any) -> int:
+        pname = self._proc_display(pid)
+        tname = self.st.thread_name.get((pid, tid)) or (str(tid) if tid not in ("", None) else "events")
+        return self.b.lane(
+            ("other", pid, tid),
+            Lane(
+                kind=LaneKind.OTHER,
+                name=tname,
+                rank=self.rank,
+                pid=stable_int(pid),
+                tid=stable_int(tid),
+                process_name=pname,
+                sort_key=(self.rank, 9, str(pid), str(tid)),
+            ),
+        )
+
+    def async_lane(self, pid: Any, cat: Any) -> int:
+        return self.b.lane(
+            ("async", pid, cat),
+            Lane(
+                kind=LaneKind.ASYNC,
+                name=f"async {cat}" if cat else "async",
+                rank=self.rank,
+                pid=stable_int(pid),
+                process_name=self._proc_display(pid),
+                sort_key=(
+                    self.rank,
+                    0,
+                    self.st.proc_sort.get(pid, stable_int(pid)),
+                    str(pid),
+                    1 << 40,
+                    str(cat),
+                ),
+            ),
+        )
+
+    def gpu_lane(self, device: int, stream: int, pid: Any, tid: Any) -> int:
+        tname = self.st.thread_name.get((pid, tid), "")
+        name = f"stream {stream}"
+        if tname and self.fmt == "jax":
+            name = tname
+        return self.b.lane(
+            ("gpu", device, stream),
+            Lane(
+                kind=LaneKind.GPU_STREAM,
+                name=name,
+                rank=self.rank,
+                pid=stable_int(pid),
+                device=device,
+                stream=stream,
+                process_name=f"GPU {device}",
+                sort_key=(self.rank, 1, device, 1, stream),
+            ),
+        )
+
+    def gpu_ranges_lane(self, device: int) -> int:
+        return self.b.lane(
+            ("gpuranges", device),
+            Lane(
+                kind=LaneKind.GPU_RANGES,
+                name="annotations",
+                rank=self.rank,
+                device=device,
+                process_name=f"GPU {device}",
+                sort_key=(self.rank, 1, device, 0, 0),
+            ),
+        )
+
+    def classify(self, pid: Any, tid: Any, cat: str, name: str, device_arg: int, phc: int) -> tuple[Kind, int]:
+        """(kind, lane id) of an event from its thread, category, name and args."""
+        if phc in (PH_ASYNC, PH_ASYNC_I):
+            kind = Kind.MARKER if phc == PH_ASYNC_I else Kind.RANGE
+            return kind, self.async_lane(pid, tid[1] if isinstance(tid, tuple) else "")
+        if self.fmt == "jax":
+            return self._classify_jax(pid, tid, name, phc)
+        kind = CAT_KIND.get(cat.lower(), Kind.OTHER) if cat else Kind.OTHER
+        if phc == PH_I:
+            kind = Kind.MARKER
+        if kind in GPU_EVENT_KINDS:
+            device = device_arg if device_arg >= 0 else max(int_or(pid, 0), 0)
+            stream = int_or(tid, 0)
+            return kind, self.gpu_lane(device, stream, pid, tid)
+        if kind == Kind.GPU_RANGE:
+            device = device_arg if device_arg >= 0 else max(int_or(pid, 0), 0)
+            return kind, self.gpu_ranges_lane(device)
+        if kind == Kind.OVERHEAD or not isinstance(pid, int) or pid < 0:
+            return kind, self.other_lane(pid, tid)
+        if kind == Kind.OTHER and cat == "" and phc == PH_X:
+            kind = Kind.OTHER
+        return kind, self.cpu_lane(pid, tid)
+
+    def _classify_jax(self, pid: Any, tid: Any, name: str, phc: int) -> tuple[Kind, int]:
+        pname = self.st.proc_name.get(pid, "")
+        m = JAX_GPU_PROC.match(pname)
+        if m:
+            device = int(m.group(1))
+            tname = self.st.thread_name.get((pid, tid), "")
+            sm = JAX_STREAM.match(tname)
+            if sm is None:
+                return (Kind.MARKER if phc == PH_I else Kind.GPU_RANGE), self.gpu_ranges_lane(device)
+            stream = int(sm.group(1))
+            if phc == PH_I:
+                kind = Kind.MARKER
+            elif JAX_COPY.match(name):
+                kind = Kind.MEMCPY
+            elif name.startswith("Memset"):
+                kind = Kind.MEMSET
+            else:
+                kind = Kind.KERNEL
+            return kind, self.gpu_lane(device, stream, pid, tid)
+        if phc == PH_I:
+            kind = Kind.MARKER
+        elif name.startswith("$"):
+            kind = Kind.PYTHON
+        elif CUDA_API_NAME.match(name):
+            kind = Kind.API
+        else:
+            kind = Kind.RANGE
+        if not isinstance(pid, int):
+            return kind, self.other_lane(pid, tid)
+        return kind, self.cpu_lane(pid, tid)
+
+
+def classify_all(
+    st: State,
+    fmt: str,
+    rank: int,
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    device: np.ndarray[Any, Any],
+    phc: np.ndarray[Any, Any],
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Kind and lane of every event, computed once per distinct (thread, category[, name], ph class)."""
+    n = src.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int32)
+    use_name = (cat == 0) if fmt != "jax" else np.ones(n, dtype=bool)
+    name_key = np.where(use_name, name, -1).astype(np.int64)
+    first, inverse = _distinct_rows(
+        [src.astype(np.int64), cat.astype(np.int64), phc.astype(np.int64), device.astype(np.int64), name_key]
+    )
+    src_keys = list(st.srcs)
+    cat_names = list(st.cats)
+    names = st.builder.names.strings
+    cls = _Classifier(st, fmt, rank)
+    kinds = np.empty(len(first), dtype=np.uint8)
+    lanes = np.empty(len(first), dtype=np.int32)
+    for j, i in enumerate(first.tolist()):
+        pid, tid = src_keys[int(src[i])]
+        kind, lane = cls.classify(pid, tid, cat_names[int(cat[i])], names[int(name[i])], int(device[i]), int(phc[i]))
+        kinds[j] = kind
+        lanes[j] = lane
+    inverse = np.asarray(inverse).reshape(-1)
+    return kinds[inverse], lanes[inverse]
+
+
+def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Distinct rows of equally long int64 columns, in lexicographic order: (index of each one's first
+    occurrence, row id of every row), like ``np.unique(np.stack(cols), axis=1, return_index, return_inverse)``.
+
+    The columns are packed into one int64 key (mixed radix over each column's range) when that fits, which is
+    several times faster than a multi-column unique.
+    """
+    key = np.zeros(cols[0].shape[0], dtype=np.int64)
+    radix = 1
+    for c in reversed(cols):
+        lo = int(c.min())
+        span = int(c.max()) - lo + 1
+        if radix * span >= 2**62:
+            _, first, inverse = np.unique(np.stack(cols), axis=1, return_index=True, return_inverse=True)
+            return first, np.asarray(inverse).reshape(-1)
+        key += (c - lo) * np.int64(radix)
+        radix *= span
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, np.asarray(inverse).reshape(-1)

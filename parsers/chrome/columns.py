@@ -1,0 +1,350 @@
+"""Decoded chunks → the loader's columns (:func:`process_chunk`): complete and instant events become events at
+once, column-wise (no Python loop per slice); their Kineto args become kernel, copy, collective and details rows;
+B/E, async and flow events are kept for matching; metadata fills the name tables; counters become series."""
+
+from __future__ import annotations
+
+import operator
+from itertools import compress, repeat
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
+from gputop_trace.parsers.chrome.structs import Args, Chunk
+from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, dense_ids, one_ns, to_ns
+
+# how a chunk is split by phase: slices and instants become events at once, B/E and async pairs are matched
+# after streaming, flows are bound to slices after the build, metadata fills the name tables
+_G_X, _G_I, _G_BE, _G_FLOW, _G_ASYNC, _G_META, _G_COUNTER, _G_NONE, _G_OTHER = range(9)
+_PH_GROUP: dict[str, int] = {
+    "X": _G_X,
+    "i": _G_I,
+    "I": _G_I,
+    "R": _G_I,
+    "B": _G_BE,
+    "E": _G_BE,
+    "s": _G_FLOW,
+    "t": _G_FLOW,
+    "f": _G_FLOW,
+    "b": _G_ASYNC,
+    "e": _G_ASYNC,
+    "n": _G_ASYNC,
+    "M": _G_META,
+    "C": _G_COUNTER,
+    "": _G_NONE,
+}
+
+
+_A_PH = attrgetter("ph")
+_A_TS = attrgetter("ts")
+_A_DUR = attrgetter("dur")
+_A_CAT = attrgetter("cat")
+_A_NAME = attrgetter("name")
+_A_PIDTID = attrgetter("pid", "tid")
+_A_ID = attrgetter("id")
+_A_ARGS = attrgetter("args")
+_A_CORR = attrgetter("correlation")
+_A_CORR_ID = attrgetter("correlation_id")
+_A_EXT = attrgetter("external_id")
+_A_DEVICE = attrgetter("device")
+_A_REGS = attrgetter("registers")
+_A_GRID = attrgetter("grid")
+_A_BYTES = attrgetter("bytes")
+_A_KDETAILS = attrgetter("kernel_details")
+_A_COLLECTIVE = attrgetter("collective")
+_A_MDETAILS = attrgetter("memcpy_details")
+_A_KERNEL = attrgetter("grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy")
+_NO_ARGS = Args()
+
+
+def _name_ids(st: State, names: list[str]) -> np.ndarray[Any, Any]:
+    """Ids of event names, interned in the order they first appear."""
+    table = st.builder.names
+    got = list(map(table.ids.get, names))
+    if None in got:
+        for s in compress(names, map(operator.is_, got, repeat(None))):
+            table.intern(s)
+        got = list(map(table.ids.__getitem__, names))
+    return np.array(got, dtype=np.int64)
+
+
+def _int64_or(v: Any, default: int) -> int:
+    """``v`` as an int when it is an int (or the text of one) within int64, else ``default``."""
+    if isinstance(v, str):
+        try:
+            v = int(v)
+        except ValueError:
+            return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        return default
+    return v if -(2**63) <= v < 2**63 else default
+
+
+def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> None:
+    """Turn one decoded chunk into columns and side rows (column-wise; no Python loop per slice)."""
+    evs = chunk.events
+    st.skipped += chunk.skipped
+    st.skipped_example = st.skipped_example or chunk.skipped_example
+    st.repaired += chunk.repaired
+    st.repaired_example = st.repaired_example or chunk.repaired_example
+    for note in chunk.notes:
+        st.builder.warn(f"The file is not strict JSON: {note}.")
+    if chunk.counters:
+        _process_counters(st, chunk.counters, chunk.exact)
+    n = len(evs)
+    if n == 0:
+        return
+    exact = chunk.exact
+    phs: list[str] = chunk.phs if chunk.phs is not None else list(map(_A_PH, evs))
+    ts_f = chunk.ts
+    # an event without a timestamp (NaN) is skipped, except metadata, which needs none
+    no_ts = np.isnan(ts_f) if ts_f is not None else np.fromiter((e.ts != e.ts for e in evs), bool, n)
+    far = (
+        np.abs(ts_f) > MAX_ABS_US
+        if ts_f is not None
+        else np.fromiter((abs(float(e.ts)) > MAX_ABS_US for e in evs), bool, n)
+    )
+    drop = None
+    if far.any():  # a timestamp no clock gives (beyond ±146 years): the event is skipped like one without ts
+        far &= np.fromiter(map("M".__ne__, phs), bool, n)
+        if far.any():
+            first = evs[int(np.flatnonzero(far)[0])]
+            st.skipped += int(far.sum())
+            st.skipped_example = st.skipped_example or (
+                f"a {first.ph!r} event named {first.name!r} with ts {float(first.ts):.3g} µs, out of range"
+            )
+            drop = far
+            no_ts &= ~far
+    if no_ts.any():
+        no_ts &= np.fromiter(map("M".__ne__, phs), bool, n)
+        if no_ts.any():
+            first = evs[int(np.flatnonzero(no_ts)[0])]
+            st.skipped += int(no_ts.sum())
+            st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
+            drop = no_ts if drop is None else drop | no_ts
+    if not include_python:
+        cats = list(map(_A_CAT, evs))
+        if "python_function" in cats:
+            python = np.fromiter(map("python_function".__eq__, cats), bool, n)
+            st.python_left_out += int(python.sum())
+            drop = python if drop is None else drop | python
+    if drop is not None:
+        keep = (~drop).tolist()
+        evs = list(compress(evs, keep))
+        phs = list(compress(phs, keep))
+        if ts_f is not None:
+            ts_f = ts_f[~drop]
+        n = len(evs)
+        if n == 0:
+            return
+    seq0 = st.seq
+    st.seq += n
+    if phs.count("X") == n:  # the common case: a run of complete events only
+        _process_slices(st, evs, None, ts_f, exact, seq0, None)
+        return
+    group = np.fromiter(map(_PH_GROUP.get, phs, repeat(_G_OTHER)), dtype=np.uint8, count=n)
+    is_p = group <= _G_FLOW
+    idx_p = np.flatnonzero(is_p)
+    if len(idx_p):
+        ev_p = list(compress(evs, is_p.tolist())) if len(idx_p) < n else evs
+        _process_slices(st, ev_p, group[idx_p], ts_f[idx_p] if ts_f is not None else None, exact, seq0, idx_p)
+    if len(idx_p) < n:
+        _process_other(st, evs, phs, group, exact, seq0)
+
+
+def _process_slices(
+    st: State,
+    evs: list[Any],
+    group: np.ndarray[Any, Any] | None,
+    ts_f: np.ndarray[Any, Any] | None,
+    exact: bool,
+    seq0: int,
+    pos: np.ndarray[Any, Any] | None,
+) -> None:
+    """Slices, instants, B/E and flow events of a chunk (``group`` None: slices only); ``pos`` = their places."""
+    n = len(evs)
+    src = dense_ids(st.srcs, list(map(_A_PIDTID, evs)))
+    cat = dense_ids(st.cats, list(map(_A_CAT, evs)))
+    ts = np.rint(ts_f * 1000.0).astype(np.int64) if ts_f is not None else to_ns(map(_A_TS, evs), exact)
+    if group is None:
+        _add_slices(st, evs, ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None, exact)
+        return
+    named = group <= _G_BE
+    name = np.full(n, -1, dtype=np.int64)
+    if named.all():
+        name = _name_ids(st, list(map(_A_NAME, evs)))
+    elif named.any():
+        name[named] = _name_ids(st, list(map(_A_NAME, compress(evs, named.tolist()))))
+    direct = group <= _G_I
+    sel = np.flatnonzero(direct)
+    if len(sel):
+        ev_d = evs if len(sel) == n else list(compress(evs, direct.tolist()))
+        is_x = group[sel] == _G_X
+        _add_slices(st, ev_d, ts[sel], src[sel], cat[sel], name[sel], None if is_x.all() else is_x, exact)
+    seq = seq0 + (pos if pos is not None else np.arange(n))
+    for i in np.flatnonzero(group == _G_BE).tolist():
+        st.be.append((int(src[i]), int(ts[i]), int(seq[i]), int(name[i]), int(cat[i]), evs[i].ph))
+    sel = np.flatnonzero(group == _G_FLOW)
+    if len(sel):
+        ac2g = st.cats.get("ac2g", -1)
+        sel = sel[cat[sel] != ac2g]  # launch flows come from correlation ids
+    if len(sel):
+        ev_f = [evs[i] for i in sel.tolist()]
+        f = st.flows
+        f.ident.extend(map(_A_ID, ev_f))
+        f.cat.append(cat[sel])
+        f.src.append(src[sel])
+        f.ts.append(ts[sel])
+        f.next_slice.append(np.array([e.ph == "f" and e.bp != "e" for e in ev_f], dtype=bool))
+        f.seq.append(seq[sel])
+
+
+def _add_slices(
+    st: State,
+    evs: list[Any],
+    start: np.ndarray[Any, Any],
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    is_x: np.ndarray[Any, Any] | None,
+    exact: bool,
+) -> None:
+    """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events."""
+    n = len(evs)
+    base = st.n
+    xs = evs if is_x is None else list(compress(evs, is_x.tolist()))
+    nx = len(xs)
+    dur_x = to_ns(map(_A_DUR, xs), exact)
+    far = dur_x == OUT_OF_RANGE_NS
+    if far.any():
+        st.repaired += int(far.sum())
+        st.repaired_example = st.repaired_example or f"an event named {xs[int(np.flatnonzero(far)[0])].name!r} " + (
+            "whose dur is out of range (shown with duration 0)"
+        )
+        dur_x[far] = 0
+    neg = dur_x < 0
+    if neg.any():
+        st.negative_dur += int(neg.sum())
+        dur_x[neg] = 0
+    argl = list(map(_A_ARGS, xs))
+    if None in argl:
+        argl = [a if a is not None else _NO_ARGS for a in argl]
+    corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+    no_corr = corr_x < 0
+    if no_corr.any():
+        corr_x[no_corr] = -1
+        texts = list(map(_A_CORR_ID, argl))
+        if texts.count(None) != nx:
+            for i in np.flatnonzero(no_corr).tolist():
+                if texts[i] is not None:
+                    corr_x[i] = _int64_or(texts[i], -1)
+    ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
+    dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+    # provisional index of every X event
+    ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
+    _add_kernel_and_copy_rows(st, argl, ev_x)
+    if is_x is None:
+        dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
+        phc = np.full(n, PH_X, dtype=np.uint8)
+    else:
+        dur = np.zeros(n, dtype=np.int64)
+        corr = np.full(n, -1, dtype=np.int64)
+        ext = np.full(n, -1, dtype=np.int64)
+        device = np.full(n, -1, dtype=np.int64)
+        dur[is_x], corr[is_x], ext[is_x], device[is_x] = dur_x, corr_x, ext_x, dev_x
+        phc = np.where(is_x, PH_X, PH_I).astype(np.uint8)
+    append_events(st, start, dur, src, cat, name, corr, ext, device, phc)
+
+
+def _add_kernel_and_copy_rows(st: State, argl: list[Any], ev_x: np.ndarray[Any, Any]) -> None:
+    """Kernel rows (args with a grid or registers), copy rows (args with bytes) and JAX details strings."""
+    nx = len(argl)
+    regs = np.fromiter(map(_A_REGS, argl), np.int64, nx)
+    grids = list(map(_A_GRID, argl))
+    is_kernel = regs >= 0
+    if grids.count(None) != nx:
+        is_kernel |= np.fromiter(map(operator.is_not, grids, repeat(None)), bool, nx)
+    k = np.flatnonzero(is_kernel)
+    if len(k):
+        rows = [_A_KERNEL(argl[i]) for i in k.tolist()]
+        grid, block, registers, shared, bps, wps, occ = zip(*rows, strict=True)
+        kr = st.kern
+        kr.event.append(ev_x[k])
+        kr.grid.append(np.array([g or (0, 0, 0) for g in grid], dtype=np.int64).reshape(-1, 3))
+        kr.block.append(np.array([b or (0, 0, 0) for b in block], dtype=np.int64).reshape(-1, 3))
+        kr.registers.append(np.array(registers, dtype=np.int64))
+        kr.shared.append(np.array(shared, dtype=np.int64))
+        kr.blocks_per_sm.append(np.array(bps, dtype=np.float64))
+        kr.warps_per_sm.append(np.array(wps, dtype=np.float64))
+        kr.occupancy.append(np.array(occ, dtype=np.float64))
+    nbytes = np.fromiter(map(_A_BYTES, argl), np.int64, nx)
+    c = np.flatnonzero((nbytes >= 0) & ~is_kernel)
+    if len(c):
+        st.copy_ev.append(ev_x[c])
+        st.copy_bytes.append(nbytes[c])
+    coll = list(map(_A_COLLECTIVE, argl))
+    if coll.count(None) != nx:
+        for i, name in enumerate(coll):
+            if name is not None:
+                a = argl[i]
+                st.coll_rows.append((int(ev_x[i]), name, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
+    kd = list(map(_A_KDETAILS, argl))
+    md = list(map(_A_MDETAILS, argl))
+    if kd.count(None) != nx or md.count(None) != nx:
+        for i, (kt, mt) in enumerate(zip(kd, md, strict=True)):
+            if kt is not None:
+                st.details.append((int(ev_x[i]), "kernel", kt))
+            elif mt is not None:
+                st.details.append((int(ev_x[i]), "memcpy", mt))
+
+
+def _process_other(
+    st: State, evs: list[Any], phs: list[str], group: np.ndarray[Any, Any], exact: bool, seq0: int
+) -> None:
+    """Metadata, async and unknown-phase events of a chunk (one by one: there are few)."""
+    for i in np.flatnonzero(group > _G_FLOW).tolist():
+        e = evs[i]
+        g = group[i]
+        if g == _G_META:
+            _metadata(st, e)
+        elif g == _G_ASYNC:
+            ident = e.id if e.id is not None else (e.id2 if isinstance(e.id2, (int, str)) else None)
+            st.asyncs.append((e.ph, e.pid, e.cat, ident, one_ns(e.ts, exact), e.name, seq0 + i))
+        elif g == _G_OTHER:
+            st.other_phases[phs[i]] += 1
+
+
+def _metadata(st: State, e: Any) -> None:
+    a = e.args
+    if a is None:
+        return
+    if e.name == "process_name" and a.name is not None:
+        st.proc_name[e.pid] = a.name
+    elif e.name == "process_labels" and a.labels is not None:
+        st.proc_labels[e.pid] = a.labels
+    elif e.name == "process_sort_index" and a.sort_index is not None:
+        st.proc_sort[e.pid] = a.sort_index
+    elif e.name == "thread_name" and a.name is not None:
+        st.thread_name[(e.pid, e.tid)] = a.name.strip()
+    elif e.name == "thread_sort_index" and a.sort_index is not None:
+        st.thread_sort[(e.pid, e.tid)] = a.sort_index
+
+
+def _process_counters(st: State, counters: list[Any], exact: bool) -> None:
+    for c in counters:
+        if not isinstance(c.args, dict):
+            continue
+        ts = one_ns(c.ts, exact)
+        if ts == OUT_OF_RANGE_NS:
+            continue
+        for key, value in c.args.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            series = f"{c.name}.{key}" if key not in ("value", c.name) else c.name
+            if c.id is not None:
+                series = f"{series}[{c.id}]"
+            ts_list, values = st.counters[(c.pid, series)]
+            ts_list.append(ts)
+            values.append(float(value))

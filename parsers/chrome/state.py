@@ -1,0 +1,144 @@
+"""What streaming one Chrome trace gathers (:class:`State`): per-event columns in file order, side rows by
+provisional event index, and the B/E, async, flow and counter events that are matched after streaming."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gputop_trace.model.builder import TraceBuilder
+
+# values of the per-event "ph class" column
+PH_X, PH_I, PH_BE, PH_ASYNC, PH_ASYNC_I = 0, 1, 2, 3, 4
+
+
+@dataclass
+class _Columns:
+    """Per-event numpy columns gathered chunk by chunk (provisional order = file order)."""
+
+    start: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    dur: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    src: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    cat: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    name: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    corr: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    ext: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    device: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    phc: list[np.ndarray[Any, Any]] = field(default_factory=list)
+
+    def concat(self, name: str, dtype: Any) -> np.ndarray[Any, Any]:
+        parts: list[np.ndarray[Any, Any]] = getattr(self, name)
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class _Flows:
+    """Chrome flow events (``s``/``t``/``f``) other than launch flows, column-wise in file order."""
+
+    ident: list[Any] = field(default_factory=list)  # the flow id (int, str or None)
+    cat: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    src: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    ts: list[np.ndarray[Any, Any]] = field(default_factory=list)  # ns, file time
+    next_slice: list[np.ndarray[Any, Any]] = field(default_factory=list)  # an "f" bound to the next slice
+    seq: list[np.ndarray[Any, Any]] = field(default_factory=list)  # file order
+
+    def __len__(self) -> int:
+        return len(self.ident)
+
+
+@dataclass
+class _KernelRows:
+    """Kineto kernel args of slices, column-wise (``event`` = provisional index)."""
+
+    event: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    grid: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    block: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    registers: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    shared: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    blocks_per_sm: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    warps_per_sm: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    occupancy: list[np.ndarray[Any, Any]] = field(default_factory=list)
+
+
+class State:
+    """Everything gathered while streaming one file.
+
+    Ids are handed out in file order, whatever the chunking: a thread ``(pid, tid)`` and a category get their id
+    at the first slice, instant, B/E or flow event that names them; an event name at the first slice, instant or
+    B/E event. ``seq`` counts every event of the array, so it orders any two events as the file does.
+    """
+
+    def __init__(self) -> None:
+        self.builder = TraceBuilder("chrome")
+        self.cols = _Columns()
+        self.n = 0
+        self.cats: dict[str, int] = {"": 0}
+        self.srcs: dict[tuple[Any, Any], int] = {}
+        self.proc_name: dict[Any, str] = {}
+        self.proc_labels: dict[Any, str] = {}
+        self.proc_sort: dict[Any, int] = {}
+        self.thread_name: dict[tuple[Any, Any], str] = {}
+        self.thread_sort: dict[tuple[Any, Any], int] = {}
+        # side info by provisional event index
+        self.kern = _KernelRows()
+        self.copy_ev: list[np.ndarray[Any, Any]] = []
+        self.copy_bytes: list[np.ndarray[Any, Any]] = []
+        self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
+        self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
+        # B/E, async and flow events (matched after streaming)
+        self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
+        self.asyncs: list[tuple[Any, ...]] = []  # (ph, pid, cat, id, ts, name, seq)
+        self.flows = _Flows()
+        self.counters: dict[tuple[Any, str], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+        self.other_phases: dict[str, int] = defaultdict(int)
+        self.skipped = 0
+        self.python_left_out = 0  # python_function events left out on request (include_python=False)
+        self.skipped_example = ""
+        self.repaired = 0
+        self.repaired_example = ""
+        self.negative_dur = 0
+        self.seq = 0
+
+    def src_id(self, pid: Any, tid: Any) -> int:
+        key = (pid, tid)
+        i = self.srcs.get(key)
+        if i is None:
+            i = self.srcs[key] = len(self.srcs)
+        return i
+
+    def cat_id(self, cat: str) -> int:
+        i = self.cats.get(cat)
+        if i is None:
+            i = self.cats[cat] = len(self.cats)
+        return i
+
+    def name_id(self, name: str) -> int:
+        return self.builder.names.intern(name)
+
+
+def append_events(
+    st: State,
+    start: np.ndarray[Any, Any],
+    dur: np.ndarray[Any, Any],
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    corr: np.ndarray[Any, Any],
+    ext: np.ndarray[Any, Any],
+    device: np.ndarray[Any, Any],
+    phc: np.ndarray[Any, Any],
+) -> None:
+    c = st.cols
+    c.start.append(start)
+    c.dur.append(dur)
+    c.src.append(src.astype(np.int32))
+    c.cat.append(cat.astype(np.int32))
+    c.name.append(name.astype(np.int32))
+    c.corr.append(corr)
+    c.ext.append(ext)
+    c.device.append(device)
+    c.phc.append(phc)
+    st.n += int(start.shape[0])

@@ -1,0 +1,302 @@
+"""Streaming the ``traceEvents`` array of a Chrome trace out of a byte stream, chunk by chunk.
+
+The document is never decoded whole: the array is cut at element boundaries into chunks of a few megabytes,
+and each chunk is decoded with typed ``msgspec`` structs. A cut point is a ``}`` followed by ``,``; it is proven
+to be an element boundary by the chunk decoding as a JSON array (a cut inside a string or an inner object can
+never yield valid JSON). A file that ends early yields every complete element before the cut.
+
+Chunks whose events do not fit the typed structs (``NaN``, strings where numbers belong, control characters,
+invalid UTF-8) are decoded element by element with a lenient fallback, and what had to be skipped is counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import msgspec
+
+from gputop_trace.errors import TraceError
+from gputop_trace.parsers.chrome.decode import (
+    MAX_SPLIT_TRIES,
+    WS,
+    decode_chunk,
+    decode_header,
+    decode_last,
+    skip_ws_comma,
+)
+from gputop_trace.parsers.chrome.recovery import nested_too_deeply, recover_damage
+from gputop_trace.parsers.chrome.structs import DEC_ANY, Chunk, DocumentInfo, NotAnArray
+from gputop_trace.parsers.source import ByteStream
+
+CHUNK = 1 << 20  # decompressed bytes per decoded chunk: small enough that its decoded events stay in cache
+HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
+MAX_ELEMENT = 64 << 20  # a window that still holds no complete element is treated as damaged
+
+
+_TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+class _Window:
+    """A reusable buffer over the decompressed stream: the bytes ``buf[:end]`` start at stream offset ``base``.
+
+    Chunks are decoded straight out of it (no copy): the byte before a chunk and the byte after it are
+    overwritten with ``[`` and ``]`` for the time of the decoding, then restored. One byte of room is kept
+    before the current position for that.
+    """
+
+    def __init__(self, src: ByteStream, head: bytes, pos: int, base: int) -> None:
+        self.src = src
+        keep = head[pos - 1 :]
+        self.cap = max(2 * CHUNK + 64, 2 * len(keep))
+        self.buf = bytearray(self.cap)
+        self.view = memoryview(self.buf)
+        self.buf[: len(keep)] = keep
+        self.end = len(keep)
+        self.base = base + pos - 1
+
+    def data(self) -> bytes:
+        """A copy of the bytes in the window (for the rare paths that work on plain bytes)."""
+        return bytes(self.view[: self.end])
+
+    def refill(self, pos: int, *, grow: bool = False) -> int:
+        """Move ``buf[pos-1:end]`` to the front, read a chunk more (``grow``: as much again as the window
+        holds, for an element larger than it); returns the new position of ``pos``."""
+        keep = self.end - (pos - 1)
+        want = max(CHUNK, keep) if grow else CHUNK
+        if keep + want > self.cap:  # one element larger than the window: grow it
+            self.cap = keep + 2 * want
+            bigger = bytearray(self.cap)
+            bigger[:keep] = self.view[pos - 1 : self.end]
+            self.view.release()
+            self.buf, self.view = bigger, memoryview(bigger)
+        elif pos > 1:
+            self.buf[:keep] = self.view[pos - 1 : self.end]
+        self.base += pos - 1
+        self.end = keep
+        while self.end < keep + want and not self.src.eof:
+            self.end += self.src.readinto(self.view[self.end : keep + want])
+        return 1
+
+    def close(self) -> None:
+        self.view.release()
+
+
+def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
+    """Yield decoded chunks of the ``traceEvents`` array; fill ``info`` with header, form and truncation.
+
+    ``info.consumed`` ends as the decompressed offset just after the last complete element (or the array's
+    closing bracket), so ``info.total - info.consumed`` is what a truncated file lost.
+    """
+    buf = src.read(CHUNK)
+    while len(buf) < 64 and not src.eof:
+        buf += src.read(CHUNK)
+    start = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
+    while start < len(buf) and buf[start] in WS:
+        start += 1
+    if start >= len(buf):
+        if src.truncated:
+            raise TraceError(
+                f"{src.path} is a gzip file cut short before any trace data ({src.bytes_out:,} bytes could be "
+                "decompressed): the copy was interrupted or the profiler crashed while writing it. Re-copy the file "
+                "or re-record the profile.",
+                path=src.path,
+            )
+        raise _not_trace(src.path, "it is empty" if src.bytes_out == 0 else "it holds only white space")
+    first = buf[start : start + 1]
+    if first == b"[":
+        info.form = "array"
+        pos = start + 1
+    elif first == b"{":
+        info.form = "object"
+        pos, buf = _find_events_key(src, buf, start, info)
+    else:
+        raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
+    info.consumed = pos
+    win = _Window(src, buf, pos, 0)
+    del buf
+    pos = 1
+    try:
+        while True:
+            pos = skip_ws_comma(win.buf, pos, win.end)
+            # keep a chunk's worth of bytes after pos in the window
+            if win.end - pos < CHUNK and not src.eof:
+                pos = win.refill(pos)
+                continue
+            if pos >= win.end:  # the stream ended inside the array
+                info.truncated = True
+                break
+            if win.buf[pos] == 0x5D:  # "]"
+                info.consumed = win.base + pos + 1
+                _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
+                break
+            end, chunk = _decode_some(win, pos)
+            if end < 0 and src.eof:
+                end, chunk = decode_last(win.data(), pos)
+            if end < 0 and not src.eof and win.end - pos < MAX_ELEMENT:
+                # an element larger than the window: read more (doubling) and try again
+                pos = win.refill(pos, grow=True)
+                continue
+            if end < 0:
+                # damaged bytes: keep what decodes before them, skip to where decoding works again
+                good, chunk_or_none, resync = recover_damage(win.data(), pos)
+                if chunk_or_none is not None:
+                    info.chunks += 1
+                    info.consumed = win.base + good
+                    yield chunk_or_none
+                if resync < 0:
+                    if src.eof:
+                        rest = bytes(win.view[good : win.end])
+                        if nested_too_deeply(rest, closed=True):
+                            info.too_deep.append((win.base + good, len(rest)))
+                            info.consumed = win.base + win.end
+                        else:
+                            info.truncated = True
+                            info.damaged.append((win.base + good, len(rest)))
+                        break
+                    resync = win.end  # nothing readable in this window: skip it
+                skipped = (win.base + good, resync - good)
+                deep = nested_too_deeply(bytes(win.view[good:resync]))
+                (info.too_deep if deep else info.damaged).append(skipped)
+                pos = resync
+                continue
+            info.chunks += 1
+            info.consumed = win.base + end
+            yield chunk
+            pos = end
+    finally:
+        win.close()
+    info.total = src.bytes_out
+
+
+def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo) -> tuple[int, bytes]:
+    """Locate ``"traceEvents": [`` at the top level of the object; decode the keys before it."""
+    search_from = start
+    while True:
+        for m in _TRACE_EVENTS_RE.finditer(buf, search_from):
+            head = buf[start : m.start()].rstrip(WS)
+            if head.endswith(b","):
+                head = head[:-1]
+            try:
+                header = decode_header(head + b"}") if head != b"{" else {}
+            except (ValueError, RecursionError):
+                continue  # the key text was inside a nested object (or the keys before it nest too deeply)
+            if isinstance(header, dict):
+                info.header.update(header)
+                return m.end(), buf
+        if src.eof or len(buf) > HEADER_LIMIT:
+            break
+        search_from = max(start, len(buf) - 64)
+        buf += src.read(CHUNK)
+    # no traceEvents key: decide between "not a trace" and "truncated before the events"
+    try:
+        doc = DEC_ANY.decode(buf[start:])
+    except msgspec.DecodeError:
+        doc = None
+    if isinstance(doc, dict):
+        keys = ", ".join(list(doc)[:8]) or "none"
+        raise TraceError(
+            f'{src.path} is JSON but not a Chrome trace: it has no "traceEvents" array (its top-level keys are: '
+            f"{keys}). Open a trace written by torch.profiler, jax.profiler or another Chrome-trace exporter.",
+            path=src.path,
+        )
+    if src.truncated or src.eof:
+        raise TraceError(
+            f"{src.path} ends after {src.bytes_out} bytes, before any trace event: it was cut short or it is not "
+            "a Chrome trace. Re-copy the file or re-record the profile.",
+            path=src.path,
+        )
+    raise _not_trace(src.path, 'no "traceEvents" array was found')
+
+
+def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
+    """Decode the keys after the events array (object form); tolerate anything after an array form."""
+    while not src.eof:
+        more = src.read(CHUNK)
+        if not more:
+            break
+        rest += more
+        if len(rest) > HEADER_LIMIT:
+            return
+    if info.form != "object":
+        return
+    tail = rest.strip(WS)
+    if tail.startswith(b","):
+        try:
+            try:
+                extra = decode_header(b"{" + tail[1:])
+            except ValueError:
+                if tail.endswith(b"}"):
+                    raise
+                extra = decode_header(b"{" + tail[1:] + b"}")  # only the final brace is missing
+        except RecursionError:
+            info.trailer_too_deep = True
+            return
+        except ValueError:
+            info.trailer_unreadable = len(tail)
+            return
+        if isinstance(extra, dict):
+            for k, v in extra.items():
+                info.header.setdefault(k, v)
+    elif tail not in (b"", b"}"):
+        info.trailer_unreadable = len(tail)
+
+
+def _split_candidates(buf: bytearray, pos: int, end: int) -> Iterator[int]:
+    """Positions just after a ``}`` that is followed by ``,`` or ``]``, from ``end`` backwards."""
+    n = end
+    tries = 0
+    while tries < MAX_SPLIT_TRIES:
+        p = buf.rfind(b"}", pos, end)
+        if p < 0:
+            return
+        q = p + 1
+        while q < n and buf[q] in WS:
+            q += 1
+        if q < n and buf[q] in b",]":
+            tries += 1
+            yield p + 1
+        end = p
+
+
+def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
+    """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
+    buf = win.buf
+    before = buf[pos - 1]
+    for cut in _split_candidates(buf, pos, win.end):
+        after = buf[cut] if cut < win.end else None
+        buf[pos - 1] = 0x5B  # "["
+        if after is None:
+            text: bytes | memoryview = bytes(win.view[pos - 1 : cut]) + b"]"
+        else:
+            buf[cut] = 0x5D  # "]"
+            text = win.view[pos - 1 : cut + 1]
+        try:
+            chunk = decode_chunk(text)
+        except NotAnArray:
+            continue
+        finally:
+            buf[pos - 1] = before
+            if after is not None:
+                buf[cut] = after
+            if isinstance(text, memoryview):
+                text.release()
+        return cut, chunk
+    return -1, Chunk([])
+
+
+def _describe_non_json(b: bytes) -> str:
+    if b.startswith(b"SQLite format 3"):
+        return "it is a SQLite database (open it as an Nsight Systems export: name it .sqlite)"
+    if any(c < 9 or 13 < c < 32 for c in b[:16]):
+        return "it is a binary file, not JSON"
+    snippet = b[:16].decode("utf-8", "replace")
+    return f"it does not start with JSON (it starts with {snippet!r})"
+
+
+def _not_trace(path: str, why: str) -> TraceError:
+    return TraceError(
+        f"{path} is not a Chrome trace: {why}. gputop-trace opens Chrome/Kineto/JAX traces (.json, .json.gz), "
+        "Nsight Systems exports (.sqlite) and directories of per-rank traces.",
+        path=path,
+    )

@@ -1,0 +1,136 @@
+"""The typed ``msgspec`` structs a Chrome trace's events are decoded into (only the fields the loader reads are
+decoded; everything else is skipped by msgspec), their decoders, and what the streamer hands on: decoded
+:class:`Chunk` s and the :class:`DocumentInfo` of the document around the events."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Annotated, Any, Union
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+#: an integer that fits int64 (a larger one in the file fails typed decoding and takes the lenient path)
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields the loader reads (Kineto, JAX and metadata events)."""
+
+    external_id: Int64 = msgspec.field(default=-1, name="External id")
+    correlation: Int64 = -1
+    device: Int64 = -1
+    stream: Int64 = -1
+    grid: tuple[Int64, Int64, Int64] | None = None
+    block: tuple[Int64, Int64, Int64] | None = None
+    registers: Int64 = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: Int64 = msgspec.field(default=-1, name="shared memory")
+    blocks_per_sm: float = msgspec.field(default=-1.0, name="blocks per SM")
+    warps_per_sm: float = msgspec.field(default=-1.0, name="warps per SM")
+    occupancy: float = msgspec.field(default=-1.0, name="est. achieved occupancy %")
+    bytes: Int64 = -1
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: Int64 = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: Int64 = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: Int64 = msgspec.field(default=0, name="Group size")
+    group: str | None = msgspec.field(default=None, name="Process Group Name")
+    dtype: str | None = None
+    name: str | None = None
+    sort_index: Int64 | None = None
+    labels: str | None = None
+    correlation_id: str | None = None
+    memcpy_details: str | None = None
+    kernel_details: str | None = None
+
+
+class Event(msgspec.Struct, gc=False):
+    """One Chrome trace event. ``ts``/``dur`` are microseconds."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: Union[Int64, str] = 0  # noqa: UP007 - msgspec needs typing.Union on 3.10
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: float = math.nan  # NaN = missing (metadata events need none; other events without one are skipped)
+    dur: float = 0.0
+    id: Union[Int64, str, None] = None  # noqa: UP007
+    id2: Any = None
+    s: str = ""
+    bp: str = ""
+    args: Args | None = None
+
+
+class ExactEvent(msgspec.Struct, gc=False):
+    """The same event with exact decimal timestamps, for files whose timestamps are too large for a float."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: Union[Int64, str] = 0  # noqa: UP007
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: Decimal = Decimal("NaN")
+    dur: Decimal = Decimal(0)
+    id: Union[Int64, str, None] = None  # noqa: UP007
+    id2: Any = None
+    s: str = ""
+    bp: str = ""
+    args: Args | None = None
+
+
+class CounterEvent(msgspec.Struct, gc=False):
+    """A ``C`` event with its series values."""
+
+    ph: str = ""
+    name: str = ""
+    pid: Union[Int64, str] = 0  # noqa: UP007
+    tid: Union[Int64, str] = 0  # noqa: UP007
+    ts: float = 0.0
+    id: Union[Int64, str, None] = None  # noqa: UP007
+    args: dict[str, Any] | None = None
+
+
+DEC_EVENTS = msgspec.json.Decoder(list[Event])
+DEC_EXACT = msgspec.json.Decoder(list[ExactEvent])
+DEC_COUNTER = msgspec.json.Decoder(CounterEvent)
+DEC_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+DEC_ONE = msgspec.json.Decoder(Event)
+DEC_ANY = msgspec.json.Decoder()
+
+
+@dataclass
+class Chunk:
+    """Decoded events of one chunk, and the counter events among them (when any)."""
+
+    events: list[Any]
+    counters: list[CounterEvent] = field(default_factory=list)
+    exact: bool = False
+    skipped: int = 0
+    skipped_example: str = ""
+    repaired: int = 0  # events kept after fields of the wrong type or range were dropped or converted
+    repaired_example: str = ""
+    notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
+    phs: list[str] | None = None  # every event's ``ph`` (when the typed decoder made the chunk)
+    ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
+
+
+@dataclass
+class DocumentInfo:
+    """What the streamer learnt about the document besides the events."""
+
+    form: str = ""  # "object" | "array"
+    header: dict[str, Any] = field(default_factory=dict)
+    consumed: int = 0  # decompressed bytes of complete events and structure
+    total: int = 0  # decompressed bytes read
+    truncated: bool = False
+    chunks: int = 0
+    damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
+    too_deep: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) of elements nested too deeply
+    trailer_too_deep: bool = False  # the keys after the events array nest too deeply to read
+    trailer_unreadable: int = 0  # bytes after the events array that are not the rest of the object (cut, damaged)
+
+
+class NotAnArray(Exception):  # noqa: N818 - a control-flow signal
+    """The cut was not at an element boundary."""
