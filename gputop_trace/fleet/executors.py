@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -201,10 +202,12 @@ def run_dask(
     client: Any = None,
     fn: SummaryFn | None = None,
     connect_timeout_s: float = 30.0,
+    no_workers_s: float = 120.0,
 ) -> PerFile:
     """Summarise the files on a Dask cluster: ``client`` (a ``distributed.Client``), or a new client of the
     scheduler at ``address``. Only paths go out and only summaries come back; a task that fails on the cluster
-    (its worker died repeatedly, it could not be unpickled …) becomes an error row."""
+    (its worker died repeatedly, it could not be unpickled …) becomes an error row, and so does every task still
+    waiting once the scheduler has had no worker for ``no_workers_s`` seconds (it would wait forever)."""
     from gputop_trace.fleet.summarize import summarize_file
 
     try:
@@ -232,8 +235,18 @@ def run_dask(
         )
         index = {f.key: i for i, f in enumerate(futures)}
         failed: list[int] = []
-        for fut in _untyped(distributed.as_completed)(futures):
+        for fut, abandoned in _finished(distributed, client, futures, no_workers_s):
             i = index[fut.key]
+            if abandoned:
+                where = f"at {address} " if address else ""
+                done[i] = _died(
+                    jobs[i],
+                    f"no Dask worker was connected to the scheduler {where}for {no_workers_s:.0f} s, so the task "
+                    "never ran (start workers with 'dask worker tcp://HOST:8786' on machines that see the traces)",
+                )
+                if on_result:
+                    on_result(done[i])
+                continue
             try:
                 done[i] = fut.result()
             except Exception:  # the task itself failed on the cluster (summarize_file never raises)
@@ -266,6 +279,35 @@ def run_dask(
     finally:
         if own:
             client.close()
+
+
+def _finished(distributed: Any, client: Any, futures: list[Any], no_workers_s: float) -> Any:
+    """``(future, abandoned)`` as the futures finish (like ``distributed.as_completed``), but watching the
+    cluster: once it has had no worker for ``no_workers_s`` seconds, the futures still pending are cancelled and
+    yielded with ``abandoned`` true, instead of being waited for forever."""
+    pending = set(futures)
+    alone_since: float | None = None
+    while pending:
+        try:
+            done, not_done = _untyped(distributed.wait)(list(pending), timeout=2.0, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done, not_done = set(), pending
+        for fut in done:
+            yield fut, False
+        pending = set(not_done)
+        if done or not pending:
+            alone_since = None
+            continue
+        workers = len((client.scheduler_info() or {}).get("workers", {}))
+        if workers:
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since >= no_workers_s:
+            client.cancel(list(pending))
+            for fut in pending:
+                yield fut, True
+            return
 
 
 def run_dask_local(

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,6 @@ def test_every_executor_gives_identical_summaries_and_isolates_bad_ranks(mixed_d
 def test_a_dying_worker_costs_only_its_own_rank(
     fleet_small: tuple[Path, dict[int, int]],  # noqa: F811
     tmp_path: Path,
-    dask_client: Any,
 ) -> None:
     good = sorted(fleet_small[0].glob("rank*.json.gz"))
     die = tmp_path / "rank0042-die.pt.trace.json.gz"
@@ -122,7 +122,15 @@ def test_a_dying_worker_costs_only_its_own_rank(
     assert sorted(heard) == sorted(s.path for s in out)  # every rank reported once
     assert [s.path for s in out] == [j.path for j in jobs]  # results in job order
     # on Dask, the scheduler gives up on a task that kills its workers again and again: an error row too
-    dask = _flat(run_dask(jobs[:4], SummaryOptions(), client=dask_client, fn=summarize_or_die))
+    # (a cluster of its own: killing workers must not leave the module's shared cluster without any)
+    import distributed
+
+    dist: Any = distributed
+    with (
+        dist.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+        dist.Client(cluster) as own_client,
+    ):
+        dask = _flat(run_dask(jobs[:4], SummaryOptions(), client=own_client, fn=summarize_or_die))
     assert [s.ok for s in dask] == [False, True, True, True]
     assert dask[0].error_kind == "worker" and "Dask task failed" in (dask[0].error or "")
 
@@ -339,3 +347,21 @@ def test_256_rank_fleet_names_the_injected_stragglers(
     worst = max(stragglers, key=lambda r: stragglers[r])
     assert max(rows.values(), key=lambda r: r["arrival_late_ns"])["rank"] == worst
     assert not any(row["step_outlier"] for row in rows.values())  # their steps are not slower: nothing invented
+
+
+def test_a_cluster_without_workers_gives_error_rows_instead_of_waiting_forever(
+    fleet_small: tuple[Path, dict[int, int]],  # noqa: F811
+) -> None:
+    import distributed
+
+    dist: Any = distributed
+    jobs = plan_jobs([str(p) for p in sorted(fleet_small[0].glob("rank*.json.gz"))[:2]])
+    with (
+        dist.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster,
+        dist.Client(cluster) as client,
+    ):
+        t0 = time.monotonic()
+        out = _flat(run_dask(jobs, SummaryOptions(), client=client, no_workers_s=3.0))
+    assert time.monotonic() - t0 < 60
+    assert [s.ok for s in out] == [False, False]
+    assert all(s.error_kind == "worker" and "no Dask worker was connected" in (s.error or "") for s in out)
