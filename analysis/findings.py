@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.enclosing import innermost_enclosing
-from gputop_trace.analysis.gaps import CAUSE_FIX, CAUSE_LABELS, CAUSES, DEFAULT_THRESHOLD_NS, DeviceGaps, find_gaps
+from gputop_trace.analysis.gaps import CAUSE_FIX, DEFAULT_THRESHOLD_NS, DeviceGaps, find_gaps
 from gputop_trace.analysis.host import HostClass, cpu_lanes, host_classes, pageable_copy_calls
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launches import LaunchReport, launch_behaviour

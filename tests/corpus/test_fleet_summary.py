@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gputop_trace.analysis.causes import CAUSES
 from gputop_trace.analysis.fleet_collectives import match_fleet
 from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
-from gputop_trace.analysis.gaps import CAUSES
 from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_file
 from gputop_trace.fleet.executors import expand_paths, plan_jobs
 from tests.fleet_helpers import fleet_small  # noqa: F401  (fixture)
