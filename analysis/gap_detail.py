@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.model.trace import Trace
 
 
@@ -37,9 +38,8 @@ def gap_detail(
 
 
 def _dependency_kind(trace: Trace, next_op: int, launch: int) -> str:
-    op = trace.event_name(next_op).lower() if next_op >= 0 else ""
     api = trace.event_name(launch).lower() if launch >= 0 else ""
-    if "nccl" in op or "allreduce" in op or "all_reduce" in op or "allgather" in op or "reducescatter" in op:
+    if next_op >= 0 and collective_op(trace.event_name(next_op)) is not None:
         return "a collective (the other ranks)"
     if "graph" in api:
         return "a dependency inside a CUDA graph"
