@@ -19,10 +19,9 @@ from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.host import HostClass, host_classes
 from gputop_trace.analysis.intervals import overlap_with_union, union
 from gputop_trace.analysis.overlap import largest_overlap
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 #: Breakdown keys of the examined window (ns per class).
 BREAKDOWN_KEYS: tuple[str, ...] = ("sync", "os", "data", "cpu", "untraced")

@@ -27,16 +27,14 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS, GapColumns, attribute_gaps
 from gputop_trace.analysis.gap_detail import gap_detail
 from gputop_trace.analysis.intervals import holes
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 #: What to do about a cause, in one sentence.
 CAUSE_FIX: dict[str, str] = {

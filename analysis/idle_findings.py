@@ -4,16 +4,14 @@ naming where the gaps happened and what to do. Times are int64 ns relative to th
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, pct
 from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns
-
-I64 = npt.NDArray[np.int64]
 
 #: A cause group of gaps becomes a finding when it holds at least this share of the device's active span ...
 MIN_IDLE_SHARE = 0.02

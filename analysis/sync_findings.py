@@ -4,18 +4,16 @@ that followed them and how to avoid them. Times are int64 ns relative to the tra
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.causes import CAUSES
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, name_of
 from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.host import HostClass, cpu_lanes, host_classes, pageable_copy_calls
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns
-
-I64 = npt.NDArray[np.int64]
 
 #: Host syncs: report a (range, call) group whose total wait is at least this long (ns).
 MIN_SYNC_NS = 50_000
