@@ -1,14 +1,14 @@
 """Collective (NCCL/RCCL) kernels: what they are, how they overlap computation, and matching them across ranks.
 
-A collective kernel is recognised by its name (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``,
-``ncclKernel_AllGather_RING_LL_Sum_int8_t`` …); Kineto traces also record the framework's view of the call on
+A collective kernel is recognised by its name with :func:`~gputop_trace.model.kernel_names.collective_op`
+(``ncclDevKernel_AllReduce_Sum_f32_RING_LL``, ``ncclKernel_AllGather_RING_LL_Sum_int8_t``, custom all-reduces such
+as ``cross_device_reduce_1stage`` …); Kineto traces also record the framework's view of the call on
 the kernel (collective name, process group, message size), which :class:`~gputop_trace.model.tables.CollectiveTable`
 holds. Times are int64 ns relative to the trace start.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import overlap_with_union, union
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.kernel_names import COLLECTIVE_WORDS, collective_op
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
@@ -36,32 +37,6 @@ OP_LABEL = {
     "other": "collective",
 }
 
-_KERNEL_OP = re.compile(
-    r"(?:nccl|rccl)\w*?(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|SendRecv|Reduce|Send|Recv)",
-    re.IGNORECASE,
-)
-_CAMEL = {
-    "allreduce": "all_reduce",
-    "allgather": "all_gather",
-    "reducescatter": "reduce_scatter",
-    "broadcast": "broadcast",
-    "alltoall": "all_to_all",
-    "sendrecv": "send_recv",
-    "reduce": "reduce",
-    "send": "send",
-    "recv": "recv",
-}
-
-
-def kernel_op(name: str) -> str | None:
-    """The collective a kernel name stands for (``"all_reduce"`` …), or None when it is not a collective."""
-    m = _KERNEL_OP.search(name)
-    if m:
-        return _CAMEL[m.group(1).lower()]
-    if name.lower().startswith(("nccl", "rccl")):
-        return "other"
-    return None
-
 
 def framework_op(name: str) -> str | None:
     """Normalise the framework's collective name (``allreduce``, ``_allgather_base``,
@@ -69,7 +44,7 @@ def framework_op(name: str) -> str | None:
     s = name.lower().replace("_", "").replace("-", "")
     for key in ("reducescatter", "allreduce", "allgather", "alltoall", "broadcast", "sendrecv", "send", "recv"):
         if key in s:
-            return _CAMEL[key]
+            return COLLECTIVE_WORDS[key]
     if "reduce" in s:
         return "reduce"
     return None
@@ -103,7 +78,7 @@ def find_collectives(trace: Trace) -> Collectives:
     """All collective kernels with their op, group, message size and order of issue per (rank, group)."""
     k = trace.of_kind(Kind.KERNEL)
     name_ids = trace.name[k]
-    ops_by_name: dict[int, str | None] = {int(n): kernel_op(trace.names[int(n)]) for n in np.unique(name_ids)}
+    ops_by_name: dict[int, str | None] = {int(n): collective_op(trace.names[int(n)]) for n in np.unique(name_ids)}
     is_coll = np.array([ops_by_name[int(n)] is not None for n in name_ids], dtype=bool)
     ev = k[is_coll]
     ops = [ops_by_name[int(n)] or "other" for n in trace.name[ev]]

@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.findings import Finding
 from gputop_trace.analysis.fleet_collectives import FleetCollectives, match_fleet
-from gputop_trace.analysis.gaps import CAUSE_FIX, CAUSE_LABELS, CAUSES
+from gputop_trace.analysis.gaps import CAUSE_FIX
 from gputop_trace.analysis.rank_summary import RankSummary
 from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS
 from gputop_trace.units import format_ns

@@ -27,26 +27,15 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from gputop_trace.analysis.enclosing import innermost_enclosing
-from gputop_trace.analysis.host import HostClass, host_classes
-from gputop_trace.analysis.intervals import holes, overlap_with_union, union
-from gputop_trace.analysis.overlap import largest_overlap
+from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
+from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS, GapColumns, attribute_gaps
+from gputop_trace.analysis.gap_detail import gap_detail
+from gputop_trace.analysis.intervals import holes
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
 
-#: Cause ids, in the order the views list them.
-CAUSES: tuple[str, ...] = ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced", "gpu_dependency")
-CAUSE_LABELS: dict[str, str] = {
-    "sync_stall": "sync stall",
-    "blocked_os": "blocked in an OS call",
-    "data_loading": "data loading",
-    "cpu_bound": "CPU-bound (framework/Python overhead)",
-    "untraced": "untraced host time",
-    "gpu_dependency": "GPU-side dependency",
-}
 #: What to do about a cause, in one sentence.
 CAUSE_FIX: dict[str, str] = {
     "sync_stall": "remove the host synchronization from the step (avoid .item()/.cpu()/print of GPU values, "
@@ -62,9 +51,6 @@ CAUSE_FIX: dict[str, str] = {
     "gpu_dependency": "the GPU waited on another stream, event, collective or graph dependency: check stream "
     "ordering, and whether another rank or stream is late",
 }
-
-#: Breakdown keys of the examined window (ns per class).
-BREAKDOWN_KEYS: tuple[str, ...] = ("sync", "os", "data", "cpu", "untraced")
 
 DEFAULT_THRESHOLD_NS = 20_000
 #: Gap-length histogram bin edges (ns); the last bin is open-ended.
@@ -85,11 +71,6 @@ SHORT_OP_NS = 10_000
 #: ... at least this many of them, holding at least this share of the device's active span.
 LAUNCH_BOUND_MIN_GAPS = 50
 LAUNCH_BOUND_MIN_SHARE = 0.10
-#: A sync call that ended at most this long before the gap began still counts as "in a sync at the gap start"
-#: (timestamps of host and device come from different clocks and are rounded).
-SYNC_TOLERANCE_NS = 5_000
-
-_CAUSE_CODE = {c: i for i, c in enumerate(CAUSES)}
 
 
 @dataclass(frozen=True)
@@ -137,7 +118,8 @@ class Gap:
     range or operator that explains the gap (``-1`` none); ``after_sync`` the synchronizing call the thread was
     in when the GPU went idle (``-1`` none); ``range_event``/``range_name`` the innermost annotation range on
     the thread at the gap start; ``breakdown_ns`` what the thread did in the examined window (``window_ns``
-    long), per :data:`BREAKDOWN_KEYS`.
+    long), per
+    :data:`~gputop_trace.analysis.gap_attribution.BREAKDOWN_KEYS`.
     """
 
     rank: int
@@ -167,31 +149,6 @@ class Gap:
     def cause_label(self) -> str:
         """Display label of the cause."""
         return CAUSE_LABELS[self.cause]
-
-
-@dataclass(frozen=True)
-class GapColumns:
-    """The reported gaps of one device as columns (same meaning as the :class:`Gap` fields), start order."""
-
-    start_ns: I64
-    dur_ns: I64
-    cause: npt.NDArray[np.int8]
-    launch_event: I64
-    next_op: I64
-    prev_op: I64
-    thread_lane: I64
-    cause_event: I64
-    after_sync: I64
-    range_event: I64
-    window_ns: I64
-    breakdown_ns: I64  # (n, len(BREAKDOWN_KEYS))
-
-    def __len__(self) -> int:
-        return int(self.start_ns.shape[0])
-
-    def take(self, sel: Any) -> GapColumns:
-        """A subset of the rows."""
-        return GapColumns(**{k: getattr(self, k)[sel] for k in self.__dataclass_fields__})
 
 
 @dataclass(frozen=True, eq=False)
@@ -349,7 +306,7 @@ def find_gaps(
     nxt = np.concatenate([st["_next"] for st in staged])
     prev = np.concatenate([st["_prev"] for st in staged])
     fallback = np.repeat(np.array([st["_launcher"] for st in staged], dtype=np.int64), sizes)
-    cols = _attribute(trace, g0, g1, nxt, prev, fallback)
+    cols = attribute_gaps(trace, g0, g1, nxt, prev, fallback)
     out: list[DeviceGaps] = []
     offset = 0
     for st, n in zip(staged, sizes, strict=True):
@@ -381,127 +338,6 @@ def _main_launcher(trace: Trace, ops: I64) -> int:
     if not len(api):
         return -1
     return int(np.bincount(trace.lane[api]).argmax())
-
-
-def _attribute(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback: I64) -> GapColumns:
-    """Cause, evidence and breakdown of each gap ``[g0, g1)`` closed by GPU op ``nxt``."""
-    n = len(g0)
-    launch = trace.launch_of[nxt] if n else np.zeros(0, dtype=np.int64)
-    known = launch >= 0
-    safe = np.maximum(launch, 0)
-    l_end = np.where(known, trace.start_ns[safe] + trace.dur_ns[safe], 0)
-    thread = np.where(known, trace.lane[safe].astype(np.int64), fallback)
-    gpu_dep = known & (l_end <= g0)
-    # window examined on the host: gap start → end of the launch call (or the whole gap when unknown)
-    w_end = np.where(known, np.clip(l_end, g0, g1), g1)
-    w_end = np.where(gpu_dep, g0, w_end)
-    window = w_end - g0
-    breakdown = np.zeros((n, len(BREAKDOWN_KEYS)), dtype=np.int64)
-    breakdown[:, -1] = window
-    cause_event = np.full(n, -1, dtype=np.int64)
-    after_sync = np.full(n, -1, dtype=np.int64)
-    range_event = np.full(n, -1, dtype=np.int64)
-    cause = np.full(n, _CAUSE_CODE["untraced"], dtype=np.int8)
-    has_thread = thread >= 0
-    if n and has_thread.any():
-        range_event[has_thread] = innermost_enclosing(trace, thread[has_thread], g0[has_thread], (Kind.RANGE,))
-    host_rows = np.flatnonzero(has_thread & ~gpu_dep)
-    for lane in np.unique(thread[host_rows]).tolist():
-        rows = host_rows[thread[host_rows] == lane]
-        sl = trace.lane_slice(lane)
-        base = sl.start
-        cls = host_classes(trace, sl)
-        l_start = trace.start_ns[sl]
-        l_end = l_start + trace.dur_ns[sl]
-        ws, we = g0[rows], w_end[rows]
-        # cumulative unions: sync; sync+os; sync+os+data (small sets, merged step by step); all host work
-        us = ue = np.zeros(0, dtype=np.int64)
-        covered_prev = np.zeros(len(rows), dtype=np.int64)
-        for c in HostClass:
-            if c == HostClass.CPU:
-                work = cls >= 0  # a subset of the lane: still sorted by start, union needs no sort
-                us, ue = union(l_start[work], l_end[work])
-            else:
-                m = cls == c
-                us, ue = union(np.concatenate((us, l_start[m])), np.concatenate((ue, l_end[m])))
-            covered = overlap_with_union(ws, we, us, ue)
-            breakdown[rows, int(c)] = covered - covered_prev
-            covered_prev = covered
-        breakdown[rows, -1] = (we - ws) - covered_prev
-        # the thread still in (or just leaving) a sync call when the GPU went idle
-        sync_pos = np.flatnonzero(cls == HostClass.SYNC)
-        if len(sync_pos):
-            sync_ev = sync_pos + base
-            ss = l_start[sync_pos]
-            se = np.maximum.accumulate(l_end[sync_pos])
-            k = np.searchsorted(ss, g0[rows], side="right") - 1
-            hit = (k >= 0) & (se[np.maximum(k, 0)] >= g0[rows] - SYNC_TOLERANCE_NS)
-            # report the sync call that ends last among those started by then (the one the thread waited in)
-            cand = np.where(hit, k, -1)
-            after_sync[rows[hit]] = _latest_ending(trace, sync_ev, cand[hit])
-        # dominant class (ties: the earlier class in priority order)
-        dom = np.argmax(breakdown[rows], axis=1)
-        code = np.array(
-            [_CAUSE_CODE[c] for c in ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced")],
-            dtype=np.int8,
-        )[dom]
-        drained = (after_sync[rows] >= 0) & (code == _CAUSE_CODE["cpu_bound"])
-        code[drained] = _CAUSE_CODE["sync_stall"]
-        code[(we - ws) == 0] = _CAUSE_CODE["untraced"]
-        cause[rows] = code
-        # evidence: the event of the winning class overlapping the window most
-        for c, cname in (
-            (HostClass.SYNC, "sync_stall"),
-            (HostClass.OS, "blocked_os"),
-            (HostClass.DATA, "data_loading"),
-            (HostClass.CPU, "cpu_bound"),
-        ):
-            want = rows[(code == _CAUSE_CODE[cname])]
-            if not len(want):
-                continue
-            cand = _outermost_only(l_end, np.flatnonzero(cls == c)) + base
-            best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], cand)
-            cause_event[want] = best
-        stall = rows[drained]
-        cause_event[stall] = after_sync[stall]
-    cause[gpu_dep] = _CAUSE_CODE["gpu_dependency"]
-    return GapColumns(
-        start_ns=g0.astype(np.int64),
-        dur_ns=(g1 - g0).astype(np.int64),
-        cause=cause,
-        launch_event=launch.astype(np.int64),
-        next_op=nxt.astype(np.int64),
-        prev_op=prev.astype(np.int64),
-        thread_lane=thread.astype(np.int64),
-        cause_event=cause_event,
-        after_sync=after_sync,
-        range_event=range_event,
-        window_ns=window.astype(np.int64),
-        breakdown_ns=breakdown,
-    )
-
-
-def _outermost_only(ends: I64, pos: I64) -> I64:
-    """The positions (in one lane, in trace order) whose event is not contained in an earlier one of the set
-    (``ends``: the lane's event ends). An event inside another never overlaps a window more than its container
-    does, so these are the only candidates for "the event that overlaps the window longest" (the outer one
-    also wins ties)."""
-    if len(pos) < 2:
-        return pos
-    e = ends[pos]
-    keep = np.concatenate(([True], e[1:] > np.maximum.accumulate(e)[:-1]))
-    return pos[keep]
-
-
-def _latest_ending(trace: Trace, events: I64, upto: I64) -> I64:
-    """For each position ``upto[i]`` into ``events`` (sorted by start), the event among ``events[:upto+1]``
-    that ends last."""
-    ends = trace.start_ns[events] + trace.dur_ns[events]
-    # running argmax of ends
-    run_max = np.maximum.accumulate(ends)
-    is_new = np.concatenate(([True], ends[1:] >= run_max[:-1]))
-    arg = np.maximum.accumulate(np.where(is_new, np.arange(len(ends)), 0))
-    return events[arg[upto]]
 
 
 def _gap_object(dg: DeviceGaps, i: int) -> Gap:
@@ -537,108 +373,3 @@ def _gap_object(dg: DeviceGaps, i: int) -> Gap:
             int(c.start_ns[i]),
         ),
     )
-
-
-def gap_detail(
-    trace: Trace, cause: str, cause_event: int, after_sync: int, range_event: int, next_op: int, launch: int, g0: int
-) -> str:
-    """One line saying what the host (or GPU) was doing during a gap."""
-    from gputop_trace.units import format_ns
-
-    def nm(i: int) -> str:
-        return trace.event_name(i) if i >= 0 else "?"
-
-    inside = (
-        f" inside {nm(range_event)}"
-        if range_event >= 0 and (cause_event < 0 or nm(range_event) != nm(cause_event))
-        else ""
-    )
-    if cause == "gpu_dependency":
-        op = nm(next_op)
-        lead = g0 - int(trace.start_ns[launch] + trace.dur_ns[launch]) if launch >= 0 else 0
-        return f"{op} was queued {format_ns(lead)} earlier and waited for {_dependency_kind(trace, next_op, launch)}"
-    if cause == "sync_stall":
-        if after_sync >= 0 and after_sync == cause_event:
-            return f"GPU queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
-        return f"host waiting in {nm(cause_event)}{inside}"
-    if cause == "blocked_os":
-        return f"launching thread blocked in {nm(cause_event)}{inside}"
-    if cause == "data_loading":
-        return f"host loading data in {nm(cause_event)}"
-    if cause == "cpu_bound":
-        return f"host busy in {nm(cause_event)}{inside}"
-    return f"nothing traced on the launching thread{inside}"
-
-
-def _dependency_kind(trace: Trace, next_op: int, launch: int) -> str:
-    op = trace.event_name(next_op).lower() if next_op >= 0 else ""
-    api = trace.event_name(launch).lower() if launch >= 0 else ""
-    if "nccl" in op or "allreduce" in op or "all_reduce" in op or "allgather" in op or "reducescatter" in op:
-        return "a collective (the other ranks)"
-    if "graph" in api:
-        return "a dependency inside a CUDA graph"
-    return "another stream, an event or a host callback"
-
-
-#: Per-stream view: a stream gap shorter than this whose next op was already queued is launch latency.
-KERNEL_WAIT_NS = 30_000
-
-
-@dataclass(frozen=True)
-class StreamIdle:
-    """Idle time between consecutive ops of one GPU stream (ns), split the way Holistic Trace Analysis splits
-    it: ``host_wait`` — the next op's launch call started after the previous op on the stream ended (the
-    stream waited for the host); ``kernel_wait`` — otherwise, and the gap is under :data:`KERNEL_WAIT_NS`
-    (launch latency between queued kernels); ``other`` — the rest (event waits, other streams). Ops with no
-    known launch call count as ``other``."""
-
-    rank: int
-    device: int
-    stream: int
-    lane: int
-    ops: int
-    idle_ns: int
-    host_wait_ns: int
-    kernel_wait_ns: int
-    other_ns: int
-
-
-def stream_idle_breakdown(trace: Trace, *, rank: int | None = None, device: int | None = None) -> list[StreamIdle]:
-    """The per-stream idle breakdown of every GPU stream lane with at least one op (a second view of §2)."""
-    idx = trace.of_kind(*GPU_BUSY_KINDS)
-    if rank is not None:
-        idx = idx[trace.event_rank[idx] == rank]
-    if device is not None:
-        idx = idx[trace.event_device[idx] == device]
-    out: list[StreamIdle] = []
-    if not len(idx):
-        return out
-    lanes = trace.lane[idx]
-    for ln in np.flatnonzero(np.bincount(lanes, minlength=len(trace.lanes))).tolist():
-        ops = idx[lanes == ln]  # one lane, in start order
-        s = trace.start_ns[ops]
-        e = s + trace.dur_ns[ops]
-        prev_end = np.maximum.accumulate(e)[:-1]
-        gap = np.maximum(s[1:] - prev_end, 0)
-        api = trace.launch_of[ops[1:]]
-        known = api >= 0
-        api_start = np.where(known, trace.start_ns[np.maximum(api, 0)], 0)
-        host = known & (api_start > prev_end)
-        kernel = known & ~host & (gap < KERNEL_WAIT_NS)
-        other = ~host & ~kernel
-        lane = trace.lanes[ln]
-        out.append(
-            StreamIdle(
-                rank=lane.rank,
-                device=lane.device,
-                stream=lane.stream,
-                lane=int(ln),
-                ops=len(ops),
-                idle_ns=int(gap.sum()),
-                host_wait_ns=int(gap[host].sum()),
-                kernel_wait_ns=int(gap[kernel].sum()),
-                other_ns=int(gap[other].sum()),
-            )
-        )
-    out.sort(key=lambda r: (r.rank, r.device, r.stream))
-    return out

@@ -146,13 +146,60 @@ def kernel_table(
         if len(trace.kernels)
         else np.zeros(len(k), dtype=bool)
     )
-    # group key: label id per kernel
+    label, label_text = _group_labels(trace, k, group_by, krow, has_side)
+    order, bounds, uniq = _groups(rk, dev, label)
+    grand_total = int(dur.sum())
+    api = trace.launch_of[k]
+    launch_dur = np.where(api >= 0, trace.dur_ns[np.maximum(api, 0)], 0)
+    rows_out: list[KernelRow] = []
+    for gi in range(len(uniq)):
+        members = np.sort(order[bounds[gi] : bounds[gi + 1]])  # back in trace order
+        d = dur[members]
+        cnt = int(d.size)
+        tot = int(d.sum())
+        ev = k[members]
+        r_i, d_i, lab = (int(x) for x in uniq[gi])
+        side = has_side[members]
+        config = _LaunchConfig() if not side.any() else _launch_config(trace, krow[members][side])
+        rows_out.append(
+            KernelRow(
+                name=trace.names[lab] if group_by == GroupBy.NAME else label_text[lab],
+                rank=r_i,
+                device=d_i,
+                count=cnt,
+                total_ns=tot,
+                mean_ns=tot / cnt,
+                median_ns=float(np.median(d)),
+                min_ns=int(d.min()),
+                max_ns=int(d.max()),
+                std_ns=float(np.std(d, ddof=1)) if cnt > 1 else 0.0,
+                pct=100.0 * tot / grand_total if grand_total else 0.0,
+                grid=config.grid,
+                block=config.block,
+                registers=config.registers,
+                shared_bytes=config.shared_bytes,
+                occupancy_pct=config.occupancy_pct,
+                launch_ns=int(launch_dur[members].sum()),
+                group=group_by.value,
+                raw_name=config.raw_name or (trace.names[int(trace.name[ev[0]])] if group_by == GroupBy.NAME else ""),
+                events=ev,
+            )
+        )
+    rows_out.sort(key=lambda r: (-r.total_ns, r.name, r.rank, r.device))
+    return rows_out
+
+
+def _group_labels(
+    trace: Trace, k: I64, group_by: GroupBy, krow: I64, has_side: npt.NDArray[np.bool_]
+) -> tuple[I64, list[str]]:
+    """The group key of each kernel ``k`` (a label id) and, except when grouping by name (the label is then the
+    interned name id), the text of each label id. ``krow``/``has_side``: each kernel's kernel-table row."""
     if group_by == GroupBy.LAUNCHER:
         labels = _launcher_names(trace, k)
         lab_ids: dict[str, int] = {}
         label = np.array([lab_ids.setdefault(s, len(lab_ids)) for s in labels], dtype=np.int64)
-        label_text = list(lab_ids)
-    elif group_by == GroupBy.GEOMETRY:
+        return label, list(lab_ids)
+    if group_by == GroupBy.GEOMETRY:
         geo = np.zeros((len(k), 6), dtype=np.int64)
         if has_side.any():
             rows = krow[has_side]
@@ -169,9 +216,13 @@ def kernel_table(
             i = first[lab]
             geom = [int(x) for x in geo[i]]
             label_text.append(f"{trace.names[int(trace.name[k[i]])]} grid{tuple(geom[:3])} block{tuple(geom[3:])}")
-    else:
-        label = trace.name[k].astype(np.int64)
-        label_text = []
+        return label, label_text
+    return trace.name[k].astype(np.int64), []
+
+
+def _groups(rk: I64, dev: I64, label: I64) -> tuple[I64, I64, I64]:
+    """Kernels grouped by (rank, device, label): the sort ``order`` of the kernels, the group ``bounds`` in it,
+    and each group's (rank, device, label) as the rows of ``uniq``, ascending."""
     # one int64 key per kernel: (rank, device) through a small dense code, then the label; one sort groups them
     n_labels = int(label.max()) + 1
     key = _pair_code(rk, dev) * n_labels + label
@@ -181,69 +232,41 @@ def kernel_table(
     bounds = np.concatenate(([0], cut, [len(key)]))
     first_member = order[bounds[:-1]]
     uniq = np.column_stack([rk[first_member], dev[first_member], label[first_member]])
-    grand_total = int(dur.sum())
-    api = trace.launch_of[k]
-    launch_dur = np.where(api >= 0, trace.dur_ns[np.maximum(api, 0)], 0)
-    rows_out: list[KernelRow] = []
-    for gi in range(len(uniq)):
-        members = np.sort(order[bounds[gi] : bounds[gi + 1]])  # back in trace order
-        d = dur[members]
-        cnt = int(d.size)
-        tot = int(d.sum())
-        ev = k[members]
-        r_i, d_i, lab = (int(x) for x in uniq[gi])
-        name = trace.names[lab] if group_by == GroupBy.NAME else label_text[lab]
-        grid = block = None
-        regs = shared = None
-        occ = float("nan")
-        raw = ""
-        side = has_side[members]
-        if side.any():
-            rows = krow[members][side]
-            # most frequent (grid, block): count a 64-bit hash of the six numbers, read the winner back exactly
-            _, first_row, counts = np.unique(
-                _config_hash(trace.kernels.grid[rows], trace.kernels.block[rows]),
-                return_index=True,
-                return_counts=True,
-            )
-            tied = rows[first_row[counts == counts.max()]]  # ties: the smallest (grid, block) wins
-            top_row = int(
-                min(tied.tolist(), key=lambda r: (*trace.kernels.grid[r].tolist(), *trace.kernels.block[r].tolist()))
-            )
-            g3, b3 = trace.kernels.grid[top_row], trace.kernels.block[top_row]
-            grid = (int(g3[0]), int(g3[1]), int(g3[2]))
-            block = (int(b3[0]), int(b3[1]), int(b3[2]))
-            regs = _most_frequent(np.maximum(trace.kernels.registers[rows], 0))
-            sh = trace.kernels.shared_static[rows].astype(np.int64) + trace.kernels.shared_dynamic[rows]
-            shared = _most_frequent(np.maximum(sh, 0))
-            occv = trace.kernels.occupancy[rows]
-            if np.isfinite(occv).any():
-                occ = float(np.nanmean(occv))
-            rn = trace.kernels.raw_name[rows[0]]
-            raw = trace.names[int(rn)] if rn >= 0 else ""
-        rows_out.append(
-            KernelRow(
-                name=name,
-                rank=r_i,
-                device=d_i,
-                count=cnt,
-                total_ns=tot,
-                mean_ns=tot / cnt,
-                median_ns=float(np.median(d)),
-                min_ns=int(d.min()),
-                max_ns=int(d.max()),
-                std_ns=float(np.std(d, ddof=1)) if cnt > 1 else 0.0,
-                pct=100.0 * tot / grand_total if grand_total else 0.0,
-                grid=grid,
-                block=block,
-                registers=regs,
-                shared_bytes=shared,
-                occupancy_pct=occ,
-                launch_ns=int(launch_dur[members].sum()),
-                group=group_by.value,
-                raw_name=raw or (trace.names[int(trace.name[ev[0]])] if group_by == GroupBy.NAME else ""),
-                events=ev,
-            )
-        )
-    rows_out.sort(key=lambda r: (-r.total_ns, r.name, r.rank, r.device))
-    return rows_out
+    return order, bounds, uniq
+
+
+@dataclass(frozen=True)
+class _LaunchConfig:
+    """The figures of a group's kernel-table rows (:class:`KernelRow` fields of the same names)."""
+
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers: int | None = None
+    shared_bytes: int | None = None
+    occupancy_pct: float = float("nan")
+    raw_name: str = ""
+
+
+def _launch_config(trace: Trace, rows: I64) -> _LaunchConfig:
+    """The most frequent launch configuration, registers and shared memory of kernel-table ``rows``, their mean
+    occupancy estimate and the first row's raw name."""
+    # most frequent (grid, block): count a 64-bit hash of the six numbers, read the winner back exactly
+    _, first_row, counts = np.unique(
+        _config_hash(trace.kernels.grid[rows], trace.kernels.block[rows]),
+        return_index=True,
+        return_counts=True,
+    )
+    tied = rows[first_row[counts == counts.max()]]  # ties: the smallest (grid, block) wins
+    top_row = int(min(tied.tolist(), key=lambda r: (*trace.kernels.grid[r].tolist(), *trace.kernels.block[r].tolist())))
+    g3, b3 = trace.kernels.grid[top_row], trace.kernels.block[top_row]
+    sh = trace.kernels.shared_static[rows].astype(np.int64) + trace.kernels.shared_dynamic[rows]
+    occv = trace.kernels.occupancy[rows]
+    rn = trace.kernels.raw_name[rows[0]]
+    return _LaunchConfig(
+        grid=(int(g3[0]), int(g3[1]), int(g3[2])),
+        block=(int(b3[0]), int(b3[1]), int(b3[2])),
+        registers=_most_frequent(np.maximum(trace.kernels.registers[rows], 0)),
+        shared_bytes=_most_frequent(np.maximum(sh, 0)),
+        occupancy_pct=float(np.nanmean(occv)) if np.isfinite(occv).any() else float("nan"),
+        raw_name=trace.names[int(rn)] if rn >= 0 else "",
+    )

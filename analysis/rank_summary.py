@@ -190,7 +190,7 @@ def _rank_summary(
 ) -> RankSummary:
     import numpy as np
 
-    from gputop_trace.analysis.gaps import CAUSES
+    from gputop_trace.analysis.causes import CAUSES
     from gputop_trace.analysis.kernels import kernel_table
 
     base = trace.file_time_ns(0, rank)

@@ -250,17 +250,6 @@ def render(doc: dict[str, Any], *, top: int = 20, out: str | None = None, consol
         con.print(Text(f"wrote {clean(out)}: open it with gputop-trace view {clean(out)}", style="dim"), soft_wrap=True)
 
 
-#: Idle causes in the few characters a table cell has.
-SHORT_CAUSE = {
-    "sync_stall": "sync stall",
-    "blocked_os": "OS call",
-    "data_loading": "data load",
-    "cpu_bound": "CPU-bound",
-    "untraced": "untraced",
-    "gpu_dependency": "GPU dep.",
-}
-
-
 def rank_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ranks in the order the text table shows them: outliers first (latest first), then slowest steps first."""
 
@@ -277,6 +266,7 @@ def ranks_table(rows: list[dict[str, Any]], *, top: int = 20) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from gputop_trace.analysis.causes import CAUSE_SHORT
     from gputop_trace.units import format_ns
 
     order = rank_order(rows)
@@ -299,7 +289,7 @@ def ranks_table(rows: list[dict[str, Any]], *, top: int = 20) -> Any:
         t.add_column(c, justify="left" if c == "top idle" else "right", no_wrap=True, min_width=w)
     for r in shown:
         causes = sorted(r["idle_by_cause"].items(), key=lambda kv: -kv[1]["total_ns"])
-        cause = SHORT_CAUSE.get(causes[0][0], causes[0][0]) if causes and causes[0][1]["total_ns"] else "-"
+        cause = CAUSE_SHORT.get(causes[0][0], causes[0][0]) if causes and causes[0][1]["total_ns"] else "-"
         flag = "!" if r["late_outlier"] or r["step_outlier"] else ""
         t.add_row(
             Text(f"{flag}{r['rank']}", style="bold red" if flag else ""),

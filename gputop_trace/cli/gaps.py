@@ -12,15 +12,6 @@ if TYPE_CHECKING:
     from gputop_trace.model.trace import Trace
 
 DEFAULT_LIMIT = 20
-#: Cause labels narrow enough for an 80-column table.
-SHORT_CAUSE = {
-    "sync_stall": "sync stall",
-    "blocked_os": "OS call",
-    "data_loading": "data load",
-    "cpu_bound": "CPU-bound",
-    "untraced": "untraced",
-    "gpu_dependency": "GPU dep.",
-}
 CSV_COLUMNS = (
     "rank",
     "device",
@@ -70,7 +61,7 @@ def register(sub: Any) -> None:
 
 def build(trace: Trace, paths: list[str], gaps: list[DeviceGaps], threshold_ns: int) -> dict[str, Any]:
     """The ``gaps`` JSON document."""
-    from gputop_trace.analysis.gaps import stream_idle_breakdown
+    from gputop_trace.analysis.stream_idle import stream_idle_breakdown
     from gputop_trace.report.analysis_json import device_gaps_json
     from gputop_trace.report.envelope import envelope
 
@@ -130,6 +121,7 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
     """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
     from rich.text import Text
 
+    from gputop_trace.analysis.causes import CAUSE_SHORT
     from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.cli.tables import add_number_columns, compact_table
@@ -196,7 +188,7 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
         if wide:
             t.add_column("next GPU op", overflow="ellipsis", no_wrap=True, max_width=32)
         for g in shown:
-            cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), SHORT_CAUSE[g.cause]]
+            cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), CAUSE_SHORT[g.cause]]
             if wide:
                 cells.append(Text(clean(g.range_name or "")))
             cells.append(Text(clean(g.detail)))

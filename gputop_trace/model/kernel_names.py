@@ -1,5 +1,6 @@
-"""Shortening C++ kernel signatures (kernel table, app, ncu name filter) and the name two runs of one kernel share
-(the run comparison)."""
+"""Kernel names: shortening C++ kernel signatures (shared by the kernel table, the app and the ncu name filter),
+recognising collective kernels (shared by the rank analyses and the timeline's kernel colours), and the name two
+runs of one kernel share (the run comparison)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,48 @@ def normalized_kernel_name(name: str) -> str:
         if cut:
             core = cut
     return core
+
+
+#: Collective operations by the word a name spells them with (lowercase, no separators).
+COLLECTIVE_WORDS: dict[str, str] = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "broadcast": "broadcast",
+    "alltoall": "all_to_all",
+    "sendrecv": "send_recv",
+    "reduce": "reduce",
+    "send": "send",
+    "recv": "recv",
+}
+# NCCL / RCCL kernels: ``ncclDevKernel_AllReduce_Sum_f32_RING_LL``, ``ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t``
+_LIBRARY_OP = re.compile(
+    r"(?:nccl|rccl)\w*?(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|SendRecv|Reduce|Send|Recv)",
+    re.IGNORECASE,
+)
+# collective kernels outside NCCL/RCCL, by the operation their name says: the custom all-reduces of vLLM
+# (``cross_device_reduce_1stage``), TensorRT-LLM (``oneShotAllReduceKernel``) and PyTorch symmetric memory
+# (``one_shot_all_reduce_kernel``, ``multimem_all_reduce_kernel``), and other all-gather / all-to-all kernels
+_CUSTOM_OP: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("all_reduce", re.compile(r"all_?reduce|cross_device_reduce", re.IGNORECASE)),
+    ("all_gather", re.compile(r"all_?gather", re.IGNORECASE)),
+    ("reduce_scatter", re.compile(r"reduce_?scatter", re.IGNORECASE)),
+    ("all_to_all", re.compile(r"all_?to_?all", re.IGNORECASE)),
+    ("broadcast", re.compile(r"broadcast_kernel", re.IGNORECASE)),
+)
+# communication kernels whose name does not say the operation
+_OTHER_COMMUNICATION = re.compile(r"nccl|rccl|cross_device|\bnvshmem|one_shot_all|two_shot_all|multimem", re.IGNORECASE)
+
+
+def collective_op(name: str) -> str | None:
+    """The collective a kernel (demangled or raw name) stands for, one of the values of :data:`COLLECTIVE_WORDS`
+    or ``"other"`` for a communication kernel whose name does not say which; None when it is not a collective."""
+    m = _LIBRARY_OP.search(name)
+    if m:
+        return COLLECTIVE_WORDS[m.group(1).lower()]
+    for op, pattern in _CUSTOM_OP:
+        if pattern.search(name):
+            return op
+    if _OTHER_COMMUNICATION.search(name):
+        return "other"
+    return None

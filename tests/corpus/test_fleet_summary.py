@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gputop_trace.analysis.causes import CAUSES
 from gputop_trace.analysis.fleet_collectives import match_fleet
 from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
-from gputop_trace.analysis.gaps import CAUSES
 from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 from gputop_trace.fleet.executors import expand_paths, plan_jobs
 from gputop_trace.fleet.summarize import summarize_file

@@ -10,12 +10,13 @@ import sys
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives, framework_op, kernel_op
+from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives, framework_op
 from gputop_trace.analysis.ranks import rank_table
 from gputop_trace.analysis.steps import find_steps, is_step_name
 from gputop_trace.analysis.stragglers import find_stragglers, match_collectives
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
 from gputop_trace.model.merge import merge_traces
 from gputop_trace.model.tables import Lane, TraceMeta
@@ -39,7 +40,7 @@ MS = 1_000_000
     ],
 )
 def test_kernel_names_are_classified(name: str, op: str | None) -> None:
-    assert kernel_op(name) == op
+    assert collective_op(name) == op
 
 
 def test_framework_names_are_normalised() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -71,6 +72,9 @@ def test_text_output_shows_causes_and_the_longest_gaps(capsys: pytest.CaptureFix
     assert code == 0
     assert "GPU 0" in out and "Idle time by cause" in out and "data loading" in out
     assert "Longest gaps (3 of 301)" in out and "host loading data in data_load" in out
+    longest = out[out.index("Longest gaps") :]
+    # the table's cause cell uses the same words as the app (analysis.causes.CAUSE_SHORT)
+    assert re.search(r"data loading +host loading data in data_load", longest) and "data load " not in longest
     for line in out.splitlines():
         assert len(line) <= 80
 

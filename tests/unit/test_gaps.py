@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputop_trace.analysis.gaps import CAUSES, HISTOGRAM_EDGES_NS, Gap, find_gaps
+from gputop_trace.analysis.causes import CAUSES
+from gputop_trace.analysis.gaps import HISTOGRAM_EDGES_NS, Gap, find_gaps
 from gputop_trace.analysis.intervals import holes, union
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane
@@ -323,7 +324,7 @@ def test_holes_match_a_brute_force_timeline_and_idle_is_span_minus_union(ops: li
 
 
 def test_per_stream_idle_breakdown_host_wait_kernel_wait_other() -> None:
-    from gputop_trace.analysis.gaps import stream_idle_breakdown
+    from gputop_trace.analysis.stream_idle import stream_idle_breakdown
 
     s = Synth()
     th, st7 = s.thread(), s.stream(7)

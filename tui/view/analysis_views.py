@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSE_SHORT, CAUSES
 from gputop_trace.analysis.findings import Finding
-from gputop_trace.analysis.gaps import BREAKDOWN_KEYS, CAUSE_FIX, CAUSE_LABELS, CAUSES, DeviceGaps, Gap
+from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS
+from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps, Gap
 from gputop_trace.analysis.transfers import FLAG_TITLES, FLAGS, TransferReport, direction_label, host_memory_label
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
@@ -18,16 +20,6 @@ from gputop_trace.units import format_bytes, format_ns
 
 #: Panels list at most this many rows (the longest gaps, the most exposed copies); the note says so.
 MAX_ROWS = 2000
-
-#: Short cause names for the busy strip and the table.
-CAUSE_SHORT: dict[str, str] = {
-    "sync_stall": "sync stall",
-    "blocked_os": "OS call",
-    "data_loading": "data loading",
-    "cpu_bound": "CPU-bound",
-    "untraced": "untraced host",
-    "gpu_dependency": "GPU dependency",
-}
 
 
 def cause_short(cause: str) -> str:

@@ -10,6 +10,7 @@ import re
 from enum import IntEnum
 
 from gputop_trace.analysis.kernels import short_name
+from gputop_trace.model.kernel_names import collective_op
 
 
 class Family(IntEnum):
@@ -34,16 +35,8 @@ FAMILY_LABEL: dict[Family, str] = {
     Family.TRITON: "triton",
 }
 
-# checked in this order: the first family whose pattern matches wins
+# checked in this order, after the collectives: the first family whose pattern matches wins
 _PATTERNS: tuple[tuple[Family, re.Pattern[str]], ...] = (
-    (
-        Family.COLLECTIVE,
-        re.compile(
-            r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast_kernel|cross_device|"
-            r"\bnvshmem|one_shot_all|two_shot_all|multimem",
-            re.I,
-        ),
-    ),
     (
         Family.ATTENTION,
         re.compile(
@@ -83,7 +76,10 @@ _PATTERNS: tuple[tuple[Family, re.Pattern[str]], ...] = (
 
 
 def kernel_family(name: str) -> Family:
-    """The family of a kernel from its (demangled or raw) name; :attr:`Family.OTHER` when nothing matches."""
+    """The family of a kernel from its (demangled or raw) name; :attr:`Family.OTHER` when nothing matches.
+    Collectives are the kernels :func:`~gputop_trace.model.kernel_names.collective_op` recognises."""
+    if collective_op(name) is not None:
+        return Family.COLLECTIVE
     for fam, pat in _PATTERNS:
         if pat.search(name):
             return fam

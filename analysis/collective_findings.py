@@ -1,0 +1,124 @@
+"""Findings about the time ranks spend inside collective kernels waiting for a straggler. Times are int64 ns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gputop_trace.analysis.finding_draft import Draft, pct
+from gputop_trace.analysis.gaps import DeviceGaps
+from gputop_trace.model.trace import Trace
+from gputop_trace.units import format_ns
+
+#: Collective wait: report a rank that waits at least this share of its active span.
+MIN_COLLECTIVE_SHARE = 0.05
+
+
+def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft]:
+    """Time ranks spend inside collective kernels waiting for the last rank to arrive.
+
+    With several ranks this is :func:`~gputop_trace.analysis.stragglers.find_stragglers` (collectives matched
+    across ranks, arrivals compared); with one rank only, an estimate: the time each collective kernel runs
+    beyond the fastest call of the same kernel."""
+    from gputop_trace.analysis.collectives import find_collectives
+
+    coll = find_collectives(trace)
+    if not len(coll):
+        return []
+    spans = {g.rank: g.span_ns for g in gaps}
+    devices = {g.rank: g.device for g in gaps}
+    idle = {g.rank: g for g in gaps}
+    ranks = sorted({int(r) for r in coll.rank.tolist()})
+    dur = coll.end_ns - coll.start_ns
+    total = {r: int(dur[coll.rank == r].sum()) for r in ranks}
+    count = {r: int((coll.rank == r).sum()) for r in ranks}
+    out: list[Draft] = []
+    if len(ranks) > 1:
+        from gputop_trace.analysis.stragglers import find_stragglers
+
+        rep = find_stragglers(trace)
+        s = rep.straggler
+        for w in rep.ranks:
+            span = spans.get(w.rank, 0)
+            if w.wait_ns <= 0 or w.wait_ns < MIN_COLLECTIVE_SHARE * span:
+                continue
+            who = f"the straggling rank {s}" if s is not None else "the last rank to arrive"
+            extra = ""
+            if s is not None and rep.host_activity:
+                acts = ", ".join(f"`{a}`" for a, _ in rep.host_activity[:2])
+                extra = f" While rank {w.rank} waited, rank {s}'s host was mostly in {acts}."
+            sg = idle.get(s) if s is not None else None
+            if sg is not None and sg.idle_ns:
+                top = max(sg.by_cause.values(), key=lambda ct: ct.total_ns)
+                extra += (
+                    f" Rank {s}'s GPU is idle {sg.idle_pct:.1f}% of its active time, mostly {top.label} "
+                    f"({format_ns(top.total_ns)})."
+                )
+            out.append(
+                Draft(
+                    kind="collective_wait",
+                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in NCCL collectives for {who} "
+                    f"({pct(w.wait_ns, span)} of its active time)",
+                    detail=f"Rank {w.rank} spends {format_ns(total[w.rank])} in {count[w.rank]} collective kernels; "
+                    f"{format_ns(w.wait_ns)} of that is waiting, inside the kernel, for the last rank to arrive "
+                    f"(rank {s} arrived last in {rep.straggler_share * 100:.0f}% of {rep.instances} matched "
+                    f"collectives, by {format_ns(next((x.late_median_ns for x in rep.ranks if x.rank == s), 0))} "
+                    f"(median)).{extra} Fix: remove the straggler's extra host work or balance the load across "
+                    "ranks."
+                    if s is not None
+                    else f"Rank {w.rank} spends {format_ns(total[w.rank])} in {count[w.rank]} collective kernels; "
+                    f"{format_ns(w.wait_ns)} of that is waiting for the last rank to arrive, which is not always "
+                    "the same rank. Fix: look for uneven work between ranks (data, sequence lengths).",
+                    time_ns=w.wait_ns,
+                    span_ns=span,
+                    evidence={
+                        "rank": w.rank,
+                        "straggler": s,
+                        "wait_ns": w.wait_ns,
+                        "collective_ns": total[w.rank],
+                        "collectives": count[w.rank],
+                        "by_rank": {
+                            str(x.rank): {"wait_ns": x.wait_ns, "imposed_ns": x.imposed_ns, "times_last": x.times_last}
+                            for x in rep.ranks
+                        },
+                        "straggler_host": [{"where": a, "wait_ns": v} for a, v in rep.host_activity],
+                        "method": "cross-rank",
+                    },
+                    thresholds={"min_share": MIN_COLLECTIVE_SHARE},
+                    event=int(coll.event[coll.rank == w.rank][np.argmax(dur[coll.rank == w.rank])]),
+                    gpu_rank=w.rank,
+                    device=devices.get(w.rank),
+                )
+            )
+        return out
+    r = ranks[0]
+    wait = 0
+    for name_id in np.unique(trace.name[coll.event]).tolist():
+        d = dur[trace.name[coll.event] == name_id]
+        wait += int((d - d.min()).sum())
+    span = spans.get(r, 0)
+    if wait <= 0 or wait < MIN_COLLECTIVE_SHARE * span:
+        return out
+    out.append(
+        Draft(
+            kind="collective_wait",
+            title=f"NCCL collectives run ~{format_ns(wait)} longer than their fastest call "
+            f"({pct(wait, span)} of the active time): likely waiting for other ranks",
+            detail=f"The {count[r]} collective kernels take {format_ns(total[r])}; {format_ns(wait)} of that is time "
+            "above the fastest call of the same kernel, usually spent waiting for a slower rank. Open all ranks' "
+            "traces together (a directory) to see which rank is late.",
+            time_ns=wait,
+            span_ns=span,
+            evidence={
+                "rank": r,
+                "wait_ns": wait,
+                "collective_ns": total[r],
+                "collectives": count[r],
+                "method": "single-rank",
+            },
+            thresholds={"min_share": MIN_COLLECTIVE_SHARE},
+            event=int(coll.event[np.argmax(dur)]),
+            gpu_rank=r,
+            device=devices.get(r),
+        )
+    )
+    return out

@@ -1,0 +1,195 @@
+"""Findings about copies and memsets (detectors.md §3): the transfer flags with their exposed time, and how much
+of the copies on side streams is hidden behind kernels. Times are int64 ns."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, plain_name
+from gputop_trace.analysis.transfers import TransferReport
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.trace import Trace
+from gputop_trace.units import format_bytes, format_ns
+
+
+def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
+    """One finding per transfer flag (a copy that blocks the host is reported once, under its blocking flag),
+    and the side-stream copy finding; ``spans``: active span (ns) per (rank, device)."""
+    out: list[Draft] = []
+    span_all = max(spans.values(), default=trace.span_ns)
+    blocking = {r.event for f in rep.flags if f.flag in ("pageable_async", "sync_copy") for r in f.rows}
+    for flag in rep.flags:
+        rows = flag.rows
+        if flag.flag == "copy_on_compute_stream":
+            # a copy that blocks the host is reported once, under its blocking flag
+            rows = [r for r in rows if r.event not in blocking]
+            if not rows:
+                continue
+        top = rows[0]
+        exposed = sum(r.exposed_ns for r in rows)
+        # the copies may sit on several GPUs: weigh them against those GPUs' spans together
+        span = sum(spans.get(k, 0) for k in {(r.rank, r.device) for r in rows}) or span_all
+        where = f" in `{plain_name(top.range_name)}`" if top.range_name else ""
+        biggest = (
+            f"largest: {format_bytes(top.bytes)} {top.direction}"
+            f"{f' ({top.host_memory})' if top.host_memory else ''} of {format_ns(top.dur_ns)} on stream "
+            f"{top.stream}{where}"
+        )
+        n = len(rows)
+        title = (
+            f"{flag.title[0].upper()}{flag.title[1:]}: {n} cop{'ies' if n > 1 else 'y'}, "
+            f"{format_ns(exposed)} exposed ({biggest})"
+        )
+        out.append(
+            Draft(
+                kind=flag.flag,
+                title=title,
+                detail=f"{_FLAG_WHY[flag.flag]} {_copy_groups(trace, rows)} Fix: {flag.fix}",
+                time_ns=exposed,
+                span_ns=span,
+                evidence={
+                    "count": n,
+                    "bytes": sum(r.bytes for r in rows),
+                    "time_ns": sum(r.dur_ns for r in rows),
+                    "exposed_ns": exposed,
+                    "copies": [
+                        {
+                            "event": r.event,
+                            "direction": r.direction,
+                            "host_memory": r.host_memory,
+                            "bytes": r.bytes,
+                            "start_ns": r.start_ns,
+                            "dur_ns": r.dur_ns,
+                            "exposed_ns": r.exposed_ns,
+                            "stream": r.stream,
+                            "api": r.api,
+                            "range": r.range_name,
+                        }
+                        for r in rows[:10]
+                    ],
+                },
+                thresholds={"small_htod_bytes": 64 * 1024} if flag.flag == "sync_copy" else {},
+                event=top.event,
+                gpu_rank=top.rank,
+                device=top.device,
+            )
+        )
+    out.extend(_side_stream_copies(trace, rep, spans))
+    return out
+
+
+def _copy_groups(trace: Trace, rows: list[Any]) -> str:
+    """``"Copies: 1 × 32.0 MiB DtoH (pageable) in `checkpoint_d2h` on stream 7 (24.0 ms); ..."``."""
+    kernel_lanes = set(np.unique(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)]).tolist())
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for r in rows:
+        fam = name_family(r.range_name) if r.range_name else None
+        groups.setdefault((r.direction, r.host_memory, fam, r.stream, r.lane, r.bytes), []).append(r)
+    multi_rank = len({r.rank for r in rows}) > 1
+    parts = []
+    for (direction, host, fam, stream, lane, nbytes), members in sorted(
+        groups.items(), key=lambda kv: -sum(r.exposed_ns for r in kv[1])
+    )[:4]:
+        rng = family_label({r.range_name for r in members}) if fam is not None else None
+        compute = " (a compute stream)" if lane in kernel_lanes else ""
+        parts.append(
+            f"{len(members)} × {format_bytes(nbytes)} {direction}{f' ({host})' if host else ''}"
+            f"{f' in `{rng}`' if rng else ''} on {f'rank {members[0].rank} ' if multi_rank else ''}stream "
+            f"{stream}{compute}, "
+            f"{format_ns(sum(r.exposed_ns for r in members))} exposed"
+        )
+    more = f"; {len(groups) - 4} more groups" if len(groups) > 4 else ""
+    return "Copies: " + "; ".join(parts) + more + "."
+
+
+_FLAG_WHY = {
+    "pageable_async": "An *Async copy to or from pageable (not pinned) host memory is staged by the driver: the "
+    "host call blocks and the copy cannot overlap with kernels.",
+    "sync_copy": "A synchronous cudaMemcpy blocks the host until the copy is done.",
+    "copy_on_compute_stream": "These copies run on a stream that also runs kernels before and after them, so the "
+    "GPU serializes them between the kernels instead of overlapping them.",
+    "sync_memset": "A synchronous memset on pinned or managed memory blocks the host.",
+}
+
+
+def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
+    """How much of the copies on streams that run no kernels (copy side streams) is hidden behind kernels."""
+    cols = rep.columns
+    if not len(cols):
+        return []
+    k = trace.of_kind(Kind.KERNEL, Kind.GRAPH)
+    k_lanes = np.unique(trace.lane[k])
+    lanes = trace.lane[cols.event]
+    side = ~cols.is_memset & ~np.isin(lanes, k_lanes) & (trace.lane_kind[lanes] == LaneKind.GPU_STREAM)
+    sel = np.flatnonzero(side)
+    if not len(sel):
+        return []
+    dur = trace.dur_ns[cols.event[sel]]
+    time = int(dur.sum())
+    exposed = int(cols.exposed_ns[sel].sum())
+    hidden = time - exposed
+    pct = 100.0 * hidden / time if time else 100.0
+    per_stream = []
+    for ln in np.unique(lanes[sel]).tolist():
+        m = sel[lanes[sel] == ln]
+        t_ns = int(trace.dur_ns[cols.event[m]].sum())
+        h_ns = t_ns - int(cols.exposed_ns[m].sum())
+        kinds = Counter(
+            f"{'pinned ' if h == 2 else ('pageable ' if h == 1 else '')}{_dir_label(int(d))}"
+            for d, h in zip(cols.direction[m].tolist(), cols.host_kind[m].tolist(), strict=True)
+        )
+        lane = trace.lanes[ln]
+        per_stream.append(
+            (
+                f"stream {lane.stream}: {', '.join(f'{n} {kd}' for kd, n in kinds.most_common())}, "
+                f"{100.0 * h_ns / t_ns if t_ns else 100.0:.0f}% hidden",
+                {
+                    "rank": lane.rank,
+                    "device": lane.device,
+                    "stream": lane.stream,
+                    "copies": len(m),
+                    "time_ns": t_ns,
+                    "hidden_ns": h_ns,
+                },
+            )
+        )
+    first = trace.lanes[int(lanes[sel[0]])]
+    advice = (
+        "A side stream only helps while kernels run on another stream; these copies were issued while the GPU had "
+        "nothing else to do. Issue them earlier (prefetch the next batch while the current step computes)."
+        if pct < 50
+        else "Most of the copy time overlaps with kernels, as intended."
+    )
+    streams = "; ".join(p for p, _ in per_stream[:4])
+    return [
+        Draft(
+            kind="side_stream_copy",
+            title=f"Copies on side streams are {pct:.0f}% hidden behind kernels ({format_ns(hidden)} of "
+            f"{format_ns(time)}; {streams})",
+            detail=advice,
+            time_ns=exposed,
+            span_ns=spans.get((first.rank, first.device), trace.span_ns),
+            evidence={
+                "copies": len(sel),
+                "time_ns": time,
+                "hidden_ns": hidden,
+                "exposed_ns": exposed,
+                "hidden_pct": pct,
+                "streams": [d for _, d in per_stream],
+                "events": cols.event[sel][:20].tolist(),
+            },
+            event=int(cols.event[sel][0]),
+            thresholds={},
+            gpu_rank=first.rank,
+            device=first.device,
+        )
+    ]
+
+
+def _dir_label(d: int) -> str:
+    from gputop_trace.model.kinds import COPY_KIND_LABEL
+
+    return COPY_KIND_LABEL.get(d, "unknown")
