@@ -63,9 +63,10 @@ class Finding:
     behind it (ns, model time); ``thresholds`` the limits that made it a finding. ``time_ns`` is the time at
     stake, ``severity`` its share of the concerned GPU's active span (0–1). ``event`` (trace index, ``-1``
     none) or ``interval`` (start, end ns) is where the timeline should jump. ``gpu_rank``/``device`` say
-    which GPU it concerns (``None`` for the whole trace)."""
+    which GPU it concerns (``None`` for the whole trace). ``priority`` is its place in the list (1 = fix first;
+    0 before ranking), not to be confused with a distributed rank (``gpu_rank``)."""
 
-    rank: int
+    priority: int
     kind: str
     title: str
     detail: str
@@ -111,7 +112,7 @@ def find_findings(
 
 def _rank(i: int, d: Draft) -> Finding:
     return Finding(
-        rank=i,
+        priority=i,
         kind=d.kind,
         title=d.title,
         detail=d.detail,

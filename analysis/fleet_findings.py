@@ -221,7 +221,7 @@ def _mad(v: F64) -> float | None:
 def _weighed(f: Finding, span: int) -> Finding:
     sev = min(1.0, f.time_ns / span) if span > 0 else 1.0
     return Finding(
-        rank=0,
+        priority=0,
         kind=f.kind,
         title=f.title,
         detail=f.detail,
@@ -235,7 +235,7 @@ def _weighed(f: Finding, span: int) -> Finding:
 
 def _numbered(i: int, f: Finding) -> Finding:
     return Finding(
-        rank=i,
+        priority=i,
         kind=f.kind,
         title=f.title,
         detail=f.detail,
@@ -257,7 +257,7 @@ def _draft(
     ranks: list[int],
 ) -> Finding:
     return Finding(
-        rank=0,
+        priority=0,
         kind=kind,
         title=title,
         detail=detail,

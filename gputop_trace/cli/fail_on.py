@@ -116,7 +116,7 @@ def failed_conditions(
     if cond.severity_pct is not None:
         for f in findings:
             if 100.0 * f.severity > cond.severity_pct:
-                out.append(f"finding {f.rank} ({f.kind}) costs {100.0 * f.severity:.1f}% > {cond.severity_pct:g}%")
+                out.append(f"finding {f.priority} ({f.kind}) costs {100.0 * f.severity:.1f}% > {cond.severity_pct:g}%")
     for k in cond.kinds:
         if any(f.kind == k for f in findings):
             out.append(f"finding {k} present")

@@ -151,7 +151,7 @@ def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
     grid.add_column(ratio=1)
     for f in findings:
         grid.add_row(
-            Text(f"{f['rank']}.", style="bold"),
+            Text(f"{f['priority']}.", style="bold"),
             Group(Text(clean(f["title"]), style="bold"), Text(clean(f["detail"]))),
         )
     con.print(grid)

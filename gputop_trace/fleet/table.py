@@ -88,7 +88,7 @@ def finding_row(f: Finding) -> dict[str, Any]:
     """A fleet finding in the shape of the ``summary`` document's findings (evidence is already plain)."""
     ranks = f.evidence.get("ranks", [])
     return {
-        "rank": f.rank,
+        "priority": f.priority,
         "kind": f.kind,
         "title": f.title,
         "detail": f.detail,

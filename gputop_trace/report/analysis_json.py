@@ -59,7 +59,7 @@ def finding_json(trace: Trace, f: Finding) -> dict[str, Any]:
     """One entry of ``findings``: position, kind, words, weight, evidence, thresholds and where to look."""
     rank = f.gpu_rank if f.gpu_rank is not None else 0
     return {
-        "rank": f.rank,
+        "priority": f.priority,
         "kind": f.kind,
         "title": f.title,
         "detail": f.detail,

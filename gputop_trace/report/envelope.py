@@ -14,7 +14,7 @@ from gputop_trace import __version__
 if TYPE_CHECKING:  # the model (numpy) is not needed to write a document
     from gputop_trace.model.trace import Trace
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a finding's place in the list is `priority` (it was `rank`, read as a GPU rank)
 
 
 def source_block(trace: Trace, path: str | Sequence[str]) -> dict[str, Any]:

@@ -194,7 +194,7 @@ def test_the_json_follows_the_envelope(capsys: pytest.CaptureFixture[str]) -> No
     from gputop_trace import __version__
 
     doc = json.loads(run_cli(capsys, "diff", str(RANK0), str(RANK1), "--json")[1])
-    assert doc["schema_version"] == 1 and doc["tool"] == "gputop-trace" and doc["version"] == __version__
+    assert doc["schema_version"] == 2 and doc["tool"] == "gputop-trace" and doc["version"] == __version__
     for side in ("base", "test"):
         assert set(doc["source"][side]) >= {"path", "format", "producer", "ranks", "truncated_bytes"}
     for rows in doc["attribution"].values():

@@ -24,7 +24,7 @@ def _json(*args: str) -> dict[str, Any]:
 def _assert_envelope(doc: dict[str, object], command: str) -> None:
     from gputop_trace import __version__
 
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["tool"] == "gputop-trace"
     assert doc["version"] == __version__
     assert doc["command"] == command

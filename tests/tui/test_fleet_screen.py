@@ -74,8 +74,8 @@ def small_fleet() -> FleetFile:
     doc = {
         "fleet": {"median_step_ns": 30_000_000},
         "findings": [
-            {"rank": 1, "title": "Rank 4 arrives late at collectives: 1.50 ms after the median rank on average"},
-            {"rank": 2, "title": "Rank 4 makes the others wait most: 16.0 ms in collectives"},
+            {"priority": 1, "title": "Rank 4 arrives late at collectives: 1.50 ms after the median rank on average"},
+            {"priority": 2, "title": "Rank 4 makes the others wait most: 16.0 ms in collectives"},
         ],
     }
     return FleetFile(path="/fleet/fleet.parquet", rows=rows, errors=errors, doc=doc)

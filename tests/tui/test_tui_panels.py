@@ -113,7 +113,7 @@ def test_findings_panel_ranks_the_idle_gpu_first_and_jumps_to_evidence() -> None
             await press(pilot, "6")
             panel = main.query_one(FindingsPanel)
             first = panel.current_item()
-            assert first is not None and first.rank == 1 and "idle" in first.title
+            assert first is not None and first.priority == 1 and "idle" in first.title
             assert "Fix:" in screen_text(app)
             before = (timeline(app).t0, timeline(app).t1)
             await press(pilot, "enter")

@@ -45,7 +45,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
     code = main(argv)
     doc: dict[str, Any] = json.loads(capsys.readouterr().out)
     # the envelope every command shares (README "JSON output")
-    assert doc["schema_version"] == 1 and doc["tool"] == "gputop-trace" and doc["command"] == "ncu"
+    assert doc["schema_version"] == 2 and doc["tool"] == "gputop-trace" and doc["command"] == "ncu"
     assert set(doc["source"]) >= {"path", "format", "producer", "ranks", "truncated_bytes"}
     assert isinstance(doc["warnings"], list) and isinstance(doc["kernels"], list)
     return code, doc
@@ -54,7 +54,7 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
 def test_tc_report_json_calls_the_gemm_compute_bound(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["ncu", str(corpus / "ncu" / "tc.ncu-rep"), "--json"])
     assert code == 0
-    assert doc["schema_version"] == 1 and doc["command"] == "ncu"
+    assert doc["schema_version"] == 2 and doc["command"] == "ncu"
     assert doc["source"]["format"] == "ncu"
     (k,) = doc["kernels"]
     assert set(k) >= JSON_FIELDS

@@ -20,7 +20,7 @@ def test_json_lists_gaps_longest_first_in_the_files_time_base(capsys: pytest.Cap
     code, out, _ = _run(capsys, "gaps", GPT, "--gap-threshold", "1ms", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert (doc["schema_version"], doc["command"], doc["threshold_ns"]) == (1, "gaps", 1_000_000)
+    assert (doc["schema_version"], doc["command"], doc["threshold_ns"]) == (2, "gaps", 1_000_000)
     (dev,) = doc["devices"]
     assert (dev["rank"], dev["device"], dev["pid"]) == (0, 0, 0)
     assert abs(dev["idle_ns"] - 45_012_545) <= 1_000

@@ -110,7 +110,7 @@ def synthetic(tmp_path: Path) -> str:
 
 def test_json_rows_are_per_name_and_device(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = run_json(capsys, synthetic(tmp_path))
-    assert doc["command"] == "kernels" and doc["schema_version"] == 1
+    assert doc["command"] == "kernels" and doc["schema_version"] == 2
     assert doc["group_by"] == "name" and doc["merged_devices"] is False
     rows = doc["kernels"]
     assert isinstance(rows, list)

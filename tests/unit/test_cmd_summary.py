@@ -31,7 +31,8 @@ def test_json_findings_and_sections(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     doc = json.loads(out)
     fs = doc["findings"]
-    assert [f["rank"] for f in fs] == list(range(1, len(fs) + 1))
+    assert [f["priority"] for f in fs] == list(range(1, len(fs) + 1))
+    assert all("rank" not in f for f in fs)  # a finding's place is "priority": "rank" reads as a GPU rank
     for f in fs:
         assert f["title"] and f["detail"] and isinstance(f["evidence"], dict) and 0 <= f["severity"] <= 1
     idle = next(f for f in fs if f["kind"] == "idle_gaps" and f["evidence"]["cause"] == "data_loading")

@@ -45,14 +45,14 @@ def test_data_loading_gaps_become_the_top_finding_with_evidence() -> None:
     t = _steps_with_data_loading()
     fs = find_findings(t)
     top = fs[0]
-    assert top.rank == 1 and top.kind == "idle_gaps"
+    assert top.priority == 1 and top.kind == "idle_gaps"
     assert "data_load" in top.title and "2 gaps" in top.title
     assert top.evidence["cause"] == "data_loading" and top.evidence["gaps"] == 2
     assert top.time_ns == sum(g["dur_ns"] for g in top.evidence["longest"])
     assert top.thresholds["gap_threshold_ns"] == 20 * US
     assert top.interval is not None and top.interval[1] - top.interval[0] > 8 * MS
     assert 0.7 < top.severity < 0.8  # 16 ms of a ~22 ms active span
-    assert [f.rank for f in fs] == list(range(1, len(fs) + 1))
+    assert [f.priority for f in fs] == list(range(1, len(fs) + 1))
     assert all(a.severity >= b.severity for a, b in itertools.pairwise(fs))
 
 
@@ -67,7 +67,7 @@ def test_no_gpu_activity_is_said_plainly() -> None:
     s.ev(th, Kind.RANGE, "step", 0, 10 * MS)
     s.ev(th, Kind.OSRT, "poll", 0, 5 * MS)
     (f,) = find_findings(s.build())
-    assert f.kind == "no_gpu_activity" and f.rank == 1 and f.severity == 1.0
+    assert f.kind == "no_gpu_activity" and f.priority == 1 and f.severity == 1.0
     assert "no kernel" in f.title and "osrt" in f.detail.lower()
 
 
@@ -151,7 +151,7 @@ def test_ddp_findings_show_rank_0_waiting_in_nccl_for_rank_1() -> None:
     assert wait.evidence["method"] == "cross-rank"
     assert 90 * MS < wait.time_ns < 110 * MS  # 108 ms in NCCL kernels on rank 0 vs 8 ms on rank 1
     assert "Rank 0 waits" in wait.title and "rank 1" in wait.title
-    assert wait.rank <= 2
+    assert wait.priority <= 2
     straggler = [f for f in fs if f.kind == "idle_gaps" and f.gpu_rank == 1]
     assert straggler and "aten::randn" in straggler[0].title
 
@@ -174,6 +174,6 @@ def test_inductor_findings_report_the_slow_first_launch() -> None:
 @pytest.mark.corpus
 def test_one_ddp_rank_alone_still_shows_collective_waiting_as_an_estimate() -> None:
     (wait,) = [f for f in _corpus("kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz") if f.kind == "collective_wait"]
-    assert wait.evidence["method"] == "single-rank" and wait.rank == 1
+    assert wait.evidence["method"] == "single-rank" and wait.priority == 1
     assert 80 * MS < wait.time_ns < 110 * MS
     assert "Open all ranks' traces together" in wait.detail

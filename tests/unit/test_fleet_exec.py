@@ -174,7 +174,7 @@ def test_cli_json_contract_errors_and_exit_code(
     from gputop_trace import __version__
 
     assert (doc["schema_version"], doc["tool"], doc["version"], doc["command"]) == (
-        1,
+        2,
         "gputop-trace",
         __version__,
         "fleet",
@@ -205,7 +205,7 @@ def test_cli_json_contract_errors_and_exit_code(
     assert any("2 of 7 rank(s) could not be analysed" in w for w in doc["warnings"])
     assert "could not be analysed" in " ".join(err.split())  # the warning also goes to stderr
     for f in doc["findings"]:
-        assert {"rank", "kind", "title", "detail", "evidence", "severity", "time_ns", "ranks"} <= set(f)
+        assert {"priority", "kind", "title", "detail", "evidence", "severity", "time_ns", "ranks"} <= set(f)
 
 
 def test_two_files_claiming_one_rank(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -204,7 +204,7 @@ class FleetScreen(Screen[None]):
         for i, f in enumerate(findings):
             if i:
                 text.append("\n")
-            text.append(f"{f.get('rank', i + 1)}. ", style="bold")
+            text.append(f"{f.get('priority', i + 1)}. ", style="bold")
             text.append(clean(str(f.get("title", ""))))
         if not findings:
             text.append("No rank stands out.", style="dim")

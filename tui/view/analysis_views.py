@@ -29,9 +29,10 @@ def cause_short(cause: str) -> str:
 
 @dataclass(frozen=True)
 class FindingItem:
-    """One row of the Findings panel: a finding (``rank`` ≥ 1) or a loader warning (``rank`` 0)."""
+    """One row of the Findings panel: a finding (``priority`` ≥ 1, its place in the list) or a loader warning
+    (``priority`` 0)."""
 
-    rank: int
+    priority: int
     title: str
     detail: str
     time_ns: int = 0
@@ -244,7 +245,7 @@ def finding_items(findings: list[Finding]) -> list[FindingItem]:
         gpu = (f.gpu_rank or 0, f.device) if f.device is not None else None
         out.append(
             FindingItem(
-                rank=f.rank,
+                priority=f.priority,
                 title=clean(f.title),
                 detail=clean(f.detail),
                 time_ns=f.time_ns,

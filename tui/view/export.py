@@ -62,9 +62,10 @@ def findings_markdown(doc: dict[str, Any]) -> str:
     ]
     findings = doc.get("findings") or []
     if findings:
+        multi = len((doc.get("source") or {}).get("ranks") or []) > 1
         for i, f in enumerate(findings, 1):
-            rank = f.get("rank")
-            where = f" (rank {rank})" if rank is not None else ""
+            gpu = f.get("gpu") or {}
+            where = f" (rank {gpu['rank']}, GPU {gpu['device']})" if multi and gpu.get("rank") is not None else ""
             lines.append(f"{i}. **{_md_escape(f.get('title', ''))}**{where} — {_md_escape(f.get('detail', ''))}")
     else:
         lines.append("No findings were reported for this trace.")

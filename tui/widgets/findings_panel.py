@@ -43,10 +43,10 @@ class FindingsPanel(TablePanel):
 
     def cells(self, item: Any) -> Sequence[Text | str]:
         f: FindingItem = item
-        if f.rank == 0:
+        if f.priority == 0:
             return ("⚠", "", "", Text(clean(f.title), style="yellow"))
         return (
-            str(f.rank),
+            str(f.priority),
             format_ns(f.time_ns) if f.time_ns else "",
             f"{100 * f.share:.0f}%" if f.share else "",
             Text(clean(f.title)),
