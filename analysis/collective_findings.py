@@ -6,11 +6,66 @@ import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, pct
 from gputop_trace.analysis.gaps import DeviceGaps
+from gputop_trace.analysis.stragglers import RankWait, StragglerReport, find_stragglers
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns
 
 #: Collective wait: report a rank that waits at least this share of its active span.
 MIN_COLLECTIVE_SHARE = 0.05
+
+
+def waited_on(w: RankWait, straggler: int | None) -> str:
+    """Whom rank ``w`` waited for, in words: the straggler when most of its wait was for it, otherwise the ranks
+    that arrived last while it waited (largest share first). A rank never waits for itself."""
+    if straggler is not None and w.rank != straggler and 2 * w.waited_for.get(straggler, 0) >= w.wait_ns:
+        return f"the straggling rank {straggler}"
+    others = [r for r, _ in sorted(w.waited_for.items(), key=lambda kv: (-kv[1], kv[0])) if r != w.rank]
+    if len(others) == 1:
+        return f"rank {others[0]}"
+    if others:
+        return "the last rank to arrive (ranks " + ", ".join(str(r) for r in others[:4]) + ")"
+    return "the last rank to arrive"
+
+
+def _cross_rank_detail(
+    w: RankWait, rep: StragglerReport, idle: dict[int, DeviceGaps], total_ns: int, count: int
+) -> str:
+    """The explanation of one rank's cross-rank collective wait (see :func:`collective_wait_findings`)."""
+    s = rep.straggler
+    head = (
+        f"Rank {w.rank} spends {format_ns(total_ns)} in {count} collective kernels; {format_ns(w.wait_ns)} of that is"
+    )
+    if s is None:
+        return (
+            f"{head} waiting for the last rank to arrive, which is not always the same rank. Fix: look for uneven "
+            "work between ranks (data, sequence lengths)."
+        )
+    late = format_ns(next((x.late_median_ns for x in rep.ranks if x.rank == s), 0))
+    last_in = f"rank {s} arrived last in {rep.straggler_share * 100:.0f}% of {rep.instances} matched collectives"
+    if w.rank == s:
+        return (
+            f"{head} waiting, inside the kernel, for {waited_on(w, s)}, in the collectives where rank {s} was not "
+            f"the last to arrive. Rank {s} is itself the straggler ({last_in}, by {late} (median)): the other "
+            "ranks' findings show what its lateness costs them. Fix: remove the straggler's extra host work or "
+            "balance the load across ranks."
+        )
+    extra = ""
+    if rep.host_activity:
+        acts = ", ".join(f"`{a}`" for a, _ in rep.host_activity[:2])
+        extra = f" While rank {w.rank} waited, rank {s}'s host was mostly in {acts}."
+    sg = idle.get(s)
+    if sg is not None and sg.idle_ns:
+        top = max(sg.by_cause.values(), key=lambda ct: ct.total_ns)
+        extra += (
+            f" Rank {s}'s GPU is idle {sg.idle_pct:.1f}% of its active time, mostly {top.label} "
+            f"({format_ns(top.total_ns)})."
+        )
+    for_s = w.waited_for.get(s, 0)
+    share = f" ({format_ns(for_s)} of it for rank {s})" if for_s < w.wait_ns else ""
+    return (
+        f"{head} waiting, inside the kernel, for the last rank to arrive{share} ({last_in}, by {late} (median))."
+        f"{extra} Fix: remove the straggler's extra host work or balance the load across ranks."
+    )
 
 
 def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft]:
@@ -33,47 +88,25 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
     count = {r: int((coll.rank == r).sum()) for r in ranks}
     out: list[Draft] = []
     if len(ranks) > 1:
-        from gputop_trace.analysis.stragglers import find_stragglers
-
         rep = find_stragglers(trace)
         s = rep.straggler
         for w in rep.ranks:
             span = spans.get(w.rank, 0)
             if w.wait_ns <= 0 or w.wait_ns < MIN_COLLECTIVE_SHARE * span:
                 continue
-            who = f"the straggling rank {s}" if s is not None else "the last rank to arrive"
-            extra = ""
-            if s is not None and rep.host_activity:
-                acts = ", ".join(f"`{a}`" for a, _ in rep.host_activity[:2])
-                extra = f" While rank {w.rank} waited, rank {s}'s host was mostly in {acts}."
-            sg = idle.get(s) if s is not None else None
-            if sg is not None and sg.idle_ns:
-                top = max(sg.by_cause.values(), key=lambda ct: ct.total_ns)
-                extra += (
-                    f" Rank {s}'s GPU is idle {sg.idle_pct:.1f}% of its active time, mostly {top.label} "
-                    f"({format_ns(top.total_ns)})."
-                )
             out.append(
                 Draft(
                     kind="collective_wait",
-                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in NCCL collectives for {who} "
+                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in NCCL collectives for {waited_on(w, s)} "
                     f"({pct(w.wait_ns, span)} of its active time)",
-                    detail=f"Rank {w.rank} spends {format_ns(total[w.rank])} in {count[w.rank]} collective kernels; "
-                    f"{format_ns(w.wait_ns)} of that is waiting, inside the kernel, for the last rank to arrive "
-                    f"(rank {s} arrived last in {rep.straggler_share * 100:.0f}% of {rep.instances} matched "
-                    f"collectives, by {format_ns(next((x.late_median_ns for x in rep.ranks if x.rank == s), 0))} "
-                    f"(median)).{extra} Fix: remove the straggler's extra host work or balance the load across "
-                    "ranks."
-                    if s is not None
-                    else f"Rank {w.rank} spends {format_ns(total[w.rank])} in {count[w.rank]} collective kernels; "
-                    f"{format_ns(w.wait_ns)} of that is waiting for the last rank to arrive, which is not always "
-                    "the same rank. Fix: look for uneven work between ranks (data, sequence lengths).",
+                    detail=_cross_rank_detail(w, rep, idle, total[w.rank], count[w.rank]),
                     time_ns=w.wait_ns,
                     span_ns=span,
                     evidence={
                         "rank": w.rank,
                         "straggler": s,
                         "wait_ns": w.wait_ns,
+                        "waited_for": {str(k): v for k, v in w.waited_for.items()},
                         "collective_ns": total[w.rank],
                         "collectives": count[w.rank],
                         "by_rank": {

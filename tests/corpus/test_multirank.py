@@ -237,3 +237,28 @@ def test_a_rank_never_waits_inside_a_collective_longer_than_the_collective_ran()
     rows = rank_table(t, find_stragglers(t))
     for r in rows:
         assert r.collective_wait_ns <= r.collective_ns, r
+
+
+@pytest.mark.corpus
+def test_the_straggler_never_waits_for_itself() -> None:
+    """external/trace_filter: rank 1 arrives last in 7 of 10 collectives; in the other 3 it waits for rank 0. Its
+    finding names rank 0, never "the straggling rank 1", and its waits split by the rank waited for."""
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.report.ranks import straggler_sentence
+
+    t = load_paths([str(CORPUS / "external/trace_filter")], use_cache=False)
+    rep = find_stragglers(t)
+    assert rep.straggler == 1
+    for w in rep.ranks:
+        assert w.rank not in w.waited_for
+        assert sum(w.waited_for.values()) == w.wait_ns
+    coll = [f for f in find_findings(t) if f.kind == "collective_wait"]
+    assert {f.evidence["rank"] for f in coll} == {0, 1}
+    for f in coll:
+        r = f.evidence["rank"]
+        assert f"straggling rank {r}" not in f.title and f"rank {r}'s host" not in f.detail, f.title
+        assert str(r) not in f.evidence["waited_for"]
+    me = next(f for f in coll if f.evidence["rank"] == 1)
+    assert "for rank 0" in me.title
+    sentence = straggler_sentence(rep, rank_table(t, rep)) or ""
+    assert "rank 0 waits" in sentence and "rank 1 waits" not in sentence
