@@ -177,3 +177,23 @@ def test_one_ddp_rank_alone_still_shows_collective_waiting_as_an_estimate() -> N
     assert wait.evidence["method"] == "single-rank" and wait.rank == 1
     assert 80 * MS < wait.time_ns < 110 * MS
     assert "Open all ranks' traces together" in wait.detail
+
+
+@pytest.mark.corpus
+def test_a_gap_that_is_mostly_one_launch_call_is_a_slow_launch_reported_once() -> None:
+    """external/amd_trace: a 6.6 ms gap on GPU 2 is almost all one 6.5 ms `hipLaunchKernel`. It is a slow launch
+    (not CPU-bound framework overhead), and the launch detector does not report the same call again."""
+    from tests.paths import CORPUS
+
+    t = load_paths([str(CORPUS / "external/amd_trace")], use_cache=False)
+    fs = find_findings(t)
+    slow = [f for f in fs if f.kind == "slow_launch"]
+    assert len(slow) == 1, [f.title for f in fs]
+    f = slow[0]
+    assert "hipLaunchKernel" in f.title and "torch.compile" not in f.detail and "HIP" in f.detail
+    (gap,) = f.evidence["launches"]
+    assert gap["launch_ns"] >= 0.5 * gap["gap_ns"] and gap["gap_ns"] > 6_000_000
+    for other in fs:
+        if other.kind == "idle_gaps":
+            assert all(g["start_ns"] != gap["gap_start_ns"] for g in other.evidence["longest"]), other.title
+    assert f.time_ns == gap["gap_ns"]
