@@ -68,9 +68,9 @@ def _walk(x: Any, path: str, errors: list[str]) -> None:
 def _check_devices(doc: dict[str, Any], errors: list[str]) -> None:
     for key in ("devices", "gaps"):
         for d in doc.get(key) or []:
-            if isinstance(d, dict) and {"busy_ns", "idle_ns", "span_ns"} <= d.keys():
-                if d["busy_ns"] + d["idle_ns"] != d["span_ns"]:
-                    errors.append(f"{key}: busy {d['busy_ns']} + idle {d['idle_ns']} != span {d['span_ns']}")
+            keys = {"busy_ns", "idle_ns", "span_ns"}
+            if isinstance(d, dict) and keys <= d.keys() and d["busy_ns"] + d["idle_ns"] != d["span_ns"]:
+                errors.append(f"{key}: busy {d['busy_ns']} + idle {d['idle_ns']} != span {d['span_ns']}")
 
 
 def _check_waits(doc: dict[str, Any], errors: list[str]) -> None:
