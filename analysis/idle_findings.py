@@ -39,7 +39,8 @@ def slow_launch_gaps(trace: Trace, dg: DeviceGaps) -> I64:
     a1 = a0 + trace.dur_ns[api]
     inside = np.maximum(np.minimum(a1, w_end) - np.maximum(a0, g0), 0)
     kernel = trace.kind[c.next_op[cand]] == Kind.KERNEL
-    return cand[kernel & (inside >= SLOW_LAUNCH_SHARE * c.window_ns[cand])]
+    slow: I64 = cand[kernel & (inside >= SLOW_LAUNCH_SHARE * c.window_ns[cand])]
+    return slow
 
 
 def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draft:
