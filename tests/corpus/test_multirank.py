@@ -262,3 +262,31 @@ def test_the_straggler_never_waits_for_itself() -> None:
     assert "for rank 0" in me.title
     sentence = straggler_sentence(rep, rank_table(t, rep)) or ""
     assert "rank 0 waits" in sentence and "rank 1 waits" not in sentence
+
+
+@pytest.mark.corpus
+def test_an_incomplete_job_is_said_first_in_words_and_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """external/trace_filter holds 2 ranks of a 128-rank job; kineto/h200_ddp_2gpu/rank0 alone is 1 of 2. Summary
+    and ranks say so before anything else, the JSON source block carries it, and the app's Ranks verdict too; the
+    whole 2-rank job says nothing."""
+    from gputop_trace.analysis.job import job_coverage
+    from gputop_trace.tui.view.ranks_view import ranks_verdict
+    from tests.cli_run import run_cli
+
+    two = str(CORPUS / "external/trace_filter")
+    for cmd in ("summary", "ranks"):
+        code, out, _ = run_cli(capsys, cmd, two)
+        assert code == 0
+        lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith(("gputop-trace", "format:"))]
+        assert lines[0].startswith("2 of 128 ranks loaded: waits and stragglers are among these 2 only"), lines[0]
+        code, out, _ = run_cli(capsys, cmd, "--json", two)
+        job = json.loads(out)["source"]["job"]
+        assert job["world_size"] == 128 and job["ranks_loaded"] == 2 and "open the whole folder" in job["note"]
+    one = load_paths([str(CORPUS / "kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz")])
+    cov = job_coverage(one.meta)
+    assert cov is not None and cov.note.startswith("1 of 2 ranks loaded (rank 0)")
+    rep = find_stragglers(one)
+    assert ranks_verdict(rep, rank_table(one, rep), one).startswith(cov.note)
+    assert job_coverage(load_paths([str(CORPUS / "kineto/h200_ddp_2gpu")]).meta) is None
+    code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / "kineto/h200_ddp_2gpu"))
+    assert "job" not in json.loads(out)["source"]
