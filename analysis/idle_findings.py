@@ -9,6 +9,7 @@ from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
 from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
+from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -27,7 +28,9 @@ def slow_launch_gaps(trace: Trace, dg: DeviceGaps) -> I64:
     """The gaps (row indices) whose examined window is mostly one launch call (``cudaLaunchKernel``,
     ``hipLaunchKernel`` ...) of the kernel that ends the gap: the host sat inside one slow call (lazy module
     loading, a driver stall), not in framework overhead. Only gaps attributed to CPU-bound work qualify (a
-    launch call is traced work, so that is where such a gap lands)."""
+    launch call is traced work, so that is where such a gap lands), and only calls of at least
+    :data:`~gputop_trace.analysis.launch_findings.VERY_SLOW_LAUNCH_NS` (the launch detector's own bar: ordinary
+    launches of 10–200 µs in a CPU-bound stretch stay CPU-bound)."""
     c = dg.columns
     cand = np.flatnonzero((c.cause == CAUSES.index("cpu_bound")) & (c.launch_event >= 0) & (c.window_ns > 0))
     if not len(cand):
@@ -38,7 +41,7 @@ def slow_launch_gaps(trace: Trace, dg: DeviceGaps) -> I64:
     a0 = trace.start_ns[api]
     a1 = a0 + trace.dur_ns[api]
     inside = np.maximum(np.minimum(a1, w_end) - np.maximum(a0, g0), 0)
-    kernel = trace.kind[c.next_op[cand]] == Kind.KERNEL
+    kernel = (trace.kind[c.next_op[cand]] == Kind.KERNEL) & (trace.dur_ns[api] >= VERY_SLOW_LAUNCH_NS)
     slow: I64 = cand[kernel & (inside >= SLOW_LAUNCH_SHARE * c.window_ns[cand])]
     return slow
 
