@@ -141,7 +141,7 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
             )
         return out
     r = ranks[0]
-    wait = single_rank_wait_estimate(trace.name[coll.event], coll.bytes, dur)
+    wait = single_rank_wait_estimate(trace.name[coll.event].astype(np.int64), coll.bytes, dur)
     span = spans.get(r, 0)
     if wait <= 0 or wait < MIN_COLLECTIVE_SHARE * span:
         return out
