@@ -357,3 +357,12 @@ def test_per_stream_idle_differs_from_hta_as_documented() -> None:
     assert (row.idle_ns, row.kernel_wait_ns, row.host_wait_ns, row.other_ns) == (10 * US, 0, 0, 10 * US)
     text = (ROOT / "docs" / "analyses.md").read_text()
     assert "How this differs from HTA's `get_idle_time_breakdown`" in text and "Ops without a launch record" in text
+
+
+def test_analyses_md_says_what_summary_says_on_each_external_trace() -> None:
+    text = (ROOT / "docs" / "analyses.md").read_text()
+    i = text.index("## What `summary` says on the external traces")
+    section = text[i : text.index("\n## ", i + 3)]
+    for name in ("trace_filter", "trace_compare", "negative_queue_length_values_check", "call_stack", "cpu_only",
+                 "execution_trace"):  # fmt: skip
+        assert f"**`{name}" in section, name
