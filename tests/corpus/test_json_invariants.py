@@ -60,8 +60,8 @@ def _walk(x: Any, path: str, errors: list[str]) -> None:
         for m in _PCT_WORDS.finditer(x):
             if float(m.group(1)) > 100:
                 errors.append(f"{path}: {x[:160]!r}")
-        m = _SELF_WAIT.search(x)
-        if m and m.group(1) == m.group(2):
+        w = _SELF_WAIT.search(x)
+        if w and w.group(1) == w.group(2):
             errors.append(f"{path}: a rank waits for itself: {x[:160]!r}")
 
 
