@@ -104,7 +104,8 @@ def find_findings(
     drafts.extend(collective_wait_findings(trace, gaps))
     drafts.extend(sync_findings(trace, gaps, spans))
     drafts.extend(transfer_findings(trace, transfers, spans))
-    drafts.extend(launch_findings(trace, launches, spans))
+    named = frozenset(e for d in drafts if d.kind == "slow_launch" for e in d.evidence["launch_events"])
+    drafts.extend(launch_findings(trace, launches, spans, named))
     drafts = [d for d in drafts if d.time_ns > 0 or d.kind in ("side_stream_copy",)]
     drafts.sort(key=lambda d: (-d.severity, -d.time_ns, _KIND_ORDER.get(d.kind, 99)))
     return [_rank(i + 1, d) for i, d in enumerate(drafts[:limit])]

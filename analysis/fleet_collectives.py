@@ -117,6 +117,7 @@ def _rank_waits(groups: list[MatchedGroup]) -> list[RankWait]:
     wait: dict[int, int] = {}
     imposed: dict[int, int] = {}
     late: dict[int, list[I64]] = {}
+    waited_for: dict[int, dict[int, int]] = {}
     for g in groups:
         n_ranks = len(g.ranks)
         if len(g):
@@ -136,6 +137,14 @@ def _rank_waits(groups: list[MatchedGroup]) -> list[RankWait]:
             wait[r] = wait.get(r, 0) + int(own_wait[c])
             imposed[r] = imposed.get(r, 0) + int(imposed_g[c])
             late.setdefault(r, []).append(lateness[g.last == c] if len(g) else lateness)
+            wf = waited_for.setdefault(r, {})
+            if len(g):
+                col = g.wait_ns[:, c]
+                m = (g.last != c) & (col > 0)
+                per = np.zeros(n_ranks, dtype=np.int64)
+                np.add.at(per, g.last[m], col[m])
+                for lc in np.flatnonzero(per).tolist():
+                    wf[g.ranks[lc]] = wf.get(g.ranks[lc], 0) + int(per[lc])
     out: list[RankWait] = []
     for r in sorted(instances):
         lv = np.concatenate(late[r]) if late[r] else np.zeros(0, dtype=np.int64)
@@ -148,6 +157,7 @@ def _rank_waits(groups: list[MatchedGroup]) -> list[RankWait]:
                 imposed_ns=imposed[r],
                 late_median_ns=int(np.median(lv)) if len(lv) else 0,
                 late_max_ns=int(lv.max()) if len(lv) else 0,
+                waited_for=dict(sorted(waited_for[r].items())),
             )
         )
     return out

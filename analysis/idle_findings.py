@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
-from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, pct
+from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
 from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
+from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns
 
@@ -17,6 +19,79 @@ from gputop_trace.units import format_ns
 MIN_IDLE_SHARE = 0.02
 #: ... or at least this much time (ns).
 MIN_IDLE_NS = 1_000_000
+#: A host-side gap is a slow launch when the launch call of the op that ends it covers at least this share of
+#: the examined window (gap start → end of that launch call).
+SLOW_LAUNCH_SHARE = 0.5
+
+
+def slow_launch_gaps(trace: Trace, dg: DeviceGaps) -> I64:
+    """The gaps (row indices) whose examined window is mostly one launch call (``cudaLaunchKernel``,
+    ``hipLaunchKernel`` ...) of the kernel that ends the gap: the host sat inside one slow call (lazy module
+    loading, a driver stall), not in framework overhead. Only gaps attributed to CPU-bound work qualify (a
+    launch call is traced work, so that is where such a gap lands), and only calls of at least
+    :data:`~gputop_trace.analysis.launch_findings.VERY_SLOW_LAUNCH_NS` (the launch detector's own bar: ordinary
+    launches of 10–200 µs in a CPU-bound stretch stay CPU-bound)."""
+    c = dg.columns
+    cand = np.flatnonzero((c.cause == CAUSES.index("cpu_bound")) & (c.launch_event >= 0) & (c.window_ns > 0))
+    if not len(cand):
+        return cand
+    api = c.launch_event[cand]
+    g0 = c.start_ns[cand]
+    w_end = g0 + c.window_ns[cand]
+    a0 = trace.start_ns[api]
+    a1 = a0 + trace.dur_ns[api]
+    inside = np.maximum(np.minimum(a1, w_end) - np.maximum(a0, g0), 0)
+    kernel = (trace.kind[c.next_op[cand]] == Kind.KERNEL) & (trace.dur_ns[api] >= VERY_SLOW_LAUNCH_NS)
+    slow: I64 = cand[kernel & (inside >= SLOW_LAUNCH_SHARE * c.window_ns[cand])]
+    return slow
+
+
+def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draft:
+    """One finding for the gaps ``idx`` of :func:`slow_launch_gaps` (their launch calls are listed in the
+    evidence, so the launch detector does not report them again)."""
+    c = dg.columns
+    total = int(c.dur_ns[idx].sum())
+    longest = idx[np.argsort(-c.dur_ns[idx], kind="stable")]
+    worst = int(longest[0])
+    api = int(c.launch_event[worst])
+    n = len(idx)
+    if name_of(trace, api).startswith("hip"):
+        loading, eager = "code object (HIP deferred loading)", "set HIP_ENABLE_DEFERRED_LOADING=0"
+    else:
+        loading, eager = "module (CUDA_MODULE_LOADING=LAZY)", "set CUDA_MODULE_LOADING=EAGER"
+    return Draft(
+        kind="slow_launch",
+        title=f"{gpu} idle {pct(total, dg.span_ns)} of its active time: {n} gap{'s' if n > 1 else ''} "
+        f"({format_ns(total)}) while the host sat inside one slow launch call (worst: `{name_of(trace, api)}` "
+        f"{format_ns(int(trace.dur_ns[api]))} for {short_name(name_of(trace, int(c.next_op[worst])))})",
+        detail="In each of these gaps most of the host's time went to the launch call of the next kernel itself, "
+        f"not to framework or Python work: one-time work inside the call, usually lazy loading of the kernel's "
+        f"{loading}, a driver stall, autotuning or allocator growth. Fix: warm up before profiling, or {eager} if "
+        "it happens every run.",
+        time_ns=total,
+        span_ns=dg.span_ns,
+        evidence={
+            "rank": dg.rank,
+            "device": dg.device,
+            "gaps": n,
+            "total_ns": total,
+            "launches": [
+                {
+                    "api": int(c.launch_event[i]),
+                    "op": int(c.next_op[i]),
+                    "launch_ns": int(trace.dur_ns[int(c.launch_event[i])]),
+                    "gap_start_ns": int(c.start_ns[i]),
+                    "gap_ns": int(c.dur_ns[i]),
+                }
+                for i in longest[:10].tolist()
+            ],
+            "launch_events": [int(x) for x in c.launch_event[idx].tolist()],
+        },
+        thresholds={"gap_threshold_ns": dg.threshold_ns, "min_launch_share": SLOW_LAUNCH_SHARE},
+        event=api,
+        gpu_rank=dg.rank,
+        device=dg.device,
+    )
 
 
 def _subject_events(dg: DeviceGaps, idx: I64, cause: str) -> I64:
@@ -78,8 +153,13 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
     if not len(c):
         return out
     gpu = gpu_label(dg.rank, dg.device, multi, trace)
+    slow = slow_launch_gaps(trace, dg)
+    if len(slow) and (int(c.dur_ns[slow].sum()) >= MIN_IDLE_NS or c.dur_ns[slow].sum() >= MIN_IDLE_SHARE * dg.span_ns):
+        out.append(_slow_launch_draft(trace, dg, slow, gpu))
+    not_slow = np.ones(len(c), dtype=bool)
+    not_slow[slow] = False
     for code, cause in enumerate(CAUSES):
-        idx = np.flatnonzero(c.cause == code)
+        idx = np.flatnonzero((c.cause == code) & not_slow)
         if not len(idx):
             continue
         total = int(c.dur_ns[idx].sum())

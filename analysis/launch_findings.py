@@ -40,9 +40,12 @@ def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
     )
 
 
-def launch_findings(trace: Trace, rep: LaunchReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
+def launch_findings(
+    trace: Trace, rep: LaunchReport, spans: dict[tuple[int, int], int], reported: frozenset[int] = frozenset()
+) -> list[Draft]:
     """Launch overhead (many kernels shorter than their own launch call) and very slow kernel launch calls;
-    ``spans``: active span (ns) per (rank, device)."""
+    ``spans``: active span (ns) per (rank, device); ``reported``: launch calls (event indices) another finding
+    already names (a gap that is mostly one slow launch), left out here."""
     out: list[Draft] = []
     if not len(rep):
         return out
@@ -70,6 +73,8 @@ def launch_findings(trace: Trace, rep: LaunchReport, spans: dict[tuple[int, int]
     slow = rep.slow_launches[rep.launch_ns[rep.slow_launches] >= VERY_SLOW_LAUNCH_NS]
     # copies have their own findings (a pageable copy call blocks for the whole copy)
     slow = slow[trace.kind[rep.op[slow]] == Kind.KERNEL]
+    if reported:
+        slow = slow[~np.isin(rep.api[slow], np.fromiter(reported, dtype=np.int64))]
     if len(slow):
         worst = int(slow[np.argmax(rep.launch_ns[slow])])
         total = int(rep.launch_ns[slow].sum())

@@ -62,7 +62,9 @@ class MatchedGroup:
 class RankWait:
     """One rank's share of collective waiting (ns). ``wait_ns``: time spent inside collectives waiting for
     others; ``imposed_ns``: time the others waited while this rank was the last to arrive; ``late_median_ns``:
-    median lateness (own arrival − earliest other arrival) over the instances where it was last."""
+    median lateness (own arrival − earliest other arrival) over the instances where it was last; ``waited_for``:
+    its ``wait_ns`` split by the rank that arrived last in each instance (never the rank itself: the last arriver
+    waits 0)."""
 
     rank: int
     instances: int
@@ -71,6 +73,7 @@ class RankWait:
     imposed_ns: int
     late_median_ns: int
     late_max_ns: int = 0
+    waited_for: dict[int, int] = field(default_factory=dict)
 
 
 def pick_straggler(waits: list[RankWait], instances: int) -> tuple[int | None, float]:
@@ -236,6 +239,7 @@ class _Acc:
     wait: int = 0
     imposed: int = 0
     late: list[int] = field(default_factory=list)
+    waited_for: Counter[int] = field(default_factory=Counter)
 
 
 def find_stragglers(trace: Trace) -> StragglerReport:
@@ -251,6 +255,9 @@ def find_stragglers(trace: Trace) -> StragglerReport:
             is_last = g.last == c
             a.last += int(is_last.sum())
             a.wait += int(g.wait_ns[:, c].sum())
+            for lc, w in zip(g.last.tolist(), g.wait_ns[:, c].tolist(), strict=True):
+                if lc != c and w > 0:
+                    a.waited_for[g.ranks[lc]] += int(w)
             a.imposed += int(np.delete(g.wait_ns, c, axis=1)[is_last].sum())
             if is_last.any():
                 earliest_other = np.delete(g.arrival_ns, c, axis=1)[is_last].min(axis=1)
@@ -264,6 +271,7 @@ def find_stragglers(trace: Trace) -> StragglerReport:
             imposed_ns=a.imposed,
             late_median_ns=int(np.median(a.late)) if a.late else 0,
             late_max_ns=int(max(a.late)) if a.late else 0,
+            waited_for=dict(sorted(a.waited_for.items())),
         )
         for r, a in sorted(acc.items())
     ]

@@ -54,6 +54,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     from gputop_trace.units import format_ns
 
     con = common.stdout_console()
+    if "job" in doc["source"]:
+        con.print(Text(doc["source"]["job"]["note"], style="bold yellow"))
     t = Table(title="Ranks", title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     for c in ("rank", "steps", "step", "GPU busy", "collect.", "exposed", "hidden", "waiting", "last"):
         t.add_column(c, justify="right", no_wrap=True, min_width=len(c))

@@ -74,6 +74,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     src = doc["source"]
     con.print(Text("gputop-trace summary  ", style="bold") + Text(clean(str(src["path"]))))
     con.print(Text(f"format: {src['format']} — ") + Text(clean(src["producer"])))
+    if "job" in src:
+        con.print(Text(src["job"]["note"], style="bold yellow"))
     render_findings(con, doc["findings"])
     active = {(d["rank"], d["device"]) for d in doc["devices"]}
     shown = [g for g in doc["gpus"] if (g["rank"], g["device"]) in active] or doc["gpus"]

@@ -19,7 +19,9 @@ SCHEMA_VERSION = 2  # 2: a finding's place in the list is `priority` (it was `ra
 
 def source_block(trace: Trace, path: str | Sequence[str]) -> dict[str, Any]:
     """The ``source`` object: path, format, producer, ranks, truncated bytes (and, after ``--no-python``, how
-    many ``python_function`` events were left out)."""
+    many ``python_function`` events were left out; when the job has more ranks than were loaded, ``job``:
+    world size, ranks loaded and the note every view shows first)."""
+    from gputop_trace.analysis.job import job_coverage
     from gputop_trace.model.trace import python_left_out
 
     p = path if isinstance(path, str) else (path[0] if len(path) == 1 else list(path))
@@ -33,6 +35,9 @@ def source_block(trace: Trace, path: str | Sequence[str]) -> dict[str, Any]:
     left_out = python_left_out(trace)
     if left_out:  # --no-python: present only then
         block["python_function_left_out"] = left_out
+    job = job_coverage(trace.meta)
+    if job is not None:  # an incomplete job: present only then
+        block["job"] = job.as_json()
     return block
 
 

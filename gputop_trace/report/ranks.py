@@ -66,8 +66,10 @@ def straggler_sentence(s: StragglerReport, rows: list[RankRow]) -> str | None:
     if s.straggler is None:
         return None
     me = next(w for w in s.ranks if w.rank == s.straggler)
-    waiting = sorted((w for w in s.ranks if w.rank != s.straggler), key=lambda w: -w.wait_ns)
-    who = ", ".join(f"rank {w.rank} waits {format_ns(w.wait_ns)}" for w in waiting[:3] if w.wait_ns)
+    # only the waiting for the straggler: a rank's other waits are for whoever else arrived last
+    waits = {w.rank: w.waited_for.get(me.rank, 0) for w in s.ranks if w.rank != me.rank}
+    waiting = sorted(waits, key=lambda r: (-waits[r], r))
+    who = ", ".join(f"rank {r} waits {format_ns(waits[r])}" for r in waiting[:3] if waits[r])
     text = (
         f"Rank {s.straggler} is the last to arrive at {me.times_last} of {me.instances} collectives "
         f"(late by {format_ns(me.late_median_ns)} median, {format_ns(me.late_max_ns)} at most); {who} in total "

@@ -237,3 +237,56 @@ def test_a_rank_never_waits_inside_a_collective_longer_than_the_collective_ran()
     rows = rank_table(t, find_stragglers(t))
     for r in rows:
         assert r.collective_wait_ns <= r.collective_ns, r
+
+
+@pytest.mark.corpus
+def test_the_straggler_never_waits_for_itself() -> None:
+    """external/trace_filter: rank 1 arrives last in 7 of 10 collectives; in the other 3 it waits for rank 0. Its
+    finding names rank 0, never "the straggling rank 1", and its waits split by the rank waited for."""
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.report.ranks import straggler_sentence
+
+    t = load_paths([str(CORPUS / "external/trace_filter")], use_cache=False)
+    rep = find_stragglers(t)
+    assert rep.straggler == 1
+    for w in rep.ranks:
+        assert w.rank not in w.waited_for
+        assert sum(w.waited_for.values()) == w.wait_ns
+    coll = [f for f in find_findings(t) if f.kind == "collective_wait"]
+    assert {f.evidence["rank"] for f in coll} == {0, 1}
+    for f in coll:
+        r = f.evidence["rank"]
+        assert f"straggling rank {r}" not in f.title and f"rank {r}'s host" not in f.detail, f.title
+        assert str(r) not in f.evidence["waited_for"]
+    me = next(f for f in coll if f.evidence["rank"] == 1)
+    assert "for rank 0" in me.title
+    sentence = straggler_sentence(rep, rank_table(t, rep)) or ""
+    assert "rank 0 waits" in sentence and "rank 1 waits" not in sentence
+
+
+@pytest.mark.corpus
+def test_an_incomplete_job_is_said_first_in_words_and_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """external/trace_filter holds 2 ranks of a 128-rank job; kineto/h200_ddp_2gpu/rank0 alone is 1 of 2. Summary
+    and ranks say so before anything else, the JSON source block carries it, and the app's Ranks verdict too; the
+    whole 2-rank job says nothing."""
+    from gputop_trace.analysis.job import job_coverage
+    from gputop_trace.tui.view.ranks_view import ranks_verdict
+    from tests.cli_run import run_cli
+
+    two = str(CORPUS / "external/trace_filter")
+    for cmd in ("summary", "ranks"):
+        code, out, _ = run_cli(capsys, cmd, two)
+        assert code == 0
+        lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith(("gputop-trace", "format:"))]
+        assert lines[0].startswith("2 of 128 ranks loaded: waits and stragglers are among these 2 only"), lines[0]
+        code, out, _ = run_cli(capsys, cmd, "--json", two)
+        job = json.loads(out)["source"]["job"]
+        assert job["world_size"] == 128 and job["ranks_loaded"] == 2 and "open the whole folder" in job["note"]
+    one = load_paths([str(CORPUS / "kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz")])
+    cov = job_coverage(one.meta)
+    assert cov is not None and cov.note.startswith("1 of 2 ranks loaded (rank 0)")
+    rep = find_stragglers(one)
+    assert ranks_verdict(rep, rank_table(one, rep), one).startswith(cov.note)
+    assert job_coverage(load_paths([str(CORPUS / "kineto/h200_ddp_2gpu")]).meta) is None
+    code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / "kineto/h200_ddp_2gpu"))
+    assert "job" not in json.loads(out)["source"]

@@ -177,3 +177,46 @@ def test_one_ddp_rank_alone_still_shows_collective_waiting_as_an_estimate() -> N
     assert wait.evidence["method"] == "single-rank" and wait.priority == 1
     assert 80 * MS < wait.time_ns < 110 * MS
     assert "Open all ranks' traces together" in wait.detail
+
+
+@pytest.mark.corpus
+def test_a_gap_that_is_mostly_one_launch_call_is_a_slow_launch_reported_once() -> None:
+    """external/amd_trace: a 6.6 ms gap on GPU 2 is almost all one 6.5 ms `hipLaunchKernel`. It is a slow launch
+    (not CPU-bound framework overhead), and the launch detector does not report the same call again."""
+    from tests.paths import CORPUS
+
+    t = load_paths([str(CORPUS / "external/amd_trace")], use_cache=False)
+    fs = find_findings(t)
+    slow = [f for f in fs if f.kind == "slow_launch"]
+    assert len(slow) == 1, [f.title for f in fs]
+    f = slow[0]
+    assert "hipLaunchKernel" in f.title and "torch.compile" not in f.detail and "HIP" in f.detail
+    (gap,) = f.evidence["launches"]
+    assert gap["launch_ns"] >= 0.5 * gap["gap_ns"] and gap["gap_ns"] > 6_000_000
+    for other in fs:
+        if other.kind == "idle_gaps":
+            assert all(g["start_ns"] != gap["gap_start_ns"] for g in other.evidence["longest"]), other.title
+    assert f.time_ns == gap["gap_ns"]
+
+
+def test_the_single_rank_wait_estimate_is_robust_to_one_fast_outlier() -> None:
+    """30 all-reduce calls of ~11.9 ms and one of 4 µs (357 ms in all): the fastest call would make 349 ms
+    "waiting"; the baseline per kernel and message size (lower quartile) leaves only the real excess: 5 calls
+    that ran 10 ms longer. Calls of another message size have their own baseline."""
+    import numpy as np
+
+    from gputop_trace.analysis.collective_findings import single_rank_wait_estimate
+
+    dur = np.array([11_900_000] * 25 + [21_900_000] * 5 + [4_000] + [1_000_000] * 4, dtype=np.int64)
+    names = np.zeros(len(dur), dtype=np.int64)
+    sizes = np.array([4096] * 31 + [64] * 4, dtype=np.int64)
+    assert single_rank_wait_estimate(names, sizes, dur) == 5 * 10_000_000
+    # one size for all: the fastest-call baseline would have made nearly all of it waiting
+    assert int((dur[:31] - dur[:31].min()).sum()) > 349 * MS
+
+
+@pytest.mark.corpus
+def test_the_single_rank_collective_wait_says_it_is_an_estimate() -> None:
+    (wait,) = [f for f in _corpus("kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz") if f.kind == "collective_wait"]
+    assert "an estimate" in wait.title and "It is an estimate" in wait.detail and wait.evidence["estimate"] is True
+    assert "fastest" not in wait.title

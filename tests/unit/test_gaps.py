@@ -12,6 +12,7 @@ from gputop_trace.analysis.gaps import HISTOGRAM_EDGES_NS, Gap, find_gaps
 from gputop_trace.analysis.intervals import holes, union
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane
+from tests.paths import ROOT
 from tests.synthetic import Synth
 
 US = 1_000
@@ -339,3 +340,29 @@ def test_per_stream_idle_breakdown_host_wait_kernel_wait_other() -> None:
     (row,) = stream_idle_breakdown(s.build())
     assert (row.stream, row.ops, row.idle_ns) == (7, 4, 10 * US + 75 * US + 80 * US)
     assert (row.kernel_wait_ns, row.host_wait_ns, row.other_ns) == (10 * US, 75 * US, 80 * US)
+
+
+def test_per_stream_idle_differs_from_hta_as_documented() -> None:
+    """docs/analyses.md, "How this differs from HTA's get_idle_time_breakdown": a short gap before an op without a
+    launch record is *other* here (HTA: kernel_wait); an op nested in a longer one opens no gap (HTA compares with
+    the op just before); an overlap does not subtract from the idle total (HTA sums the negative interval)."""
+    from gputop_trace.analysis.stream_idle import stream_idle_breakdown
+
+    s = Synth()
+    st7 = s.stream(7)
+    s.kernel(st7, 0, 100 * US)  # [0, 100)
+    s.kernel(st7, 10 * US, 20 * US)  # nested: [10, 30) — HTA: -90 µs against the one before
+    s.kernel(st7, 110 * US, 10 * US)  # no launch record, 10 µs after the latest end: other (HTA: kernel_wait)
+    (row,) = stream_idle_breakdown(s.build())
+    assert (row.idle_ns, row.kernel_wait_ns, row.host_wait_ns, row.other_ns) == (10 * US, 0, 0, 10 * US)
+    text = (ROOT / "docs" / "analyses.md").read_text()
+    assert "How this differs from HTA's `get_idle_time_breakdown`" in text and "Ops without a launch record" in text
+
+
+def test_analyses_md_says_what_summary_says_on_each_external_trace() -> None:
+    text = (ROOT / "docs" / "analyses.md").read_text()
+    i = text.index("## What `summary` says on the external traces")
+    section = text[i : text.index("\n## ", i + 3)]
+    for name in ("trace_filter", "trace_compare", "negative_queue_length_values_check", "call_stack", "cpu_only",
+                 "execution_trace"):  # fmt: skip
+        assert f"**`{name}" in section, name

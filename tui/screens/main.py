@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import ContentSwitcher, Footer
 
+from gputop_trace.analysis.job import job_coverage
 from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
 from gputop_trace.tui.messages import (
     AnalysisFailed,
@@ -77,7 +78,9 @@ class MainScreen(TimelineKeys, PanelKeys):
         self.refresh_details()
         for panel in (self.query_one(GapsPanel), self.query_one(TransfersPanel), self.query_one(RangesPanel)):
             panel.set_message(Text("analysing…", style="dim"))
-        self.query_one(FindingsPanel).show([], self.trace.meta.warnings, "analysing… (the loader's warnings are below)")
+        self.query_one(FindingsPanel).show(
+            [], self.trace.meta.warnings, "analysing… (the loader's warnings are below)", self._job_note()
+        )
         self.query_one(RanksPanel).set_message(Text("comparing ranks…", style="dim"))
         # results that arrived before this screen was mounted
         app: Any = self.app
@@ -85,6 +88,11 @@ class MainScreen(TimelineKeys, PanelKeys):
             self.on_analysis_ready(AnalysisReady(name, result))
         for name, text in dict(getattr(app, "failures", {})).items():
             self.on_analysis_failed(AnalysisFailed(name, text))
+
+    def _job_note(self) -> str | None:
+        """What the findings cannot see: the ranks of the job that were not loaded (None when all were)."""
+        job = job_coverage(self.trace.meta)
+        return job.note if job is not None else None
 
     def on_resize(self) -> None:
         self.query_one(PanelTabs).show(self.panel)
@@ -122,7 +130,7 @@ class MainScreen(TimelineKeys, PanelKeys):
         elif message.name == "ranges":
             self.query_one(RangesPanel).show(message.result)
         elif message.name == "findings":
-            self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "")
+            self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "", self._job_note())
         elif message.name == "ranks":
             self.query_one(RanksPanel).show(message.result)
             compare = self.compare_screen

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop_trace.analysis.collectives import Collectives, find_collectives
+from gputop_trace.analysis.job import job_coverage
 from gputop_trace.analysis.ranks import RankRow, rank_table
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.analysis.stragglers import StragglerReport, find_stragglers
@@ -44,8 +45,15 @@ class RanksView:
         return len(self.rows) > 1
 
 
-def ranks_verdict(report: StragglerReport, rows: list[RankRow]) -> str:
-    """The straggler verdict as ``gputop-trace ranks`` words it, or why there is none."""
+def ranks_verdict(report: StragglerReport, rows: list[RankRow], trace: Trace | None = None) -> str:
+    """The straggler verdict as ``gputop-trace ranks`` words it, or why there is none; when the job has more
+    ranks than were loaded, that comes first."""
+    job = job_coverage(trace.meta) if trace is not None else None
+    verdict = _verdict(report, rows)
+    return f"{job.note}\n{verdict}" if job is not None else verdict
+
+
+def _verdict(report: StragglerReport, rows: list[RankRow]) -> str:
     sentence = straggler_sentence(report, rows)
     if sentence:
         return sentence
@@ -65,7 +73,7 @@ def ranks_view(trace: Trace, util_keys: set[tuple[int, int]]) -> RanksView:
     return RanksView(
         rows=rows,
         report=report,
-        verdict=ranks_verdict(report, rows),
+        verdict=ranks_verdict(report, rows, trace),
         collectives=coll,
         slots=step_slots(trace, steps),
         lanes=rank_lanes(trace, steps, coll, util_keys),

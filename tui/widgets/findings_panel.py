@@ -75,9 +75,11 @@ class FindingsPanel(TablePanel):
         else:
             self.app.notify("This row has nothing to show on the timeline.", timeout=3)
 
-    def show(self, findings: list[FindingItem], warnings: Sequence[str], note: str) -> None:
-        """Fill the table with findings, then one row per loader warning."""
-        items = list(findings) + [FindingItem(0, w, w) for w in warnings]
+    def show(self, findings: list[FindingItem], warnings: Sequence[str], note: str, first: str | None = None) -> None:
+        """Fill the table with findings, then one row per loader warning; ``first`` (what the findings cannot see,
+        such as ranks of the job that were not loaded) is a warning row above them all."""
+        lead = [FindingItem(0, first, first)] if first else []
+        items = lead + list(findings) + [FindingItem(0, w, w) for w in warnings]
         if not items:
             self.set_message(note or "No findings and no warnings.")
             self.query_one("#finding-detail", Static).update("")

@@ -96,7 +96,11 @@ class RanksPanel(TablePanel):
         if straggler:
             note = Text(f"straggler: last at {r.times_last} collectives", style="yellow")
         elif r.collective_wait_ns and self.view is not None and self.view.straggler is not None:
-            note = Text(f"waits {format_ns(r.collective_wait_ns)} for rank {self.view.straggler}")
+            s = self.view.straggler
+            # only the waiting for the straggler (with more ranks, some of it is for others that came last)
+            waited = next((w.waited_for.get(s, 0) for w in self.view.report.ranks if w.rank == r.rank), 0)
+            if waited:
+                note = Text(f"waits {format_ns(waited)} for rank {s}")
         return (
             Text(f"{r.rank}{' ⚑' if straggler else ''}", style="bold yellow" if straggler else ""),
             str(r.steps),

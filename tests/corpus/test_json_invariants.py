@@ -1,0 +1,119 @@
+"""Invariants of every command's JSON on every trace of the corpus (issue 14, 3b).
+
+On each Kineto, JAX, nsys (``.sqlite``) and external trace (each file alone, and each multi-rank folder as one
+job), ``summary``, ``kernels``, ``gaps``, ``transfers``, ``ranges`` and ``ranks --json`` must hold: every
+percentage (``*_pct``, ``pct``, and any "N% of" in the words) within 0–100 and every share/severity within 0–1;
+busy + idle = span per device; no rank waits for itself and a rank's collective wait is at most its collective
+time; the clock offsets in the JSON are those the loader applied (``clock_offset_ns == -rank_shift_ns``).
+Loads go through the trace cache (one parse per file for the module); files that are not traces are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+import pytest
+
+from gputop_trace.load.loader import load_paths
+from tests.cli_run import run_cli
+from tests.paths import CORPUS
+
+COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks")
+#: corpus files that are not traces: refused with a message (a PyTorch execution trace, a memory export)
+NOT_TRACES = ("external/execution_trace/benchmark_simple_add_et.json.gz", "external/memory_analysis/")
+#: folders that hold the ranks of one job
+JOBS = ("kineto/h200_ddp_2gpu", "external/trace_filter")
+
+_PCT_WORDS = re.compile(r"(\d+(?:\.\d+)?)% of\b")
+_SELF_WAIT = re.compile(r"Rank (\d+) waits [^(]* for the straggling rank (\d+)")
+
+
+def _targets() -> list[str]:
+    if not CORPUS.is_dir():
+        return []
+    files = [p for sub in ("kineto", "jax", "external") for p in sorted((CORPUS / sub).rglob("*")) if p.is_file()]
+    files += sorted((CORPUS / "nsys").glob("*.sqlite"))
+    rels = [str(p.relative_to(CORPUS)) for p in files if not p.name.lower().startswith("readme")]
+    return rels + [j for j in JOBS if (CORPUS / j).is_dir()]
+
+
+def _walk(x: Any, path: str, errors: list[str]) -> None:
+    if isinstance(x, dict):
+        for k, v in x.items():
+            p = f"{path}.{k}"
+            if isinstance(v, bool) or v is None:
+                continue
+            if isinstance(v, (int, float)):
+                if (k == "pct" or k.endswith("_pct")) and not -1e-9 <= v <= 100 + 1e-6:
+                    errors.append(f"{p} = {v}")
+                if (k in ("share", "severity", "share_last") or k.endswith("_share")) and not 0 <= v <= 1 + 1e-9:
+                    errors.append(f"{p} = {v}")
+            else:
+                _walk(v, p, errors)
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            _walk(v, f"{path}[{i}]", errors)
+    elif isinstance(x, str):
+        for m in _PCT_WORDS.finditer(x):
+            if float(m.group(1)) > 100:
+                errors.append(f"{path}: {x[:160]!r}")
+        w = _SELF_WAIT.search(x)
+        if w and w.group(1) == w.group(2):
+            errors.append(f"{path}: a rank waits for itself: {x[:160]!r}")
+
+
+def _check_devices(doc: dict[str, Any], errors: list[str]) -> None:
+    for key in ("devices", "gaps"):
+        for d in doc.get(key) or []:
+            keys = {"busy_ns", "idle_ns", "span_ns"}
+            if isinstance(d, dict) and keys <= d.keys() and d["busy_ns"] + d["idle_ns"] != d["span_ns"]:
+                errors.append(f"{key}: busy {d['busy_ns']} + idle {d['idle_ns']} != span {d['span_ns']}")
+
+
+def _check_waits(doc: dict[str, Any], errors: list[str]) -> None:
+    for r in doc.get("ranks") or []:
+        if isinstance(r, dict) and "collective_wait_ns" in r and r["collective_wait_ns"] > r["collective_ns"]:
+            errors.append(f"rank {r['rank']} waits {r['collective_wait_ns']} > its collectives {r['collective_ns']}")
+    for f in doc.get("findings") or []:
+        if f.get("kind") != "collective_wait":
+            continue
+        ev = f["evidence"]
+        if str(ev["rank"]) in (ev.get("waited_for") or {}):
+            errors.append(f"finding {f['title']!r}: rank waits for itself")
+        if ev["wait_ns"] > ev["collective_ns"]:
+            errors.append(f"finding {f['title']!r}: wait over its collective time")
+
+
+@cache
+def _applied_shift(rel: str) -> dict[str, int]:
+    t = load_paths([str(CORPUS / rel)])
+    return {str(r): -t.meta.rank_shift_ns.get(r, 0) for r in t.meta.ranks}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", _targets())
+def test_every_command_json_keeps_its_invariants(rel: str, capsys: pytest.CaptureFixture[str]) -> None:
+    errors: list[str] = []
+    refused = any(rel.startswith(n) for n in NOT_TRACES)
+    for cmd in COMMANDS:
+        code, out, err = run_cli(capsys, cmd, "--json", str(CORPUS / rel))
+        if refused:
+            assert code != 0 and err.strip(), f"{cmd}: a non-trace was not refused"
+            return
+        if code != 0:
+            errors.append(f"{cmd}: exit {code}: {err.strip()[-300:]}")
+            continue
+        doc = json.loads(out)
+        _walk(doc, cmd, errors)
+        _check_devices(doc, errors)
+        _check_waits(doc, errors)
+        if cmd == "ranks":
+            offsets = doc["stragglers"]["clock_offset_ns"]
+            applied = _applied_shift(rel)
+            for r, off in offsets.items():
+                if off != applied.get(r, 0):
+                    errors.append(f"ranks: clock_offset_ns[{r}] = {off}, applied {applied.get(r, 0)}")
+    assert not errors, "\n".join(errors)
