@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import union
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import overlap_with_union, union
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
-I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 #: Collective operations, in display order.

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 
 def nesting_parents(starts: I64, ends: I64) -> I64:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.gaps import CAUSE_FIX, CAUSE_LABELS, CAUSES, DEFAULT_THRESHOLD_NS, DeviceGaps, find_gaps
@@ -27,11 +26,10 @@ from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launches import LaunchReport, launch_behaviour
 from gputop_trace.analysis.ranges import split_range_name
 from gputop_trace.analysis.transfers import TransferReport, transfer_overlap
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_bytes, format_ns
-
-I64 = npt.NDArray[np.int64]
 
 #: A cause group of gaps becomes a finding when it holds at least this share of the device's active span ...
 MIN_IDLE_SHARE = 0.02

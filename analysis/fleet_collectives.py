@@ -32,8 +32,7 @@ from gputop_trace.analysis.stragglers import (
     match_sequences,
     pick_straggler,
 )
-
-I64 = npt.NDArray[np.int64]
+from gputop_trace.model.arrays import I64
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,9 @@ from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.host import HostClass, host_classes
 from gputop_trace.analysis.intervals import holes, overlap_with_union, union
 from gputop_trace.analysis.overlap import largest_overlap
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 #: Cause ids, in the order the views list them.
 CAUSES: tuple[str, ...] = ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced", "gpu_dependency")

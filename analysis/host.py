@@ -32,10 +32,10 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import CopyKind, Kind, LaneKind, MemKind
 from gputop_trace.model.trace import Trace
 
-I64 = npt.NDArray[np.int64]
 I8 = npt.NDArray[np.int8]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-I64 = npt.NDArray[np.int64]
+from gputop_trace.model.arrays import I64
 
 
 def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[I64, I64]:

@@ -15,11 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kernel_names import qualified_name
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 
 class GroupBy(str, Enum):

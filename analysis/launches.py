@@ -20,12 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 DELAY_OUTLIER_NS = 100_000
 SLOW_LAUNCH_NS = 50_000

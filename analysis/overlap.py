@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 
 def largest_overlap(

@@ -16,13 +16,11 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import segmented_union_total
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind, LaneKind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

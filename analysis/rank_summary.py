@@ -1,11 +1,7 @@
 """A rank's trace reduced to a small, plain summary: what a fleet run ships between machines instead of the trace.
 
-:func:`summarize_file` is pure and picklable (module level, plain arguments, plain result) so that a process pool
-or a Dask worker can run it next to the file. It returns one summary per rank the file holds (one, except for an
-nsys export of a multi-process job, which holds a rank per GPU-driving process). It never raises for a bad file:
-a problem with the input
-(:class:`~gputop_trace.errors.TraceError`) becomes an error record with the loader's message, and an unexpected
-exception (a bug) an error record that says "internal error" with the exception type and the traceback.
+:func:`summarize_trace` makes the per-rank records from a loaded trace (the fleet's
+:func:`gputop_trace.fleet.summarize.summarize_file` loads the file, then calls it next to the file).
 
 The summary holds per-rank figures (steps, GPU busy/idle, idle by cause, top kernels, exposed copies, collective
 time) and the rank's collective sequence as compact lists (op and group codes, start and end times in the file's
@@ -17,9 +13,6 @@ Times are integer ns; points in time are in the file's own time base.
 from __future__ import annotations
 
 import dataclasses
-import os
-import time
-import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -127,69 +120,11 @@ class RankSummary:
         return dataclasses.replace(self, load_s=0.0, analyse_s=0.0, cpu_s=0.0)
 
 
-def summarize_file(path: str, default_rank: int = 0, options: SummaryOptions | None = None) -> list[RankSummary]:
-    """Load one trace file and reduce it to a :class:`RankSummary` per rank it holds; never raises for a bad
-    file (the list then holds one error record, with ``default_rank``).
-
-    ``default_rank`` is used when the file does not say its rank (Kineto ``distributedInfo`` wins)."""
-    from gputop_trace.errors import TraceError
-
-    opts = options or SummaryOptions()
-    try:
-        c0, t0 = time.process_time(), time.perf_counter()
-        trace = _load(path, default_rank, opts)
-        t1 = time.perf_counter()
-        summaries = summarize_trace(trace, path, opts)
-        t2 = time.perf_counter()
-        cpu = time.process_time() - c0
-        n = len(summaries)  # a multi-rank file's time is shared out evenly
-        return [dataclasses.replace(s, load_s=(t1 - t0) / n, analyse_s=(t2 - t1) / n, cpu_s=cpu / n) for s in summaries]
-    except TraceError as e:
-        return [error_summary(path, default_rank, e.message, "input")]
-    except MemoryError:
-        msg = (
-            f"{path}: ran out of memory while analysing it. Give each worker more memory (fewer workers per "
-            "machine) or record a shorter profile."
-        )
-        return [error_summary(path, default_rank, msg, "input")]
-    except Exception as e:  # a bug: report it with its traceback, never swallow it silently
-        msg = (
-            f"internal error: {type(e).__name__}: {e} (while analysing {path}). This is a bug in gputop-trace; "
-            "please report it with the traceback."
-        )
-        return [error_summary(path, default_rank, msg, "internal", tb=traceback.format_exc())]
-
-
-def error_summary(path: str, rank: int, message: str, kind: str, *, tb: str | None = None) -> RankSummary:
-    """The record of a rank that could not be analysed."""
-    from gputop_trace import __version__
-
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        size = 0
-    return RankSummary(
-        path=path, rank=rank, error=message, error_kind=kind, traceback=tb, version=__version__, file_bytes=size
-    )
-
-
-def _load(path: str, default_rank: int, opts: SummaryOptions) -> Trace:
-    from gputop_trace.load.loader import load_file
-    from gputop_trace.load.resources import check_memory
-
-    if os.path.isdir(path):
-        from gputop_trace.errors import TraceError
-
-        raise TraceError(f"{path} is a directory; a fleet run takes one trace file per rank.", path=path)
-    check_memory([path], opts.max_memory)
-    return load_file(path, default_rank=default_rank, use_cache=opts.use_cache)
-
-
 def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = None) -> list[RankSummary]:
-    """The summaries of a loaded trace, one per rank, by rank (the analysis half of :func:`summarize_file`)."""
+    """The summaries of a loaded trace, one per rank, by rank (the analysis half of
+    :func:`gputop_trace.fleet.summarize.summarize_file`, which adds the file's size and the tool's version)."""
     import numpy as np
 
-    from gputop_trace import __version__
     from gputop_trace.analysis.busy import device_busy
     from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives
     from gputop_trace.analysis.gaps import find_gaps
@@ -215,8 +150,6 @@ def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = No
         "file_ranks": len(ranks),
         "format": trace.meta.format,
         "producer": trace.meta.producer,
-        "version": __version__,
-        "file_bytes": _size(path),
         "world_size": trace.meta.world_size,
         "gap_threshold_ns": int(opts.gap_threshold_ns),
         "warnings": tuple(dict.fromkeys(trace.meta.warnings)),
@@ -310,10 +243,3 @@ def _rank_summary(
         coll_start_ns=tuple((coll.start_ns[mine] + base).tolist()),
         coll_end_ns=tuple((coll.end_ns[mine] + base).tolist()),
     )
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

@@ -7,12 +7,10 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 STEP_NAME = re.compile(
     r"^(?:ProfilerStep#\d+|(?:train_|training_|eval_|infer_|inference_)?step[ _#-]?\d+|iter(?:ation)?[ _#-]?\d+)$",

@@ -20,10 +20,10 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.collectives import Collectives, find_collectives
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
-I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 MAX_SHIFT = 3
@@ -39,7 +39,8 @@ class MatchedGroup:
 
     Arrays are ``[instance, rank]`` in the order of ``ranks``; ``event`` is ``-1`` where a rank has no match.
     ``arrival_ns``/``end_ns`` are on the reference rank's clock (offsets removed); ``wait_ns`` is how long each
-    rank waited in that instance for the last one; ``last`` the column of the last arriver.
+    rank waited in that instance for the last one, capped by its own instance's duration (a rank cannot wait inside
+    a kernel longer than the kernel ran); ``last`` the column of the last arriver.
     """
 
     group: str
@@ -175,6 +176,9 @@ def match_sequences(group: str, seqs: dict[int, RankSequence]) -> MatchedGroup |
     ops_kept = tuple(op for op, f in zip(ref.ops, list(full), strict=True) if f)
     last = np.argmax(arrival, axis=1).astype(np.int32) if len(event) else np.zeros(0, dtype=np.int32)
     wait = (arrival.max(axis=1, initial=0)[:, None] - arrival) if len(event) else arrival
+    # a rank waits inside its own instance only: never longer than that kernel ran (clocks of unrelated or
+    # partially loaded jobs can put the last arrival far beyond it)
+    wait = np.clip(wait, 0, np.maximum(end - arrival, 0))
     return MatchedGroup(
         group=group,
         ranks=tuple(ranks),
@@ -182,7 +186,7 @@ def match_sequences(group: str, seqs: dict[int, RankSequence]) -> MatchedGroup |
         event=event,
         arrival_ns=arrival,
         end_ns=end,
-        wait_ns=np.maximum(wait, 0),
+        wait_ns=wait,
         last=last,
         unmatched=unmatched + int((~full).sum()),
         offset_ns=offsets,

@@ -32,10 +32,9 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.intervals import overlap_with_union, union
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import COPY_KIND_LABEL, CopyKind, Kind, MemKind
 from gputop_trace.model.trace import Trace
-
-I64 = npt.NDArray[np.int64]
 
 SMALL_HTOD_BYTES = 64 * 1024
 

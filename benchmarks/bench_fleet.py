@@ -103,7 +103,7 @@ def hwm():  # this process' own peak RSS (ru_maxrss can carry the parent's peak 
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
-from gputop_trace.analysis.rank_summary import summarize_file
+from gputop_trace.fleet.summarize import summarize_file
 import gputop_trace.load.loader, numpy
 base = hwm()
 path = sys.argv[1]
@@ -217,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     rss_per_gb = max(0.0, one["maxrss_bytes"] - one["base_rss_bytes"]) / gb
     print(json.dumps(one), file=sys.stderr)
 
-    from gputop_trace.analysis.rank_summary import summarize_file
     from gputop_trace.fleet.executors import plan_jobs
+    from gputop_trace.fleet.summarize import summarize_file
 
     sample = [s for j in plan_jobs(paths[:8]) for s in summarize_file(j.path, j.default_rank)]
     step_1024 = fleet_step_at(sample, 1024)

@@ -58,7 +58,7 @@ async def frame_times(trace: object, steps: int, size: tuple[int, int]) -> dict[
 
         def draw() -> None:
             # cold: no strip from an earlier frame is reused, so every line is binned and drawn again
-            tl._cache.clear()
+            tl._strips.clear()
             for y in range(height):
                 tl.render_line(y)
 
@@ -81,7 +81,7 @@ async def frame_times(trace: object, steps: int, size: tuple[int, int]) -> dict[
         # the whole app: CPU time of one pan step including Textual's message handling, the status bar and
         # details updates and the compositor's screen update (idle waits of the event loop excluded)
         for i in range(min(steps, 30)):
-            tl._cache.clear()
+            tl._strips.clear()
             t = time.process_time()
             tl.pan(0.25 if (i // 5) % 2 == 0 else -0.25)
             await pilot.pause()

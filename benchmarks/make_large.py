@@ -358,17 +358,17 @@ def tiled_model(base: Any, n_events: int) -> Any:
 
 def write_model(out: Path, n_events: int, source: Path = KINETO_SOURCE) -> None:
     """Save a ``n_events`` tiled model of ``source`` in the columnar layout (see :func:`open_model`)."""
-    from gputop_trace.load import cache
+    from gputop_trace.load import cache_entry
     from gputop_trace.parsers.chrome import loader as chrome
 
-    cache.save_trace(tiled_model(chrome.load(str(source)), n_events), out)
+    cache_entry.save_trace(tiled_model(chrome.load(str(source)), n_events), out)
 
 
 def open_model(path: Path) -> Any:
     """The saved model, memory-mapped (a :class:`gputop_trace.model.trace.Trace`)."""
-    from gputop_trace.load import cache
+    from gputop_trace.load import cache_entry
 
-    return cache.open_trace(path)
+    return cache_entry.open_trace(path)
 
 
 # --------------------------------------------------------------------------------------------------------

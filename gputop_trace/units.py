@@ -68,18 +68,19 @@ def parse_size_bytes(text: str) -> int:
     return round(size)
 
 
-def format_ns(ns: float, *, precision: int = 3) -> str:
-    """Format a duration in nanoseconds with a unit chosen for its size: ``"812 ns"``, ``"12.3 µs"``, ``"4.10 ms"``."""
+def format_ns(ns: float, *, precision: int = 3, sep: str = " ") -> str:
+    """Format a duration in nanoseconds with a unit chosen for its size: ``"812 ns"``, ``"12.3 µs"``, ``"4.10 ms"``
+    (``sep=""`` for labels: ``"12.3µs"``)."""
     if ns is None or (isinstance(ns, float) and math.isnan(ns)):
         return "-"
     a = abs(ns)
     if a < 1_000:
-        return f"{ns:.0f} ns"
+        return f"{ns:.0f}{sep}ns"
     for unit, factor in (("µs", 1e3), ("ms", 1e6), ("s", 1e9)):
         if a < factor * 1000 or unit == "s":
             value = ns / factor
             digits = max(0, precision - len(str(int(abs(value)))))
-            return f"{value:.{digits}f} {unit}"
+            return f"{value:.{digits}f}{sep}{unit}"
     raise AssertionError("unreachable")
 
 
@@ -95,3 +96,14 @@ def format_bytes(n: float) -> str:
 def format_rate(bytes_per_s: float) -> str:
     """Format a bandwidth in bytes per second as GB/s (decimal, as vendors quote it)."""
     return f"{bytes_per_s / 1e9:.2f} GB/s"
+
+
+def format_si(x: float, unit: str) -> str:
+    """Format a quantity with a decimal SI prefix and three significant digits: ``"1.23 TFLOP/s"``, ``"512 kB"``
+    (``"-"`` for NaN)."""
+    if math.isnan(x):
+        return "-"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"

@@ -1,11 +1,11 @@
-"""Nsight Compute reports (``.ncu-rep``) and ncu's CSV pages → :class:`NcuReport`, a plain record of metrics.
+"""Nsight Compute output → :class:`~gputop_trace.model.ncu.NcuReport`: ncu's CSV pages and the ``ncu_report``
+module's report objects, read into plain records. Pure: this module starts no process and looks for no ncu install
+(:mod:`gputop_trace.ncu.report_reader` does both and hands the text or the module to the functions here).
 
-Two readers, tried in this order by :func:`load_report`:
-
-1. the ``ncu-report`` Python package (``import ncu_report``; also found inside an ncu install's
-   ``extras/python`` folder): exact values in base units, ncu's rule results with their messages;
-2. the ncu command line: ``ncu -i REPORT --csv --print-units base --page raw`` for the metrics and
-   ``--page details`` for the rule messages, parsed by :func:`parse_raw_csv` and :func:`parse_details_rules`.
+- :func:`kernels_from_csv` (:func:`parse_raw_csv`, :func:`parse_details_csv`, :func:`parse_details_rules`): the
+  pages ``ncu -i REPORT --csv --print-units base --page raw|details`` prints; :func:`load_csv` reads a saved page.
+- :func:`kernels_from_ncu_report`: every kernel of a report opened with the ``ncu_report`` module: exact values in
+  base units, ncu's rule results with their messages.
 
 The CSV parsers also accept text captured from a profiling run (``==PROF==`` / ``==WARNING==`` lines and the
 program's own output before the CSV), thousands separators (``"3,189,083,820.66"``), human units when
@@ -18,22 +18,17 @@ percentages 0–100. Nothing here imports Textual or prints.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import glob
 import io
 import math
 import os
 import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kernel_names import function_name
+from gputop_trace.model.ncu import NcuKernel, NcuReport, NcuRule
 from gputop_trace.parsers.source import open_checked
 
 #: Columns of the raw page that describe the launch, not a metric.
@@ -54,73 +49,6 @@ _RAW_ID_COLUMNS = (
 RULE_TYPES = {0: "NONE", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
 _SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
 REPORT_MAGIC = b"NVR\x00"
-NCU_CSV_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class NcuRule:
-    """One message of one of ncu's rules (a row of the "Rule" part of the details page).
-
-    ``identifier`` is ncu's rule id (``SOLBottleneck``), ``type`` ``OPT`` (optimisation), ``INF`` (information),
-    ``WRN`` or ``ERR``; ``speedup_pct`` ncu's estimated speedup in percent, ``speedup_type`` ``local`` or ``global``.
-    """
-
-    identifier: str
-    name: str
-    section: str
-    type: str
-    title: str
-    text: str
-    speedup_pct: float | None = None
-    speedup_type: str | None = None
-
-
-@dataclass(frozen=True)
-class NcuKernel:
-    """One profiled kernel launch.
-
-    ``index`` is its position in the report (ncu's ``ID``); ``name`` the function name (what
-    ``--kernel-name-base function`` matches), ``demangled``/``mangled`` the full names when the reader knows them.
-    ``metrics`` are numbers in ncu's base units (see the module docstring), ``strings`` the text-valued metrics
-    (device name, cache configuration ...). ``nvtx`` lists the NVTX push/pop ranges open at the launch
-    (outermost first). ``grid``/``block`` are the launch geometry when known.
-    """
-
-    index: int
-    name: str
-    demangled: str = ""
-    mangled: str = ""
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    strings: Mapping[str, str] = field(default_factory=dict)
-    rules: tuple[NcuRule, ...] = ()
-    nvtx: tuple[str, ...] = ()
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-
-    def metric(self, name: str) -> float | None:
-        """A metric's value in base units, or None when the report does not hold it."""
-        return self.metrics.get(name)
-
-    @property
-    def device_name(self) -> str:
-        """The GPU's marketing name (``NVIDIA H200``), or ``""``."""
-        return self.strings.get("device__attribute_display_name", "")
-
-    @property
-    def duration_ns(self) -> float | None:
-        """GPU time of the launch (ns)."""
-        return self.metrics.get("gpu__time_duration.sum")
-
-
-@dataclass(frozen=True)
-class NcuReport:
-    """Everything read from one report. ``reader`` says how: ``ncu_report`` (the Python package) or ``ncu-csv``
-    (``ncu -i ... --csv``) or ``csv`` (CSV text given directly)."""
-
-    path: str
-    kernels: tuple[NcuKernel, ...]
-    reader: str
-    warnings: tuple[str, ...] = ()
 
 
 # ---- numbers and units ----------------------------------------------------------------------------------------
@@ -443,34 +371,6 @@ def plain_rule_text(text: str) -> str:
     return re.sub(r"\s+", " ", _MARKUP.sub(repl, text)).strip()
 
 
-def import_ncu_report(ncu_path: str | None = None) -> Any | None:
-    """The ``ncu_report`` module: the installed package, or the copy inside an ncu install
-    (``<ncu dir>/extras/python``). None when neither can be imported."""
-    with contextlib.suppress(Exception):
-        import ncu_report
-
-        return ncu_report
-    candidates = []
-    exe = ncu_path or os.environ.get("GPUTOP_NCU") or shutil.which("ncu")
-    if exe:
-        candidates.append(os.path.join(os.path.dirname(os.path.realpath(exe)), "extras", "python"))
-    candidates += sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)
-    candidates += sorted(glob.glob("/usr/local/cuda*/nsight-compute*/extras/python"), reverse=True)
-    for folder in candidates:
-        if os.path.isfile(os.path.join(folder, "ncu_report.py")):
-            sys.path.insert(0, folder)
-            try:
-                import ncu_report
-
-                return ncu_report
-            except Exception:
-                continue
-            finally:
-                with contextlib.suppress(ValueError):
-                    sys.path.remove(folder)
-    return None
-
-
 def _metric_value(metric: Any) -> tuple[float | None, str | None]:
     try:
         if metric is None or not metric.has_value():
@@ -576,35 +476,11 @@ def _dims(metrics: Mapping[str, float], prefix: str) -> tuple[int, int, int] | N
     return (int(vals[0] or 0), int(vals[1] or 0), int(vals[2] or 0))
 
 
-# ---- the ncu command line ----------------------------------------------------------------------------------------
+# ---- files ----------------------------------------------------------------------------------------------------
 
 
-def _run_ncu_import(ncu: str, path: str, page: str) -> str:
-    argv = [ncu, "-i", path, "--csv", "--print-units", "base", "--page", page]
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, errors="replace", timeout=NCU_CSV_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise TraceError(f"Running '{' '.join(argv)}' failed: {e}.", path=path) from None
-    if proc.returncode != 0:
-        errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("==ERROR==")]
-        detail = " ".join(ln.removeprefix("==ERROR==").strip() for ln in errors) or f"exit code {proc.returncode}"
-        raise TraceError(f"ncu could not read {path}: {detail}", path=path)
-    return proc.stdout
-
-
-def kernels_from_ncu_cli(ncu: str, path: str) -> list[NcuKernel]:
-    """Every kernel of a report, read through ``ncu -i`` (raw page for metrics, details page for rules)."""
-    raw = _run_ncu_import(ncu, path, "raw")
-    details = _run_ncu_import(ncu, path, "details")
-    return kernels_from_csv(raw, details)
-
-
-# ---- entry point ----------------------------------------------------------------------------------------------
-
-
-def _check_file(path: str) -> None:
+def check_report_file(path: str) -> None:
+    """Refuse, with what to do, a path that is missing, a folder, or not an ``.ncu-rep`` (its first bytes)."""
     if not os.path.exists(path):
         raise TraceError(f"{path} does not exist. Check the path of the Nsight Compute report.", path=path)
     if os.path.isdir(path):
@@ -646,48 +522,3 @@ def load_csv(path: str) -> NcuReport:
             path=path,
         )
     return NcuReport(path=path, kernels=tuple(kernels), reader="csv", warnings=warnings)
-
-
-def load_report(path: str, *, ncu_path: str | None = None, reader: str = "auto") -> NcuReport:
-    """Read an Nsight Compute report. ``reader``: ``auto`` (the ``ncu_report`` package, then ``ncu -i``),
-    ``ncu_report`` or ``ncu-csv`` (only that one). Raises :class:`TraceError` with what to do when the file is
-    not a report, holds no kernels, or no reader is available."""
-    if path.lower().endswith(".csv"):
-        return load_csv(path)
-    _check_file(path)
-    errors: list[str] = []
-    if reader in ("auto", "ncu_report"):
-        module = import_ncu_report(ncu_path)
-        if module is not None:
-            kernels, warnings = kernels_from_ncu_report(module, path)
-            if kernels:
-                return NcuReport(path=path, kernels=tuple(kernels), reader="ncu_report", warnings=tuple(warnings))
-            if warnings:
-                raise TraceError(
-                    f"{path} holds no complete kernel results ({'; '.join(warnings)}): the report was probably cut "
-                    "short (ncu killed, disk full, an interrupted copy). Re-run the profile.",
-                    path=path,
-                )
-            errors.append(
-                "the ncu_report package found no profiled kernel in it (the report is empty, or cut short: ncu "
-                "was killed, the disk filled up or a copy was interrupted)"
-            )
-        else:
-            errors.append("the ncu_report package is not installed")
-    if reader in ("auto", "ncu-csv"):
-        from gputop_trace.ncu.runner import find_ncu
-
-        exe = ncu_path or find_ncu()
-        if exe:
-            kernels = kernels_from_ncu_cli(exe, path)
-            if kernels:
-                return NcuReport(path=path, kernels=tuple(kernels), reader="ncu-csv")
-            errors.append("'ncu -i' printed no kernel rows")
-        else:
-            errors.append("ncu is not on PATH")
-    raise TraceError(
-        f"Could not read {path}: {'; '.join(errors)}. Install the reader with 'pip install ncu-report' (no GPU "
-        "needed), or put Nsight Compute's ncu on PATH; a report with no kernels means ncu profiled nothing "
-        "(see its log for 'No kernels were profiled').",
-        path=path,
-    )

@@ -21,6 +21,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 READ_BLOCK = 64 << 10  # compressed bytes read per step: keeps each inflated piece near 1 MB (cache-friendly)
 
+#: A parser's progress callback: ``(bytes read, total bytes, events so far)``.
+Progress = Callable[[int, int, int], None]
+
 
 def _inflater() -> ModuleType:
     try:

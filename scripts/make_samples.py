@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the bundled sample traces on a real NVIDIA GPU (run on a machine with CUDA and PyTorch).
 
-    python3 sample_traces/make_samples.py --out sample_traces
+    python3 scripts/make_samples.py --out gputop_trace/sample_traces
 
 Writes:
 - ``h200_train_step.json.gz``: a small GPT-style model (2 layers, d=512, 8 heads, batch 8 × 256 tokens, bf16

@@ -260,7 +260,7 @@ def main() -> int:
         print(json.dumps(summary, indent=2))
         return 0 if summary["ok"] else 1
 
-    from gputop_trace.ncu.runner import find_ncu
+    from gputop_trace.ncu.locate import find_ncu
 
     ncu = find_ncu()
     summary["ncu"] = ncu

@@ -7,10 +7,14 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.conftest import CORPUS, ROOT, corpus_missing_reason
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 
 #: The 256-rank fleet's injected stragglers: rank → host delay per collective (ns, ×0.5–1.5 each time).
 STRAGGLERS_256 = {37: 4_000_000, 130: 3_000_000, 201: 6_000_000}
@@ -67,11 +71,12 @@ def fleet_parquet(
     return out, fleet_small[1]
 
 
-def summarize_or_die(path: str, default_rank: int, options: object) -> object:
+def summarize_or_die(path: str, default_rank: int, options: SummaryOptions) -> list[RankSummary]:
     """A per-file function whose worker process dies (as if killed for memory) on files named ``*die*``."""
     import os
 
-    from gputop_trace.analysis.rank_summary import SummaryOptions, summarize_file
+    from gputop_trace.analysis.rank_summary import SummaryOptions
+    from gputop_trace.fleet.summarize import summarize_file
 
     if "die" in os.path.basename(path):
         os._exit(9)

@@ -102,7 +102,7 @@ class GputopApp(App[int]):
         self.first_screen_at: float | None = None
         self.analyses_done = False
         self.results: dict[str, Any] = {}
-        self.summary_analyses: Any = None  # commands.summary.Analyses once every analysis is done (export)
+        self.summary_analyses: Any = None  # report.summary.Analyses once every analysis is done (export)
         self.failures: dict[str, str] = {}
         self.fleet_rank: int | None = None
         self._started = time.perf_counter()
@@ -383,7 +383,7 @@ class GputopApp(App[int]):
                 return
             self.post_message(AnalysisReady(name, result, token))
         if {"gaps", "transfers", "findings", "ranges"} <= set(done):
-            from gputop_trace.cli.summary import Analyses
+            from gputop_trace.report.summary import Analyses
 
             self.summary_analyses = Analyses(
                 done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS

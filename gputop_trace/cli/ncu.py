@@ -19,8 +19,8 @@ from gputop_trace.errors import TraceError
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.roofline import KernelVerdict
+    from gputop_trace.model.ncu import NcuReport
     from gputop_trace.ncu.runner import Guidance, NcuRunResult
-    from gputop_trace.parsers.ncu import NcuReport
 
 
 def register(sub: Any) -> None:
@@ -217,7 +217,7 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
 
 def open_report(path: str, *, as_json: bool, ncu_path: str | None = None) -> int:
     """``gputop-trace ncu REPORT``."""
-    from gputop_trace.parsers.ncu import load_report
+    from gputop_trace.ncu.report_reader import load_report
 
     report = load_report(path, ncu_path=ncu_path)
     verdicts = analyze_report(report)
@@ -287,8 +287,9 @@ def run_profile(args: argparse.Namespace) -> int:
     import asyncio
 
     from gputop_trace.ncu.drilldown import build_ncu_command, run_files
-    from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, NcuRunner, find_ncu, not_installed
-    from gputop_trace.parsers.ncu import load_report
+    from gputop_trace.ncu.locate import find_ncu
+    from gputop_trace.ncu.report_reader import load_report
+    from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, NcuRunner, not_installed
 
     target = list(args.args)
     if not target:

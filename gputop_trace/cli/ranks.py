@@ -8,14 +8,7 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.cli import common
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.ranks import RankRow
-    from gputop_trace.analysis.stragglers import StragglerReport
     from gputop_trace.model.trace import Trace
-
-COLUMNS = (
-    "rank", "devices", "steps", "step_ns", "busy_ns", "idle_ns", "collectives", "collective_ns",
-    "exposed_collective_ns", "hidden_collective_pct", "collective_wait_ns", "times_last", "late_median_ns",
-)  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -32,81 +25,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def row_json(r: RankRow) -> dict[str, Any]:
-    """One rank as a JSON-contract object."""
-    return {
-        "rank": r.rank,
-        "devices": list(r.devices),
-        "steps": r.steps,
-        "step_ns": list(r.step_ns),
-        "busy_ns": r.busy_ns,
-        "idle_ns": r.idle_ns,
-        "collectives": r.collectives,
-        "collective_ns": r.collective_ns,
-        "exposed_collective_ns": r.exposed_collective_ns,
-        "hidden_collective_pct": round(r.hidden_collective_pct, 3),
-        "collective_wait_ns": r.collective_wait_ns,
-        "times_last": r.times_last,
-        "late_median_ns": r.late_median_ns,
-        "by_op": {op: {"count": n, "total_ns": t, "bytes": b} for op, (n, t, b) in r.by_op.items()},
-    }
-
-
-def straggler_json(s: StragglerReport) -> dict[str, Any]:
-    """The straggler verdict as a JSON-contract object."""
-    return {
-        "straggler": s.straggler,
-        "share_last": round(s.straggler_share, 4),
-        "instances": s.instances,
-        "clock_offset_ns": {str(k): v for k, v in s.clock_offset_ns.items()},
-        "host_activity": [{"activity": a, "others_wait_ns": ns} for a, ns in s.host_activity],
-        "groups": [{"group": g.group, "ranks": list(g.ranks), "matched": len(g), "unmatched": g.unmatched}
-                   for g in s.groups],
-    }  # fmt: skip
-
-
-def straggler_sentence(s: StragglerReport, rows: list[RankRow]) -> str | None:
-    """The verdict in plain words, or None when no rank stands out."""
-    from gputop_trace.units import format_ns
-
-    if s.straggler is None:
-        return None
-    me = next(w for w in s.ranks if w.rank == s.straggler)
-    waiting = sorted((w for w in s.ranks if w.rank != s.straggler), key=lambda w: -w.wait_ns)
-    who = ", ".join(f"rank {w.rank} waits {format_ns(w.wait_ns)}" for w in waiting[:3] if w.wait_ns)
-    text = (
-        f"Rank {s.straggler} is the last to arrive at {me.times_last} of {me.instances} collectives "
-        f"(late by {format_ns(me.late_median_ns)} median, {format_ns(me.late_max_ns)} at most); {who} in total "
-        "inside collective kernels for it."
-    )
-    if s.host_activity:
-        top, _ = s.host_activity[0]
-        text += f" Meanwhile its host was in `{top}`: look there for work the other ranks do not do."
-    return text
-
-
-def build(trace: Trace, paths: list[str]) -> dict[str, Any]:
-    """The ranks document."""
-    from gputop_trace.analysis.ranks import rank_table
-    from gputop_trace.analysis.stragglers import find_stragglers
-    from gputop_trace.report.envelope import envelope
-
-    strag = find_stragglers(trace)
-    rows = rank_table(trace, strag)
-    return envelope(
-        "ranks",
-        trace,
-        paths,
-        ranks=[row_json(r) for r in rows],
-        stragglers=straggler_json(strag),
-        verdict=straggler_sentence(strag, rows),
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     """Load, tabulate, print."""
     trace = common.load(args)
-    doc = build(trace, args.paths)
+    from gputop_trace.report import ranks as ranks_report
+
+    doc = ranks_report.ranks_document(trace, args.paths)
     if args.json:
         common.emit_json(doc)
         return 0
@@ -115,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
 
         from gputop_trace.report.envelope import to_csv
 
-        sys.stdout.write(to_csv(doc["ranks"], COLUMNS))
+        sys.stdout.write(to_csv(doc["ranks"], ranks_report.COLUMNS))
         return 0
     render(doc, trace)
     return 0
@@ -135,16 +59,17 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
     for r in doc["ranks"]:
         mean_step = sum(r["step_ns"]) / len(r["step_ns"]) if r["step_ns"] else None
+        coll = bool(r["collectives"])  # without collectives (or GPU work) there is no figure, not a zero: "–"
         t.add_row(
             str(r["rank"]),
             str(r["steps"]),
-            format_ns(mean_step) if mean_step is not None else "-",
-            format_ns(r["busy_ns"]),
-            format_ns(r["collective_ns"]),
-            format_ns(r["exposed_collective_ns"]),
-            f"{r['hidden_collective_pct']:.0f}%",
-            format_ns(r["collective_wait_ns"]),
-            f"{r['times_last']}",
+            format_ns(mean_step) if mean_step is not None else "–",
+            format_ns(r["busy_ns"]) if r["devices"] else "–",
+            format_ns(r["collective_ns"]) if coll else "–",
+            format_ns(r["exposed_collective_ns"]) if coll else "–",
+            f"{r['hidden_collective_pct']:.0f}%" if coll else "–",
+            format_ns(r["collective_wait_ns"]) if coll else "–",
+            f"{r['times_last']}" if coll else "–",
         )
     con.print(t)
     con.print(

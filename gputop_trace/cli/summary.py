@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
@@ -12,15 +11,7 @@ from gputop_trace.cli.fail_on import add_fail_on, failed_conditions
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from gputop_trace.analysis.findings import Finding
-    from gputop_trace.analysis.gaps import DeviceGaps
-    from gputop_trace.analysis.ranges import RangeRow
-    from gputop_trace.analysis.transfers import TransferReport
     from gputop_trace.model.trace import Trace
-
-TOP_KERNELS = 10
-TOP_RANGES = 10
-TOP_GAPS = 5
 
 
 def register(sub: Any) -> None:
@@ -44,89 +35,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-@dataclass
-class Analyses:
-    """Everything the summary is made of (computed once, printed or written as JSON)."""
-
-    gaps: list[DeviceGaps]
-    transfers: TransferReport
-    findings: list[Finding]
-    ranges: list[RangeRow]
-    threshold_ns: int
-
-
-def analyse(trace: Trace, threshold_ns: int | None = None) -> Analyses:
-    """Run the analyses the summary shows."""
-    from gputop_trace.analysis.findings import find_findings
-    from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
-    from gputop_trace.analysis.ranges import range_summary
-    from gputop_trace.analysis.transfers import transfer_overlap
-
-    thr = DEFAULT_THRESHOLD_NS if threshold_ns is None else threshold_ns
-    gaps = find_gaps(trace, thr)
-    transfers = transfer_overlap(trace)
-    findings = find_findings(trace, gap_threshold_ns=thr, gaps=gaps, transfers=transfers)
-    return Analyses(gaps, transfers, findings, range_summary(trace), thr)
-
-
-def build(trace: Trace, paths: list[str], analyses: Analyses | None = None) -> dict[str, Any]:
-    """The summary as a JSON-contract document."""
-    from gputop_trace.analysis.busy import device_busy
-    from gputop_trace.analysis.kernels import kernel_table
-    from gputop_trace.model.kinds import KIND_JSON_KEY, Kind
-    from gputop_trace.report.analysis_json import (
-        device_gaps_json,
-        finding_json,
-        gap_json,
-        range_json,
-        transfers_json,
-    )
-    from gputop_trace.report.envelope import envelope
-    from gputop_trace.report.kernels_json import kernel_row_json
-
-    a = analyses if analyses is not None else analyse(trace)
-
-    counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other")}
-    for kind, n in trace.count_by_kind().items():
-        counts[KIND_JSON_KEY.get(Kind(kind), "other")] += n
-    devices = []
-    for d in device_busy(trace):
-        info = trace.gpu_info(d.rank, d.device)
-        devices.append(
-            {
-                "rank": d.rank,
-                "device": d.device,
-                "name": info.name if info else None,
-                "sm_count": info.sm_count if info else None,
-                "span_ns": d.span_ns,
-                "busy_ns": d.busy_ns,
-                "idle_ns": d.idle_ns,
-                "busy_pct": round(d.busy_pct, 3),
-            }
-        )
-    return envelope(
-        "summary",
-        trace,
-        paths,
-        span_ns=trace.span_ns,
-        gpus=[{"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count} for g in trace.meta.gpus],
-        devices=devices,
-        events=counts,
-        top_kernels=[kernel_row_json(r) for r in kernel_table(trace)[:TOP_KERNELS]],
-        findings=[finding_json(trace, f) for f in a.findings],
-        gap_threshold_ns=a.threshold_ns,
-        gaps=[
-            {
-                **device_gaps_json(trace, d, with_gaps=False),
-                "longest": [gap_json(trace, g) for g in d.longest(TOP_GAPS)],
-            }
-            for d in a.gaps
-        ],
-        transfers=transfers_json(trace, a.transfers, copies=False),
-        top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     """Load, summarise, print."""
     if not args.paths:
@@ -134,8 +42,10 @@ def run(args: argparse.Namespace) -> int:
 
         args.paths = [default_sample()]
     trace = common.load(args)
+    from gputop_trace.report.summary import analyse, summary_document
+
     a = analyse(trace, args.gap_threshold)
-    doc = build(trace, args.paths, a)
+    doc = summary_document(trace, args.paths, a)
     if args.json:
         common.emit_json(doc)
     else:
@@ -176,8 +86,15 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     )
     idle_listed = len(doc["gpus"]) - len(shown)
     more = f"; {idle_listed} more listed without activity" if active and idle_listed > 0 else ""
+    if not gpus and active:  # busy devices, but the trace names none of them (no deviceProperties)
+        gpus = ", ".join((f"rank {r} " if multi else "") + f"GPU {d}" for r, d in sorted(active))
+        more = " (model not recorded: the trace has no deviceProperties)"
     con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
+    for s in doc["steps"]:
+        who = f"rank {s['rank']} " if multi else ""
+        spread = f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})" if s["count"] > 1 else ""
+        con.print(Text(f"{who}step time: {format_ns(s['mean_ns'])} mean over {s['count']} steps{spread}"))
     ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
     if doc["devices"]:

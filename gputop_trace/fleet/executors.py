@@ -1,6 +1,6 @@
 """Running the per-rank summary over many trace files: in-process, on a local process pool, or on a Dask cluster.
 
-Every executor calls the same pure function (:func:`gputop_trace.analysis.rank_summary.summarize_file`) with a
+Every executor calls the same pure function (:func:`gputop_trace.fleet.summarize.summarize_file`) with a
 path, and only the small per-rank summaries travel back: traces never cross a process boundary. A file that fails
 comes back as an error record and the others complete; a worker process that dies (killed for memory, a crash in
 native code) costs only the files it was running, which are retried one at a time to find the one that kills it.
@@ -98,7 +98,7 @@ def run_local(
     jobs: Sequence[RankJob], options: SummaryOptions, on_result: OnResult | None = None, fn: SummaryFn | None = None
 ) -> PerFile:
     """Summarise every file in this process, one after the other."""
-    from gputop_trace.analysis.rank_summary import summarize_file
+    from gputop_trace.fleet.summarize import summarize_file
 
     call = fn or summarize_file
     out: PerFile = []
@@ -142,7 +142,7 @@ def run_processes(
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    from gputop_trace.analysis.rank_summary import summarize_file
+    from gputop_trace.fleet.summarize import summarize_file
 
     call = fn or summarize_file
     n = workers or pool_size([j.path for j in jobs], options.max_memory)
@@ -205,7 +205,7 @@ def run_dask(
     """Summarise the files on a Dask cluster: ``client`` (a ``distributed.Client``), or a new client of the
     scheduler at ``address``. Only paths go out and only summaries come back; a task that fails on the cluster
     (its worker died repeatedly, it could not be unpickled …) becomes an error row."""
-    from gputop_trace.analysis.rank_summary import summarize_file
+    from gputop_trace.fleet.summarize import summarize_file
 
     try:
         import distributed
@@ -317,7 +317,7 @@ def run_jobs(
 
 
 def _died(job: RankJob, why: str) -> list[RankSummary]:
-    from gputop_trace.analysis.rank_summary import error_summary
+    from gputop_trace.fleet.summarize import error_summary
 
     return [error_summary(job.path, job.default_rank, f"{job.path}: {why}.", "worker")]
 

@@ -113,7 +113,7 @@ def assign_ranks(per_file: Sequence[Sequence[RankSummary]]) -> tuple[list[RankSu
     import dataclasses
     from collections import Counter
 
-    from gputop_trace.analysis.rank_summary import error_summary
+    from gputop_trace.fleet.summarize import error_summary
 
     groups = [list(g) for g in per_file]
     stated: dict[int, str] = {}

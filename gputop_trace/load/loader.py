@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.merge import merge_traces
 from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.sniff import TRACE_SUFFIXES, sniff
+from gputop_trace.parsers.source import Progress
 
 #: ``progress(bytes_done, bytes_total, events_so_far)``
-Progress = Callable[[int, int, int], None]
 
 
 def list_trace_files(directory: str) -> list[str]:
@@ -50,9 +50,9 @@ def load_file(
     if kind == "directory":
         return load_paths([path], progress=progress, use_cache=use_cache, include_python=include_python)
     if kind in ("chrome", "nsys", "nsys-rep") and use_cache:
-        from gputop_trace.load import cache
+        from gputop_trace.load import cache, cache_keys
 
-        if not cache.cache_disabled():
+        if not cache_keys.cache_disabled():
             params: dict[str, object] = {"format": kind, "default_rank": default_rank}
             if not include_python and kind == "chrome":
                 params["python"] = False
@@ -85,12 +85,13 @@ def _parse_format(
         from gputop_trace.parsers.chrome import loader as chrome
 
         return chrome.load(path, progress=progress, default_rank=default_rank, include_python=include_python)
-    if kind in ("nsys", "nsys-rep"):
+    if kind == "nsys-rep":
+        from gputop_trace.load.nsys_report import load_report
+
+        return load_report(path, progress=progress, default_rank=default_rank)
+    if kind == "nsys":
         from gputop_trace.parsers.nsys import loader as nsys
 
-        if kind == "nsys-rep":
-            rep: Trace = nsys.load_report(path, progress=progress, default_rank=default_rank)
-            return rep
         sq: Trace = nsys.load(path, progress=progress, default_rank=default_rank)
         return sq
     if kind == "ncu-rep":
@@ -245,7 +246,16 @@ def load_paths(
         dup = sorted({r for r in ranks if ranks.count(r) > 1})
         raise TraceError(
             f"Several of these traces claim the same rank ({', '.join(map(str, dup))}): they look like runs of "
-            "different jobs, or copies of one file. Open them one at a time, or keep one file per rank.",
+            "different jobs, or copies of one file. To compare two runs, use 'gputop-trace diff BASE TEST'; to look "
+            "at one, open it alone; for a job, keep one file per rank.",
+        )
+    loaded = [f for f, r in zip(files, results, strict=True) if isinstance(r, Trace)]
+    why = not_one_job(traces, loaded)
+    if why:
+        raise TraceError(
+            f"These traces cannot be ranks of one job: {why}. Opened together they would be merged onto one "
+            "clock and compared as if they waited for each other. To compare two runs, use "
+            "'gputop-trace diff BASE TEST'; to look at one, open it alone.",
         )
     from gputop_trace.analysis.clock import align_rank_clocks
 
@@ -257,3 +267,34 @@ def load_paths(
         ]
         trace = trace.with_meta(warnings=(*lost, *trace.meta.warnings))
     return trace
+
+
+def not_one_job(traces: Sequence[Trace], files: Sequence[str]) -> str | None:
+    """Why these traces (one per file) cannot be ranks of one job, or None when they can be.
+
+    Ranks of one job agree on the world size and the distributed backend and process-group count
+    (``distributedInfo``), and run on one GPU model; a rank is below the world size. Facts a file does not record
+    are not held against it."""
+
+    def info(t: Trace) -> dict[str, object]:
+        d = t.meta.properties.get("distributedInfo")
+        return d if isinstance(d, dict) else {}
+
+    names = [os.path.basename(f) for f in files]
+    for t, name in zip(traces, names, strict=True):
+        if t.meta.world_size is not None:
+            beyond = [r for r in t.meta.ranks if r >= t.meta.world_size]
+            if beyond:
+                return f"{name} is rank {beyond[0]} of a job of {t.meta.world_size} ranks"
+    checks: list[tuple[str, list[object]]] = [
+        ("world size", [t.meta.world_size for t in traces]),
+        ("distributed backend", [info(t).get("backend") for t in traces]),
+        ("number of process groups", [info(t).get("pg_count") for t in traces]),
+        ("GPU model", [", ".join(sorted({g.name for g in t.meta.gpus if g.name})) or None for t in traces]),
+    ]
+    for what, values in checks:
+        known = [(v, n) for v, n in zip(values, names, strict=True) if v is not None]
+        if len({v for v, _ in known}) > 1:
+            (a, na), (b, nb) = known[0], next(k for k in known if k[0] != known[0][0])
+            return f"their {what} differs ({na}: {a}; {nb}: {b})"
+    return None

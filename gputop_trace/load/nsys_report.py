@@ -14,8 +14,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from typing import TYPE_CHECKING
 
 from gputop_trace.errors import TraceError
+
+if TYPE_CHECKING:
+    from gputop_trace.model.trace import Trace
+    from gputop_trace.parsers.source import Progress
 
 #: Bump when the way exports are produced changes (invalidates cached exports).
 EXPORT_FORMAT_VERSION = 1
@@ -102,3 +107,14 @@ def export_report(report: str) -> str:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def load_report(path: str, *, progress: Progress | None = None, default_rank: int = 0) -> Trace:
+    """Load an ``.nsys-rep`` (or ``.qdrep``) report: export it to SQLite with ``nsys`` (cached, see
+    :func:`export_report`), then read the export with the nsys parser. The trace names the report as its source."""
+    from gputop_trace.parsers.nsys.loader import load
+
+    sqlite_path = export_report(path)
+    trace = load(sqlite_path, progress=progress, default_rank=default_rank)
+    props = {**trace.meta.properties, "exported_from": path, "export_cache": sqlite_path}
+    return trace.with_meta(source=(path,), properties=props)

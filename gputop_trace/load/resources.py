@@ -35,6 +35,12 @@ class MemoryEstimate:
     files: int
 
 
+def decompressed_size(path: str) -> int:
+    """Bytes the file holds once decompressed (a gzip's own size record where it can be trusted, else an
+    assumed ratio; the file's size for plain JSON and SQLite)."""
+    return _decompressed_size(path)[0]
+
+
 def _decompressed_size(path: str) -> tuple[int, str]:
     size = os.path.getsize(path)
     with open(path, "rb") as f:

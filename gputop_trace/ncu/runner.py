@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import glob
 import os
 import re
-import shutil
 import signal
 import time
 from collections import deque
@@ -80,22 +78,6 @@ class NcuRunResult:
         return self.failure is None and self.report_path is not None
 
 
-def find_ncu() -> str | None:
-    """The ncu executable: ``$GPUTOP_NCU``, ``ncu`` on PATH, ``/usr/local/cuda/bin/ncu``, or the newest
-    ``/opt/nvidia/nsight-compute/*/ncu``. None when there is none."""
-    explicit = os.environ.get("GPUTOP_NCU")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    on_path = shutil.which("ncu")
-    if on_path:
-        return on_path
-    candidates = ["/usr/local/cuda/bin/ncu", *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)]
-    for c in candidates:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
-
 def not_installed() -> Guidance:
     """The guidance when ncu cannot be found."""
     return Guidance("not_installed", "Nsight Compute (ncu) is not installed", f"ncu was not found. {INSTALL_HELP}")
@@ -140,10 +122,12 @@ def classify_run(
     """``(failure or None, warnings)`` for a finished run, from ncu's log, the program's output and exit code.
 
     ncu's messages decide, not only its exit code (it exits 0 when no kernel matched). A failing program after a
-    profiled kernel still gives a report: that is a warning, not a failure."""
+    profiled kernel still gives a report: that is a warning, not a failure. The checks, in order: the run was
+    stopped (:func:`_stopped`), the machine refused (:func:`_system_failure`), the command was wrong
+    (:func:`_command_failure`), then what the run produced (:func:`_missing_result`)."""
     text_lines = [*log, *output]
     blob = "\n".join(text_lines)
-    errors = _errors(text_lines)
+    errors = tuple(_errors(text_lines))
     tail = tuple(ln for ln in output if ln.strip())[-TAIL_LINES:]
     warnings: list[str] = []
     if "Running with unmodified GPU clocks" in blob:
@@ -151,119 +135,15 @@ def classify_run(
             "ncu ran with unlocked GPU clocks (--clock-control none): numbers follow the boost clock and vary more "
             "from run to run."
         )
-    if cancelled:
-        return Guidance(
-            "cancelled", "Profiling cancelled", "The run was cancelled; ncu and the workload were stopped."
-        ), warnings
-    if timed_out:
-        limit = f" ({timeout_s:.0f} s)" if timeout_s else ""
-        return (
-            Guidance(
-                "timeout",
-                "ncu ran out of time",
-                f"ncu did not finish within the time limit{limit} and was stopped with the workload. With --set full "
-                "ncu replays the kernel dozens of times; try --set detailed or basic, a shorter workload (fewer "
-                "steps), or a longer timeout. Collective kernels (NCCL) can hang under replay: profile a "
-                "single-GPU run.",
-                details=tail,
-            ),
-            warnings,
-        )
-    if "ERR_NVGPUCTRPERM" in blob:
-        return (
-            Guidance(
-                "permission",
-                "No permission to read GPU performance counters (ERR_NVGPUCTRPERM)",
-                "The driver lets only administrators read the GPU performance counters. On bare metal: run ncu as "
-                "root (sudo, keeping your environment: sudo -E env PATH=$PATH ...), or allow all users once as "
-                "root with 'echo options nvidia NVreg_RestrictProfilingToAdminUsers=0 > "
-                "/etc/modprobe.d/nvidia-profiling.conf', then rebuild the initramfs (update-initramfs -u or dracut "
-                "-f) and reboot. In a container the host decides: start it with --cap-add=SYS_ADMIN (Kubernetes: "
-                "securityContext.capabilities.add: [SYS_ADMIN]) on a host that allows profiling. Details: "
-                "https://developer.nvidia.com/ERR_NVGPUCTRPERM",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    if re.search(
-        r"Profiling is not supported on (this )?device|is not supported by (this version of )?Nsight Compute", blob
-    ):
-        return (
-            Guidance(
-                "unsupported_gpu",
-                "This GPU is not supported by this ncu",
-                "This version of Nsight Compute cannot profile this GPU. Nsight Compute 2025 supports Turing and "
-                "newer (compute capability 7.5+); Maxwell, Pascal and Volta need an older Nsight Compute (2024.x "
-                "or earlier supports Volta). 'ncu --list-chips' lists what this ncu supports. Under WSL2, profiling "
-                "needs Windows 11 and a recent driver.",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    if "driver resource was unavailable" in blob or "ERR_NVGPUCTRBUSY" in blob:
-        return (
-            Guidance(
-                "counters_busy",
-                "The GPU's performance counters are in use by another tool",
-                "Another profiler holds the counters: usually DCGM (dcgm-exporter, nv-hostengine), or another "
-                "ncu / nsys --gpu-metrics run. The lock is system-wide, whatever GPU you chose. Pause DCGM's "
-                "profiling while you profile: 'dcgmi profile --pause' (and '--resume' after), or ask the admin to "
-                "stop nvidia-dcgm / the dcgm-exporter pod on this node; then rerun.",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    if "not compatible with Nsight Compute" in blob:
-        return (
-            Guidance(
-                "driver_incompatible",
-                "The CUDA driver and this ncu do not match",
-                "This Nsight Compute is too new or too old for the installed driver. Use the ncu that came with the "
-                "CUDA toolkit matching the driver (nvidia-smi shows the driver's CUDA version), or update the "
-                "driver.",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    if "already exists. Use '-f'" in blob:
-        return (
-            Guidance(
-                "report_exists",
-                "The report file already exists",
-                "ncu refused to overwrite an existing report. gputop-trace passes -f; if you edited the command, "
-                "add -f back or choose another output name.",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    m = re.search(r"==ERROR== '(.*)' does not exist or is not an executable", blob)
-    if m and m.group(1) == "--":
-        return (
-            Guidance(
-                "failed",
-                "This ncu does not accept '--' before the program",
-                "This version of ncu took '--' for the program to run. Build the command without the separator "
-                "(gputop_trace.ncu.drilldown.build_ncu_command(..., separator=False)) or update Nsight Compute.",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    if m:
-        return (
-            Guidance(
-                "target_not_found",
-                "The workload's program was not found",
-                f"ncu could not start {m.group(1)!r}: it does not exist or is not executable. Fix the target "
-                "command: give the program's absolute path (or run from the directory it expects), e.g. "
-                "'python3 train.py' or '/path/to/app'.",
-                details=tuple(errors),
-            ),
-            warnings,
-        )
-    app_code = None
+    failure = (
+        _stopped(cancelled, timed_out, timeout_s, tail)
+        or _system_failure(blob, errors)
+        or _command_failure(blob, errors)
+    )
+    if failure is not None:
+        return failure, warnings
     m = re.search(r"The application returned an error code \((-?\d+)\)", blob)
-    if m:
-        app_code = int(m.group(1))
+    app_code = int(m.group(1)) if m else None
     no_kernels = "No kernels were profiled" in blob
     if report_exists and not no_kernels:
         if app_code is not None:
@@ -271,17 +151,138 @@ def classify_run(
                 f"The workload exited with code {app_code} after the kernel was profiled; the report is complete."
             )
         return None, warnings
+    return _missing_result(
+        log,
+        text_lines,
+        tail,
+        errors,
+        returncode,
+        app_code=app_code,
+        no_kernels=no_kernels,
+        report_exists=report_exists,
+        used_nvtx=used_nvtx,
+    ), warnings
+
+
+def _stopped(cancelled: bool, timed_out: bool, timeout_s: float | None, tail: tuple[str, ...]) -> Guidance | None:
+    """The run was cancelled or ran out of time."""
+    if cancelled:
+        return Guidance("cancelled", "Profiling cancelled", "The run was cancelled; ncu and the workload were stopped.")
+    if timed_out:
+        limit = f" ({timeout_s:.0f} s)" if timeout_s else ""
+        return Guidance(
+            "timeout",
+            "ncu ran out of time",
+            f"ncu did not finish within the time limit{limit} and was stopped with the workload. With --set full "
+            "ncu replays the kernel dozens of times; try --set detailed or basic, a shorter workload (fewer "
+            "steps), or a longer timeout. Collective kernels (NCCL) can hang under replay: profile a "
+            "single-GPU run.",
+            details=tail,
+        )
+    return None
+
+
+def _system_failure(blob: str, errors: tuple[str, ...]) -> Guidance | None:
+    """The machine would not let ncu profile: counter permission, GPU support, counters in use, driver mismatch."""
+    if "ERR_NVGPUCTRPERM" in blob:
+        return Guidance(
+            "permission",
+            "No permission to read GPU performance counters (ERR_NVGPUCTRPERM)",
+            "The driver lets only administrators read the GPU performance counters. On bare metal: run ncu as "
+            "root (sudo, keeping your environment: sudo -E env PATH=$PATH ...), or allow all users once as "
+            "root with 'echo options nvidia NVreg_RestrictProfilingToAdminUsers=0 > "
+            "/etc/modprobe.d/nvidia-profiling.conf', then rebuild the initramfs (update-initramfs -u or dracut "
+            "-f) and reboot. In a container the host decides: start it with --cap-add=SYS_ADMIN (Kubernetes: "
+            "securityContext.capabilities.add: [SYS_ADMIN]) on a host that allows profiling. Details: "
+            "https://developer.nvidia.com/ERR_NVGPUCTRPERM",
+            details=errors,
+        )
+    if re.search(
+        r"Profiling is not supported on (this )?device|is not supported by (this version of )?Nsight Compute", blob
+    ):
+        return Guidance(
+            "unsupported_gpu",
+            "This GPU is not supported by this ncu",
+            "This version of Nsight Compute cannot profile this GPU. Nsight Compute 2025 supports Turing and "
+            "newer (compute capability 7.5+); Maxwell, Pascal and Volta need an older Nsight Compute (2024.x "
+            "or earlier supports Volta). 'ncu --list-chips' lists what this ncu supports. Under WSL2, profiling "
+            "needs Windows 11 and a recent driver.",
+            details=errors,
+        )
+    if "driver resource was unavailable" in blob or "ERR_NVGPUCTRBUSY" in blob:
+        return Guidance(
+            "counters_busy",
+            "The GPU's performance counters are in use by another tool",
+            "Another profiler holds the counters: usually DCGM (dcgm-exporter, nv-hostengine), or another "
+            "ncu / nsys --gpu-metrics run. The lock is system-wide, whatever GPU you chose. Pause DCGM's "
+            "profiling while you profile: 'dcgmi profile --pause' (and '--resume' after), or ask the admin to "
+            "stop nvidia-dcgm / the dcgm-exporter pod on this node; then rerun.",
+            details=errors,
+        )
+    if "not compatible with Nsight Compute" in blob:
+        return Guidance(
+            "driver_incompatible",
+            "The CUDA driver and this ncu do not match",
+            "This Nsight Compute is too new or too old for the installed driver. Use the ncu that came with the "
+            "CUDA toolkit matching the driver (nvidia-smi shows the driver's CUDA version), or update the "
+            "driver.",
+            details=errors,
+        )
+    return None
+
+
+def _command_failure(blob: str, errors: tuple[str, ...]) -> Guidance | None:
+    """The command was wrong: the report exists, this ncu refuses ``--``, or the program was not found."""
+    if "already exists. Use '-f'" in blob:
+        return Guidance(
+            "report_exists",
+            "The report file already exists",
+            "ncu refused to overwrite an existing report. gputop-trace passes -f; if you edited the command, "
+            "add -f back or choose another output name.",
+            details=errors,
+        )
+    m = re.search(r"==ERROR== '(.*)' does not exist or is not an executable", blob)
+    if m and m.group(1) == "--":
+        return Guidance(
+            "failed",
+            "This ncu does not accept '--' before the program",
+            "This version of ncu took '--' for the program to run. Build the command without the separator "
+            "(gputop_trace.ncu.drilldown.build_ncu_command(..., separator=False)) or update Nsight Compute.",
+            details=errors,
+        )
+    if m:
+        return Guidance(
+            "target_not_found",
+            "The workload's program was not found",
+            f"ncu could not start {m.group(1)!r}: it does not exist or is not executable. Fix the target "
+            "command: give the program's absolute path (or run from the directory it expects), e.g. "
+            "'python3 train.py' or '/path/to/app'.",
+            details=errors,
+        )
+    return None
+
+
+def _missing_result(
+    log: Sequence[str],
+    text_lines: Sequence[str],
+    tail: tuple[str, ...],
+    errors: tuple[str, ...],
+    returncode: int | None,
+    *,
+    app_code: int | None,
+    no_kernels: bool,
+    report_exists: bool,
+    used_nvtx: bool,
+) -> Guidance | None:
+    """Why a run that was not stopped and not refused gave no report to show (None: it did)."""
     if app_code is not None:
-        return (
-            Guidance(
-                "target_failed",
-                f"The workload failed (exit code {app_code})",
-                f"The target command exited with code {app_code} before the kernel was profiled. Its last output "
-                "lines are below. Check that it runs on its own (same directory, same environment), then rerun.",
-                details=tail,
-                exit_code=app_code,
-            ),
-            warnings,
+        return Guidance(
+            "target_failed",
+            f"The workload failed (exit code {app_code})",
+            f"The target command exited with code {app_code} before the kernel was profiled. Its last output "
+            "lines are below. Check that it runs on its own (same directory, same environment), then rerun.",
+            details=tail,
+            exit_code=app_code,
         )
     if no_kernels:
         names = available_kernels(text_lines)
@@ -292,49 +293,37 @@ def classify_run(
             else ""
         )
         listed = " ncu saw these kernels; pick one to profile instead." if names else ""
-        return (
-            Guidance(
-                "no_kernels",
-                "No kernel matched",
-                "ncu ran the workload but no launch matched the kernel filter: the name differs in this run, the "
-                "launch number is higher than the launches it made, or the workload stopped early." + hint + listed,
-                details=tail,
-                available_kernels=tuple(names),
-            ),
-            warnings,
+        return Guidance(
+            "no_kernels",
+            "No kernel matched",
+            "ncu ran the workload but no launch matched the kernel filter: the name differs in this run, the "
+            "launch number is higher than the launches it made, or the workload stopped early." + hint + listed,
+            details=tail,
+            available_kernels=tuple(names),
         )
     if errors:
-        return (
-            Guidance(
-                "failed",
-                "ncu reported an error",
-                " ".join(e.removeprefix("==ERROR==").strip() for e in errors),
-                details=tail,
-            ),
-            warnings,
+        return Guidance(
+            "failed",
+            "ncu reported an error",
+            " ".join(e.removeprefix("==ERROR==").strip() for e in errors),
+            details=tail,
         )
     if returncode not in (0, None):
-        return (
-            Guidance(
-                "failed",
-                f"ncu exited with code {returncode}",
-                f"ncu stopped with exit code {returncode} and wrote no report. Its last lines are below.",
-                details=tail or tuple(log[-TAIL_LINES:]),
-                exit_code=returncode,
-            ),
-            warnings,
+        return Guidance(
+            "failed",
+            f"ncu exited with code {returncode}",
+            f"ncu stopped with exit code {returncode} and wrote no report. Its last lines are below.",
+            details=tail or tuple(log[-TAIL_LINES:]),
+            exit_code=returncode,
         )
     if not report_exists:
-        return (
-            Guidance(
-                "no_report",
-                "ncu wrote no report",
-                "ncu finished without an error message but the report file is missing. Check its log below.",
-                details=tuple(log[-TAIL_LINES:]),
-            ),
-            warnings,
+        return Guidance(
+            "no_report",
+            "ncu wrote no report",
+            "ncu finished without an error message but the report file is missing. Check its log below.",
+            details=tuple(log[-TAIL_LINES:]),
         )
-    return None, warnings
+    return None
 
 
 @dataclass

@@ -25,11 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.parsers.nsys.schema import TextDecoder, as_text, connect_readonly
 
-I64 = npt.NDArray[np.int64]
 T = TypeVar("T")
 
 #: Rows read per aggregate query.

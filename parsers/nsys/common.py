@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import GpuInfo, Lane
 from gputop_trace.parsers.nsys.columns import ColumnReader
 from gputop_trace.parsers.nsys.schema import Enums, ExportInfo, Schema, as_text
 
-I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 #: ``dur`` expression result for a row whose ``end`` is NULL (an open NVTX range, a lost GPU record).

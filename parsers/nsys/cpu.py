@@ -13,13 +13,13 @@ import re
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.parsers.nsys.columns import read_text_by_rowid
 from gputop_trace.parsers.nsys.common import DUR_SQL, GPID_MASK, Batch, Context, col_or, factorize, kind_array
 from gputop_trace.parsers.nsys.gpu import add_gpu_busy_overhead
 from gputop_trace.parsers.nsys.schema import as_text
 
-I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 _API_VERSION_SUFFIX = re.compile(r"_v\d{4,}$")

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, CopyKind, Kind, MemKind
 from gputop_trace.model.tables import GpuInfo
 from gputop_trace.parsers.nsys.common import DUR_SQL, GPID_MASK, Batch, Context, col_or, factorize, kind_array, pid_of
 from gputop_trace.parsers.nsys.schema import as_text
 
-I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 _M32 = 0xFFFFFFFF

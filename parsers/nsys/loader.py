@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.errors import TraceError
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import TraceMeta
@@ -42,11 +42,10 @@ from gputop_trace.parsers.nsys.schema import (
     read_export_info,
     row_count,
 )
+from gputop_trace.parsers.source import Progress
 
 #: ``progress(rows_read, rows_total, events_so_far)``; may raise :class:`LoadCancelled`.
-Progress = Callable[[int, int, int], None]
 
-I64 = npt.NDArray[np.int64]
 
 #: Tables read row by row, in reading order (GPU tables first: profiler overhead needs their spans).
 EVENT_TABLES = (
@@ -76,16 +75,6 @@ def load(path: str, *, progress: Progress | None = None, default_rank: int = 0) 
         raise damaged_error(path, e) from None
     finally:
         conn.close()
-
-
-def load_report(path: str, *, progress: Progress | None = None, default_rank: int = 0) -> Trace:
-    """Load an ``.nsys-rep`` (or ``.qdrep``) report by exporting it to SQLite with ``nsys`` (cached)."""
-    from gputop_trace.load.nsys_report import export_report
-
-    sqlite_path = export_report(path)
-    trace = load(sqlite_path, progress=progress, default_rank=default_rank)
-    props = {**trace.meta.properties, "exported_from": path, "export_cache": sqlite_path}
-    return trace.with_meta(source=(path,), properties=props)
 
 
 def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: Progress | None, rank: int) -> Trace:

@@ -654,12 +654,12 @@ CASES: list[Case] = [
     ),
     # --- Nsight Compute --------------------------------------------------------------------------------------
     *[
-        Case(f"ncu-report-cut-{label}", ncu_rep_cut(**kw), Fails(("cut short",)), NCU, corpus=True)  # type: ignore[arg-type]
-        for label, kw in (
-            ("in-header", {"nbytes": 100}),
-            ("at-1pct", {"fraction": 0.01}),
-            ("at-50pct", {"fraction": 0.5}),
-            ("at-99pct", {"fraction": 0.99}),
+        Case(f"ncu-report-cut-{label}", cut, Fails(("cut short",)), NCU, corpus=True)
+        for label, cut in (
+            ("in-header", ncu_rep_cut(nbytes=100)),
+            ("at-1pct", ncu_rep_cut(fraction=0.01)),
+            ("at-50pct", ncu_rep_cut(fraction=0.5)),
+            ("at-99pct", ncu_rep_cut(fraction=0.99)),
         )
     ],
     Case(

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.corpus
 def _events(rel: str) -> list[dict[str, object]]:
     with gzip.open(CORPUS / rel, "rt") as f:
         doc = json.load(f, parse_float=Decimal)
-    return doc["traceEvents"] if isinstance(doc, dict) else doc
+    events: list[dict[str, object]] = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return events
 
 
 def _ns(v: object) -> int:

@@ -14,8 +14,10 @@ import pytest
 from gputop_trace.analysis.fleet_collectives import match_fleet
 from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
 from gputop_trace.analysis.gaps import CAUSES
-from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_file
+from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
 from gputop_trace.fleet.executors import expand_paths, plan_jobs
+from gputop_trace.fleet.summarize import summarize_file
+from gputop_trace.model.trace import Trace
 from tests.fleet_helpers import fleet_small  # noqa: F401  (fixture)
 
 DDP = "kineto/h200_ddp_2gpu"
@@ -25,7 +27,7 @@ def _summaries(directory: Path | str) -> list[RankSummary]:
     return [s for j in plan_jobs(expand_paths([str(directory)])) for s in summarize_file(j.path, j.default_rank)]
 
 
-def _merged(directory: Path | str):  # type: ignore[no-untyped-def]
+def _merged(directory: Path | str) -> Trace:
     from gputop_trace.load.loader import load_paths
 
     return load_paths([str(directory)])
@@ -137,7 +139,7 @@ def test_missing_and_corrupt_files_give_input_errors(tmp_path: Path) -> None:
 
 @pytest.mark.corpus
 def test_a_bug_is_an_internal_error_record_with_its_traceback(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gputop_trace.analysis.rank_summary as rs
+    import gputop_trace.fleet.summarize as rs
 
     def broken(*_: object, **__: object) -> list[RankSummary]:
         raise ValueError("boom")

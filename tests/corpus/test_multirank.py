@@ -218,3 +218,21 @@ def test_nsys_export_of_two_processes_on_two_gpus_becomes_two_ranks() -> None:
 def test_single_process_nsys_export_keeps_one_rank() -> None:
     t = load_paths([str(CORPUS / "nsys/SMcMann__cudaHW__report1.sqlite")], use_cache=False)
     assert t.meta.ranks == (0,)
+
+
+@pytest.mark.corpus
+def test_a_rank_never_waits_inside_a_collective_longer_than_the_collective_ran() -> None:
+    """Two ranks of a 128-rank job (external/trace_filter): the last arrival of the loaded ranks can lie far beyond a
+    rank's own kernel; its wait in that instance is capped by the instance's duration, and so are the totals."""
+    from gputop_trace.analysis.ranks import rank_table
+    from gputop_trace.analysis.stragglers import find_stragglers, match_collectives
+
+    t = load_paths([str(CORPUS / "external/trace_filter")], use_cache=False)
+    groups = match_collectives(t)
+    assert groups and any(len(g.op) for g in groups)
+    for g in groups:
+        assert np.all(g.wait_ns >= 0)
+        assert np.all(g.wait_ns <= g.end_ns - g.arrival_ns)
+    rows = rank_table(t, find_stragglers(t))
+    for r in rows:
+        assert r.collective_wait_ns <= r.collective_ns, r

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ class Tmux:
             self._run("send-keys", "-t", "e2e", k)
             time.sleep(0.15)
 
-    def wait_for(self, predicate, timeout: float = 30.0) -> str:  # type: ignore[no-untyped-def]
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 30.0) -> str:
         end = time.monotonic() + timeout
         text = ""
         while time.monotonic() < end:

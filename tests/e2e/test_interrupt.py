@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.load.cache import TMP_PREFIX
+from gputop_trace.load.cache_entry import TMP_PREFIX
 
 EVENT = (
     b'{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d.5,"dur":1.5,'

@@ -19,7 +19,7 @@ from tests.paths import ROOT
 def _skip_reason() -> str | None:
     if os.environ.get("GPUTOP_REAL_NCU") != "1":
         return "set GPUTOP_REAL_NCU=1 to profile a real workload with the real ncu on a GPU"
-    from gputop_trace.ncu.runner import find_ncu
+    from gputop_trace.ncu.locate import find_ncu
 
     if find_ncu() is None:
         return "GPUTOP_REAL_NCU=1 but ncu is not installed (PATH, GPUTOP_NCU, /usr/local/cuda/bin)"

@@ -29,8 +29,8 @@ import gputop_trace
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import Kind
 from gputop_trace.ncu.drilldown import command_for_request, escape_ncu_regex, request_for_event
+from gputop_trace.ncu.report_reader import kernels_from_ncu_cli
 from gputop_trace.ncu.runner import NcuRunner
-from gputop_trace.parsers.ncu import kernels_from_ncu_cli
 from tests.fixtures.nsys_synth import SynthExport
 from tests.paths import ROOT
 
@@ -40,7 +40,7 @@ SOURCE_DIRS = [ROOT / d for d in ("gputop_trace", "parsers", "analysis", "tui")]
 #: every call that starts a process: (file, function called) — a new one must be reviewed and added here
 PROCESS_CALLS = {
     ("gputop_trace/ncu/runner.py", "asyncio.create_subprocess_exec"),
-    ("parsers/ncu.py", "subprocess.run"),
+    ("gputop_trace/ncu/report_reader.py", "subprocess.run"),
     ("gputop_trace/load/nsys_report.py", "subprocess.run"),
 }
 FORBIDDEN = {

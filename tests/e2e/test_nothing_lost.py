@@ -15,10 +15,11 @@ import pytest
 
 from gputop_trace.errors import TraceError
 from gputop_trace.load.loader import load_paths
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import PromptScreen
 from tests.cli_run import run_cli
 from tests.fixtures.hostile import write_kineto, write_nsys, write_ranks
-from tests.tui_helpers import GputopApp, press, run, screen_text, wait_loaded, wait_until
+from tests.tui_helpers import press, run, screen_text, wait_loaded, wait_until
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:

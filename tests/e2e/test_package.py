@@ -45,6 +45,20 @@ def test_wheel_holds_the_package_under_its_import_name(wheel: Path) -> None:
     assert not [n for n in names if "chrome_reference" in n or "make_samples" in n]
 
 
+def test_wheel_requires_what_the_product_imports_and_nothing_it_does_not(wheel: Path) -> None:
+    """ncu-report is required where NVIDIA ships wheels (so the README's install opens a .ncu-rep); pandas, which
+    the product never imports, is not required."""
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(z.read(n).decode() for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")]
+    plain = [r for r in requires if "extra ==" not in r]
+    names = {r.split(";")[0].split(">")[0].split("=")[0].split("<")[0].strip().lower() for r in plain}
+    assert {"textual", "rich", "numpy", "msgspec", "nvtx", "ncu-report"} <= names
+    assert "pandas" not in names
+    (ncu,) = [r for r in plain if r.lower().startswith("ncu-report")]
+    assert 'platform_machine == "x86_64"' in ncu and 'sys_platform == "linux"' in ncu
+
+
 def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     subprocess.run(
@@ -152,3 +166,8 @@ def test_ci_runs_the_readmes_test_command_verbatim() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test_command in ci, f"{test_command!r} is not a line of .ci/run"
     assert "GPUTOP_REQUIRE_CORPUS=1" in "\n".join(ci)
+    # the static gates (ruff, mypy --strict, import-linter) run before the tests, and each is in the gates script
+    assert "scripts/gates.sh" in ci and ci.index("scripts/gates.sh") < ci.index(test_command)
+    gates = (ROOT / "scripts" / "gates.sh").read_text()
+    for gate in ("ruff check", "ruff format --check", "mypy", "-p gputop_trace", "-p tests", "lint-imports"):
+        assert gate in gates, gate

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.load.resources import check_paths, estimate
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from tests.cli_run import run_cli
-from tests.tui_helpers import GputopApp, press, run, wait_until
+from tests.tui_helpers import press, run, wait_until
 
 LOADING_COMMANDS = ["summary", "kernels", "gaps", "transfers", "ranges", "ranks"]
 

@@ -110,7 +110,12 @@ def _ranks(screen: FleetScreen) -> list[int]:
 
 # ---- the heat strip -----------------------------------------------------------------------------------------
 def test_step_ratios_compare_each_step_with_the_median_rank() -> None:
-    rows = [{"step_ns": [10, 20]}, {"step_ns": [10, 20, 30]}, {"step_ns": [20, 40]}, {"step_ns": []}]
+    rows: list[dict[str, Any]] = [
+        {"step_ns": [10, 20]},
+        {"step_ns": [10, 20, 30]},
+        {"step_ns": [20, 40]},
+        {"step_ns": []},
+    ]
     r = step_ratios(rows)
     assert r[0].tolist() == [1.0, 1.0]
     assert r[2].tolist() == [2.0, 2.0]

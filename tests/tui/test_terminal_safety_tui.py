@@ -21,6 +21,7 @@ from textual.command import CommandPalette
 
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog, PromptScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
@@ -33,7 +34,7 @@ from tests.fixtures.hostile import (
     write_kineto,
     write_nsys,
 )
-from tests.tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
+from tests.tui_helpers import press, run, screen_text, timeline, wait_loaded, wait_until
 
 SIZE = (160, 48)
 
@@ -110,7 +111,11 @@ def test_every_screen_of_the_app_is_clean_and_literal(
                 await press(pilot, "ctrl+p")
                 await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
                 await press(pilot, *query)
-                await wait_until(pilot, lambda shown=shown: shown in screen_text(app))  # type: ignore[misc]
+
+                def palette_shows(shown: str = shown) -> bool:
+                    return shown in screen_text(app)
+
+                await wait_until(pilot, palette_shows)
                 clean_screen(app, f"palette {query}")
                 await press(pilot, "escape")
                 await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))

@@ -7,12 +7,16 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
 from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.source import Progress
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
@@ -22,7 +26,6 @@ from tests.conftest import CORPUS, corpus_file
 from tests.paths import ROOT
 from tests.tui_helpers import (
     MARKUP_NAME,
-    GputopApp,
     lane_named,
     line_of_lane,
     press,
@@ -54,9 +57,11 @@ def test_load_error_dialog_has_the_cli_text_and_exits_2(tmp_path: Path, content:
         app = GputopApp([str(bad)])
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, (ErrorDialog, MainScreen)))
-            if isinstance(app.screen, MainScreen):  # a truncated file can still be recovered: no error then
+            screen = app.screen
+            if isinstance(screen, MainScreen):  # a truncated file can still be recovered: no error then
                 return None
-            text = app.screen.text
+            assert isinstance(screen, ErrorDialog)
+            text = screen.text
             await wait_text(pilot, app, "Could not open the trace")
             await press(pilot, "enter")
             await wait_until(pilot, lambda: app.return_code is not None)
@@ -91,7 +96,7 @@ def test_loading_runs_in_a_worker_thread_and_reports_progress(monkeypatch: pytes
     threads: list[threading.Thread] = []
     real = loader.load_paths
 
-    def spy(paths: list[str], progress=None, **options):  # type: ignore[no-untyped-def]
+    def spy(paths: list[str], progress: Progress | None = None, **options: Any) -> Trace:
         threads.append(threading.current_thread())
         if progress:
             progress(1 << 20, 4 << 20, 1234)
@@ -236,7 +241,7 @@ def test_view_is_registered_first_and_starts_without_textual() -> None:
     assert out == ["gputop_trace.cli.view", "False", "False"]
 
 
-def test_no_argument_opens_the_bundled_sample() -> None:
+def test_no_argument_opens_the_bundled_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     from argparse import Namespace
 
     from gputop_trace.cli import view
@@ -253,16 +258,10 @@ def test_no_argument_opens_the_bundled_sample() -> None:
 
     import gputop_trace.tui.app as app_mod
 
-    orig_tty = sys.stdin.isatty
-    try:
-        app_mod.GputopApp = FakeApp  # type: ignore[misc,assignment]
-        sys.stdin.isatty = lambda: True  # type: ignore[method-assign]
-        sys.stdout.isatty = lambda: True  # type: ignore[method-assign]
-        assert view.run(Namespace(paths=[], max_memory=None)) == 0
-    finally:
-        app_mod.GputopApp = GputopApp  # type: ignore[misc]
-        sys.stdin.isatty = orig_tty  # type: ignore[method-assign]
-        del sys.stdout.isatty
+    monkeypatch.setattr(app_mod, "GputopApp", FakeApp)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert view.run(Namespace(paths=[], max_memory=None)) == 0
     assert seen == [[default_sample()]]
 
 
@@ -463,9 +462,9 @@ def test_a_palette_opened_while_loading_gives_way_to_the_trace(monkeypatch: pyte
     release = threading.Event()
     real = loader.load_paths
 
-    def slow(paths: list[str], **kwargs: object) -> object:
+    def slow(paths: list[str], **kwargs: Any) -> Trace:
         release.wait(30)
-        return real(paths, **kwargs)  # type: ignore[arg-type]
+        return real(paths, **kwargs)
 
     monkeypatch.setattr(loader, "load_paths", slow)
 

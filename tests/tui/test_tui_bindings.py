@@ -11,13 +11,13 @@ import pytest
 from textual.widgets import ContentSwitcher, DataTable, Input
 
 from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.help import HelpScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelTable
 from tests.tui_helpers import (
-    GputopApp,
     lane_named,
     line_of_lane,
     press,
@@ -169,7 +169,7 @@ async def search(app: GputopApp, pilot: Any, key: str) -> None:
     main = _main(app)
     await wait_until(pilot, lambda: main.matches is not None)
     tiny = _events(app, "tiny")
-    assert len(main.matches) == 10  # type: ignore[arg-type]
+    assert main.matches is not None and len(main.matches) == 10
     assert tl.selected in tiny
     first = tl.selected
     await press(pilot, "n")
@@ -394,9 +394,11 @@ def test_kernels_panel_keys() -> None:
             await press(pilot, "k")
             assert table.cursor_row == 0
             await press(pilot, "o")
-            assert kt.sort == "count" and kt.current_item().name == "tiny"
+            current = kt.current_item()
+            assert kt.sort == "count" and current is not None and current.name == "tiny"
             await press(pilot, "r")
-            assert not kt.descending and kt.current_item().name != "tiny"
+            current = kt.current_item()
+            assert not kt.descending and current is not None and current.name != "tiny"
             await press(pilot, "slash")
             assert kt.query_one(Input).has_focus
             await press(pilot, *"vector")

@@ -16,6 +16,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
+from gputop_trace.ncu import locate
 from gputop_trace.ncu.drilldown import DrilldownRequest, TargetCommand, load_target, save_target
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.ncu_confirm import NcuConfirmScreen
@@ -157,6 +158,21 @@ async def test_escape_runs_nothing(fake_ncu: Path, tmp_path: Path) -> None:
         assert not isinstance(app.screen, NcuConfirmScreen)
         assert "Not run." in screen_text(app)
     assert not fake_ncu.exists() and app.messages == []
+
+
+@sync
+async def test_the_panel_asks_the_one_ncu_locator(
+    fake_ncu: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in ncu is on PATH, but :func:`gputop_trace.ncu.locate.find_ncu` says there is none."""
+    monkeypatch.setattr(locate, "find_ncu", lambda: None)
+    app = DrilldownApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one(DrilldownPanel).start(_request(str(tmp_path / "t.json")))
+        await pilot.pause()
+        assert not isinstance(app.screen, NcuConfirmScreen)
+        assert "ncu was not found" in " ".join(screen_text(app).split())
+    assert not fake_ncu.exists()
 
 
 @sync

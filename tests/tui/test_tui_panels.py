@@ -10,12 +10,13 @@ from gputop_trace.analysis.ranges import range_summary
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
 from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from tests.conftest import corpus_file
-from tests.tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
+from tests.tui_helpers import press, run, screen_text, timeline, wait_loaded, wait_until
 
 
 def test_gaps_panel_lists_the_longest_gap_and_shows_it_on_the_busy_strip() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.compare import CompareScreen
 from gputop_trace.tui.screens.help import HelpScreen
 from gputop_trace.tui.screens.main import MainScreen
@@ -17,7 +18,7 @@ from gputop_trace.tui.view.rank_compare import Align, LineKind
 from gputop_trace.tui.widgets.rank_compare import RankCompare
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from tests.rank_traces import MS, US, straggler_pair
-from tests.tui_helpers import GputopApp, press, run, screen_text, synthetic_trace, timeline, wait_loaded, wait_until
+from tests.tui_helpers import press, run, screen_text, synthetic_trace, timeline, wait_loaded, wait_until
 
 SIZE = (100, 30)
 
@@ -87,7 +88,8 @@ def test_ranks_panel_sorts_and_reverses() -> None:
             assert panel.sort == "waiting" and [r.rank for r in panel.items] == [0, 1]
             assert "waiting▼" in screen_text(app)
             await press(pilot, "r")
-            assert [r.rank for r in panel.items] == [1, 0] and panel.current_item().rank == 1
+            current = panel.current_item()
+            assert [r.rank for r in panel.items] == [1, 0] and current is not None and current.rank == 1
             await press(pilot, "o")
             assert panel.sort == "last" and [r.rank for r in panel.items] == [1, 0]
 
@@ -103,7 +105,8 @@ def test_enter_on_a_rank_unfolds_and_shows_its_lanes() -> None:
             tl.set_collapsed({"r1", "r1/gpu1", "r1/pid101"})
             assert not any(ln.rank == 1 and ln.kind == RowKind.UTIL for ln in tl.lines)
             await press(pilot, "7", "j")
-            assert main.query_one(RanksPanel).current_item().rank == 1
+            current = main.query_one(RanksPanel).current_item()
+            assert current is not None and current.rank == 1
             await press(pilot, "enter")
             line = tl.current_line
             assert line is not None and line.kind == RowKind.GROUP and line.key == "r1"
@@ -263,7 +266,7 @@ async def toggle_align(app: GputopApp, pilot: Any, key: str) -> None:
     cmp = _compare(app)
     assert cmp.offsets == {0: 10 * MS, 1: 10_500 * US}
     await press(pilot, key)
-    assert cmp.align == Align.CLOCK and cmp.offsets == {0: 10 * MS, 1: 10 * MS}
+    assert (cmp.align, cmp.offsets) == (Align.CLOCK, {0: 10 * MS, 1: 10 * MS})
     c1 = cmp.plot_text(_line(cmp, 1, LineKind.EVENTS, "NCCL stream 20"))
     assert c1.index("ncc") == cmp.window.col_of(8 * MS)  # 8.0 ms after rank 0's step start
     assert "the common clock" in screen_text(app)

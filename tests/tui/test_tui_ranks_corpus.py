@@ -10,6 +10,7 @@ from gputop_trace.analysis.collectives import find_collectives
 from gputop_trace.analysis.ranks import rank_table
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.load.loader import load_paths
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.compare import CompareScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.rank_compare import LineKind
@@ -17,7 +18,7 @@ from gputop_trace.tui.widgets.rank_compare import RankCompare
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.units import format_ns
 from tests.conftest import corpus_file
-from tests.tui_helpers import GputopApp, press, run, screen_text, timeline, wait_loaded, wait_until
+from tests.tui_helpers import press, run, screen_text, timeline, wait_loaded, wait_until
 
 DDP = "kineto/h200_ddp_2gpu"
 NSYS_2GPU = "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"

@@ -60,6 +60,11 @@ def _fleet_screen(app: GputopApp) -> FleetScreen:
     return app.screen
 
 
+def _main_screen(app: GputopApp) -> MainScreen:
+    assert isinstance(app.screen, MainScreen)
+    return app.screen
+
+
 async def _open(app: GputopApp, pilot: Any, rank: int) -> None:
     screen = _fleet_screen(app)
     screen.query_one(DataTable).move_cursor(row=[int(r["rank"]) for r in screen.order].index(rank))
@@ -76,8 +81,7 @@ def test_enter_opens_the_ranks_trace_and_esc_comes_back(tmp_path: Path) -> None:
             await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.analyses_done)
             assert app.paths == [default_sample()] and app.trace is not None
             assert "Rank 0 of the fleet" in " ".join(n.message for n in app._notifications)
-            main = app.screen
-            assert isinstance(main, MainScreen)
+            main = _main_screen(app)
             await press(pilot, "1")  # Esc backs out of the panel first …
             await press(pilot, "escape")
             assert app.screen is main and main.panel == "details"

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from rich.color import Color
 
+from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.view.palette import COLOURS, Role, Sid
 from gputop_trace.tui.view.row_render import event_row_cells
 from gputop_trace.tui.view.timeline_data import prepare_timeline
 from gputop_trace.tui.view.timeline_math import RowData, Window, column_bounds
 from tests.tui_helpers import (
-    GputopApp,
     lane_named,
     line_of_lane,
     plot_of,
@@ -92,7 +92,8 @@ def test_boxes_are_coloured_by_kernel_family() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await wait_loaded(app, pilot, analyses=False)
             tl = timeline(app)
-            idx = line_of_lane(tl, lane_named(app.trace, "stream 7"))  # type: ignore[arg-type]
+            assert app.trace is not None
+            idx = line_of_lane(tl, lane_named(app.trace, "stream 7"))
             strip = tl.render_line(idx - tl.top + 1)
             segs = {seg.text.strip(): seg.style for seg in strip if seg.text.strip()}
             gemm = segs["sgemm_big 300ns"]

@@ -50,8 +50,8 @@ class _Recorder:
 def rec(monkeypatch: pytest.MonkeyPatch) -> _Recorder:
     r = _Recorder()
     monkeypatch.setitem(_NVTX, "module", r)
-    torch = types.ModuleType("torch")
-    torch.profiler = types.SimpleNamespace(record_function=r.record_function)  # type: ignore[attr-defined]
+    torch: Any = types.ModuleType("torch")  # a fake of the (untyped) torch module
+    torch.profiler = types.SimpleNamespace(record_function=r.record_function)
     monkeypatch.setitem(sys.modules, "torch", torch)
     return r
 
@@ -133,13 +133,13 @@ def test_without_torch_only_nvtx(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_without_the_nvtx_package_torch_nvtx_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    torch = types.ModuleType("torch")
-    torch.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+    torch: Any = types.ModuleType("torch")  # a fake of the (untyped) torch module
+    torch.cuda = types.SimpleNamespace(
         nvtx=types.SimpleNamespace(
             range_push=lambda n: calls.append("push " + n), range_pop=lambda: calls.append("pop")
         )
     )
-    torch.profiler = types.SimpleNamespace(record_function=_Recorder().record_function)  # type: ignore[attr-defined]
+    torch.profiler = types.SimpleNamespace(record_function=_Recorder().record_function)
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setitem(_NVTX, "module", None)
     with annotate("step"):

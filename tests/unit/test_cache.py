@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputop_trace.load import cache
+from gputop_trace.load import cache, cache_entry, cache_keys
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
@@ -97,10 +97,10 @@ def test_directory_of_ranks_is_cached_file_by_file(cache_dir: Path) -> None:
     folder = corpus_file("kineto/h200_ddp_2gpu")
     merged = load_paths([folder])
     assert len(_entries(cache_dir)) == 2
-    stamps = {p.name: (p / cache.HEADER).stat().st_mtime_ns for p in _entries(cache_dir)}
+    stamps = {p.name: (p / cache_entry.HEADER).stat().st_mtime_ns for p in _entries(cache_dir)}
     again = load_paths([folder])
     assert_traces_equal(again, merged)
-    assert {p.name: (p / cache.HEADER).stat().st_mtime_ns for p in _entries(cache_dir)} == stamps
+    assert {p.name: (p / cache_entry.HEADER).stat().st_mtime_ns for p in _entries(cache_dir)} == stamps
     assert_traces_equal(again, load_paths([folder], use_cache=False))
 
 
@@ -214,8 +214,8 @@ def test_truncated_column_file_is_rebuilt(tmp_path: Path, cache_dir: Path) -> No
     [
         ("flipped byte", lambda e: _flip_last_byte(e / "dur_ns.npy"), "checksum"),
         ("missing column", lambda e: (e / "kernels" / "grid.npy").unlink(), "No such file"),
-        ("garbage header", lambda e: (e / cache.HEADER).write_text("{not json"), "header"),
-        ("empty header", lambda e: (e / cache.HEADER).write_bytes(b""), "header"),
+        ("garbage header", lambda e: (e / cache_entry.HEADER).write_text("{not json"), "header"),
+        ("empty header", lambda e: (e / cache_entry.HEADER).write_bytes(b""), "header"),
         ("other dtype", lambda e: _resave(e / "lane.npy", np.int64), "lane.npy"),
         ("header lies about size", lambda e: _edit_header(e, "n_events", 3), "events"),
         ("name id out of range", lambda e: _replace_column(e, "name.npy", lambda a: a + 10**6), "names"),
@@ -243,9 +243,9 @@ def _resave(path: Path, dtype: Any) -> None:
 
 
 def _edit_header(entry: Path, key: str, value: Any) -> None:
-    h = json.loads((entry / cache.HEADER).read_text())
+    h = json.loads((entry / cache_entry.HEADER).read_text())
     h[key] = value
-    (entry / cache.HEADER).write_text(json.dumps(h))
+    (entry / cache_entry.HEADER).write_text(json.dumps(h))
 
 
 def _replace_column(entry: Path, rel: str, change: Any) -> None:
@@ -254,9 +254,9 @@ def _replace_column(entry: Path, rel: str, change: Any) -> None:
 
     a = change(np.load(entry / rel))
     np.save(entry / rel, a)
-    h = json.loads((entry / cache.HEADER).read_text())
+    h = json.loads((entry / cache_entry.HEADER).read_text())
     h["columns"][rel].update(bytes=(entry / rel).stat().st_size, crc32=zlib.crc32(np.ascontiguousarray(a).data))
-    (entry / cache.HEADER).write_text(json.dumps(h))
+    (entry / cache_entry.HEADER).write_text(json.dumps(h))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -308,7 +308,7 @@ def test_processes_opening_one_trace_at_once_all_get_the_same_model(tmp_path: Pa
     assert any(r["written"] for r in results)
     assert sum(r["hit"] for r in results) >= 4  # every worker's later loads reopen the cache
     assert len(_entries(cache_dir)) == 1
-    assert not [p for p in cache_dir.iterdir() if p.name.startswith(cache.TMP_PREFIX)]
+    assert not [p for p in cache_dir.iterdir() if p.name.startswith(cache_entry.TMP_PREFIX)]
 
 
 def _digest_in_subprocess(src: Path, tmp_path: Path, env: dict[str, str]) -> str:
@@ -328,12 +328,12 @@ def test_least_recently_used_entries_are_evicted_beyond_the_limit(tmp_path: Path
     paths = [str(_copy_trace(tmp_path, f"t{i}.json.gz")) for i in range(3)]
     for i, p in enumerate(paths):
         _load(p)
-        entry = next(e for e in _entries(cache_dir) if e.name.startswith(cache.SourceKey.of(p, OPTIONS).family))
+        entry = next(e for e in _entries(cache_dir) if e.name.startswith(cache_keys.SourceKey.of(p, OPTIONS).family))
         os.utime(entry, (1_000_000 + i, 1_000_000 + i))
     _load(paths[0])  # a hit makes t0 the most recently used
     sizes = {e.name: cache._entry_bytes(str(e)) for e in _entries(cache_dir)}
     removed = cache.evict(cache_dir, sum(sizes.values()) - 1)
-    assert removed == [cache.SourceKey.of(paths[1], OPTIONS).name]
+    assert removed == [cache_keys.SourceKey.of(paths[1], OPTIONS).name]
     assert len(_entries(cache_dir)) == 2
 
 
@@ -345,16 +345,16 @@ def test_writing_a_new_entry_keeps_the_cache_under_its_limit(
     (only,) = _entries(cache_dir)
     monkeypatch.setenv("GPUTOP_TRACE_CACHE_SIZE", str(cache._entry_bytes(str(only)) + 1000))
     _load(b)
-    assert [e.name for e in _entries(cache_dir)] == [cache.SourceKey.of(b, OPTIONS).name]
+    assert [e.name for e in _entries(cache_dir)] == [cache_keys.SourceKey.of(b, OPTIONS).name]
 
 
 def test_stale_temporary_folders_are_cleared(cache_dir: Path) -> None:
     cache_dir.mkdir(parents=True)
-    old = cache_dir / f"{cache.TMP_PREFIX}dead-writer"
+    old = cache_dir / f"{cache_entry.TMP_PREFIX}dead-writer"
     old.mkdir()
     (old / "start_ns.npy").write_bytes(b"x")
     os.utime(old, (1_000_000, 1_000_000))
-    fresh = cache_dir / f"{cache.TMP_PREFIX}live-writer"
+    fresh = cache_dir / f"{cache_entry.TMP_PREFIX}live-writer"
     fresh.mkdir()
     cache.evict(cache_dir, 1 << 30)
     assert not old.exists() and fresh.exists()
@@ -389,7 +389,7 @@ def test_cache_lives_in_xdg_cache_home_never_next_to_the_trace(tmp_path: Path, m
     load_paths([str(src)])
     assert sorted(os.listdir(src.parent)) == before
     assert len(_entries(tmp_path / "xdg" / "gputop-trace")) == 1
-    assert cache.cache_root() == tmp_path / "xdg" / "gputop-trace"
+    assert cache_keys.cache_root() == tmp_path / "xdg" / "gputop-trace"
 
 
 def test_no_cache_option_reaches_the_loader(tmp_path: Path, cache_dir: Path) -> None:
@@ -406,12 +406,12 @@ def test_no_cache_option_reaches_the_loader(tmp_path: Path, cache_dir: Path) -> 
 
 
 def test_size_settings_parse() -> None:
-    assert cache.parse_size("4G") == 4 << 30
-    assert cache.parse_size("500M") == 500 << 20
-    assert cache.parse_size("1.5k") == 1536
-    assert cache.parse_size("123") == 123
+    assert cache_keys.parse_size("4G") == 4 << 30
+    assert cache_keys.parse_size("500M") == 500 << 20
+    assert cache_keys.parse_size("1.5k") == 1536
+    assert cache_keys.parse_size("123") == 123
     with pytest.raises(ValueError):
-        cache.parse_size("lots")
+        cache_keys.parse_size("lots")
 
 
 def test_unwritable_cache_folder_falls_back_to_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -448,3 +448,28 @@ def test_nsys_exports_round_trip_through_the_cache(name: str, cache_dir: Path) -
     load_paths([path])
     assert len(_entries(cache_dir)) == 1, "the model could not be stored (a metadata value of an unknown type?)"
     assert_traces_equal(load_paths([path]), parsed)
+
+
+def test_the_code_fingerprint_covers_every_parser_and_model_module_in_sub_folders_too() -> None:
+    """An edit to parsers/chrome/*.py or parsers/nsys/*.py must make older cache entries stale."""
+    from gputop_trace.load.cache_keys import fingerprint_sources
+    from tests.paths import ROOT
+
+    hashed = {path.resolve() for _, path in fingerprint_sources()}
+    expected = {p.resolve() for p in (ROOT / "parsers").rglob("*.py")}
+    expected |= {p.resolve() for p in (ROOT / "gputop_trace" / "model").glob("*.py")}
+    expected.add((ROOT / "gputop_trace" / "load" / "loader.py").resolve())
+    assert any(p.parent.name == "chrome" for p in expected) and any(p.parent.name == "nsys" for p in expected)
+    assert expected <= hashed, sorted(str(p) for p in expected - hashed)
+
+
+@pytest.mark.corpus
+def test_a_small_gzip_holding_a_large_trace_is_cached(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threshold is on what the file holds: the MTIA trace is a 3 MB gzip of 87 MB of JSON (seconds to parse)."""
+    monkeypatch.delenv("GPUTOP_TRACE_CACHE_MIN")
+    path = corpus_file("external/mtia_trace_single_rank/mtia_rank_0.json.gz")
+    assert os.path.getsize(path) < 16 << 20  # below the default threshold on disk
+    first = load_paths([path])
+    assert len(_entries(cache_dir)) == 1
+    again = load_paths([path])
+    assert len(again) == len(first) and np.array_equal(again.start_ns, first.start_ns)

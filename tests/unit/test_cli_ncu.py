@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,9 +41,9 @@ JSON_FIELDS = {
 }
 
 
-def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, object]]:
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, Any]]:
     code = main(argv)
-    doc = json.loads(capsys.readouterr().out)
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
     # the envelope every command shares (README "JSON output")
     assert doc["schema_version"] == 1 and doc["tool"] == "gputop-trace" and doc["command"] == "ncu"
     assert set(doc["source"]) >= {"path", "format", "producer", "ranks", "truncated_bytes"}
@@ -54,8 +55,8 @@ def test_tc_report_json_calls_the_gemm_compute_bound(corpus: Path, capsys: pytes
     code, doc = _json(capsys, ["ncu", str(corpus / "ncu" / "tc.ncu-rep"), "--json"])
     assert code == 0
     assert doc["schema_version"] == 1 and doc["command"] == "ncu"
-    assert doc["source"]["format"] == "ncu"  # type: ignore[index]
-    (k,) = doc["kernels"]  # type: ignore[misc]
+    assert doc["source"]["format"] == "ncu"
+    (k,) = doc["kernels"]
     assert set(k) >= JSON_FIELDS
     assert k["verdict"] == "compute-bound" and k["tensor_use"] == "heavy" and k["tensor_pipe_pct"] > 85
     assert k["name"] == "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
@@ -75,7 +76,7 @@ def test_tc_report_json_calls_the_gemm_compute_bound(corpus: Path, capsys: pytes
 
 def test_full_report_json_verdict_from_its_numbers(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["ncu", str(corpus / "ncu" / "full.ncu-rep"), "--json"])
-    (k,) = doc["kernels"]  # type: ignore[misc]
+    (k,) = doc["kernels"]
     assert code == 0 and k["name"] == "fma_heavy"
     assert k["flops"] == pytest.approx(1056 * 256 * 4096 * 8, rel=2e-3)
     assert k["verdict"] == ("compute-bound" if k["intensity_flop_per_byte"] >= k["ridge_flop_per_byte"] else "x")
@@ -96,7 +97,7 @@ def test_text_output_fits_80_columns(
 
 def test_csv_page_opens_too(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _json(capsys, ["ncu", str(corpus / "ncu" / "details_basic.csv"), "--json"])
-    (k,) = doc["kernels"]  # type: ignore[misc]
+    (k,) = doc["kernels"]
     assert code == 0 and k["verdict"] == "memory-bound" and k["flops"] is None
     assert any("--set basic" in w for w in k["warnings"])
 
@@ -132,16 +133,16 @@ def test_profile_with_yes_runs_and_opens_the_report(fake_ncu: Path, capsys: pyte
     )
     assert code == 0
     run = doc["run"]
-    assert run["returncode"] == 0 and run["launch_skip"] == 4 and run["nvtx_include"] == "step_2/"  # type: ignore[index]
-    argv = run["command"]  # type: ignore[index]
+    assert run["returncode"] == 0 and run["launch_skip"] == 4 and run["nvtx_include"] == "step_2/"
+    argv = run["command"]
     assert argv[argv.index("-k") + 1] == "regex:^foo$" and argv[argv.index("--set") + 1] == "detailed"
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert argv[argv.index("--") + 1 :] == [sys.executable, "-c", "print('workload')"]
     (received,) = [json.loads(x) for x in fake_ncu.read_text().splitlines()]
     assert received == argv[1:]
-    (k,) = doc["kernels"]  # type: ignore[misc]
+    (k,) = doc["kernels"]
     assert k["launch"] == 4 and k["verdict"] == "compute-bound"
-    assert str(run["report"]).startswith(os.environ["GPUTOP_CACHE_DIR"])  # type: ignore[index]
+    assert str(run["report"]).startswith(os.environ["GPUTOP_CACHE_DIR"])
 
 
 def test_profile_failure_prints_guidance_and_exit_2(
@@ -155,7 +156,7 @@ def test_profile_failure_prints_guidance_and_exit_2(
     assert "gputop-trace ncu --kernel fma_heavy --" in err
     monkeypatch.setenv("FAKE_NCU_SCENARIO", "permission")
     code, doc = _json(capsys, ["ncu", "--kernel", "foo", "--yes", "--json", "--", sys.executable, "-c", "pass"])
-    assert code == 2 and doc["error"]["kind"] == "permission" and doc["kernels"] == []  # type: ignore[index]
+    assert code == 2 and doc["error"]["kind"] == "permission" and doc["kernels"] == []
 
 
 def test_without_yes_and_without_a_terminal_nothing_runs(fake_ncu: Path, tmp_path: Path) -> None:
@@ -176,7 +177,7 @@ def test_without_yes_and_without_a_terminal_nothing_runs(fake_ncu: Path, tmp_pat
 def test_ncu_not_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("GPUTOP_NCU", raising=False)
-    monkeypatch.setattr("gputop_trace.ncu.runner.find_ncu", lambda: None)
+    monkeypatch.setattr("gputop_trace.ncu.locate.find_ncu", lambda: None)
     assert main(["ncu", "--kernel", "k", "--yes", "--", "./app"]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "ncu was not found. Nsight Compute ships with the CUDA toolkit" in err and "GPUTOP_NCU" in err

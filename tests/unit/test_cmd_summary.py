@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,47 @@ def test_a_trace_without_gpu_work_says_so(tmp_path: Path, capsys: pytest.Capture
     assert code == 0 and "No GPU activity" in out
     code, out, _ = run_cli(capsys, "transfers", str(p))
     assert code == 0 and "No copies" in out
+
+
+@pytest.mark.corpus
+def test_busy_gpus_of_a_trace_without_device_properties_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """No deviceProperties: the GPUs line names the busy GPUs instead of saying "none recorded" above their table."""
+    code, out, _ = run_cli(capsys, "summary", corpus_file("external/trace_compare/base/base.json.gz"))
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("GPUs:")]
+    assert "none recorded" not in line
+    assert re.search(r"GPUs: GPU \d", line) and "no deviceProperties" in line
+    assert "GPU busy time" in out
+
+
+@pytest.mark.corpus
+def test_summary_says_the_step_time(capsys: pytest.CaptureFixture[str]) -> None:
+    """The step time, checked against the step ranges (``step_N`` here) read with the standard library."""
+    import gzip
+
+    path = corpus_file("kineto/h200_gpt_train_small.json.gz")
+    raw = json.loads(gzip.decompress(Path(path).read_bytes()))
+    durs = sorted(
+        round(e["dur"] * 1000)
+        for e in raw["traceEvents"]
+        if e.get("ph") == "X" and re.fullmatch(r"step_\d+", str(e.get("name", "")))
+    )
+    code, out, _ = run_cli(capsys, "summary", path, "--json")
+    assert code == 0
+    (steps,) = json.loads(out)["steps"]
+    assert steps["count"] == len(durs) == 3
+    assert sorted(steps["step_ns"]) == durs and steps["mean_ns"] == sum(durs) // 3
+    code, out, _ = run_cli(capsys, "summary", path)
+    from gputop_trace.units import format_ns
+
+    assert f"step time: {format_ns(sum(durs) // 3)} mean over 3 steps" in out
+
+
+@pytest.mark.corpus
+def test_ranks_of_a_trace_without_gpu_work_show_no_figure_rather_than_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        capsys, "ranks", corpus_file("external/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    )
+    assert code == 0
+    (row,) = [ln for ln in out.splitlines() if ln.strip().startswith("34 ")]
+    assert "0 ns" not in row and "0%" not in row and "–" in row

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -146,12 +147,12 @@ def test_nvtx_names_ncu_cannot_express_are_left_out_with_a_note() -> None:
         ({"clock_control": "max"}, "base or none"),
     ],
 )
-def test_invalid_commands_are_refused(kwargs: dict[str, object], message: str) -> None:
-    args: dict[str, object] = {"target": ["./app"], "report_base": "r", "log_path": "r.log"}
+def test_invalid_commands_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"target": ["./app"], "report_base": "r", "log_path": "r.log"}
     args.update(kwargs)
     target = args.pop("target")
     with pytest.raises(ValueError, match=message):
-        build_ncu_command("k", target, **args)  # type: ignore[arg-type]
+        build_ncu_command("k", target, **args)
 
 
 def test_split_command() -> None:

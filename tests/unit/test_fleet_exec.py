@@ -35,11 +35,12 @@ pytestmark = pytest.mark.corpus
 @pytest.fixture(scope="module")
 def dask_client() -> Iterator[Any]:
     """A Dask LocalCluster of two single-threaded worker processes, and a client of it."""
-    from distributed import Client, LocalCluster
+    import distributed
 
+    dist: Any = distributed  # its constructors carry no annotations: called as Any (as fleet/executors.py does)
     with (
-        LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
-        Client(cluster) as client,
+        dist.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster,
+        dist.Client(cluster) as client,
     ):
         yield client
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputop_trace.analysis.gaps import CAUSES, HISTOGRAM_EDGES_NS, find_gaps
+from gputop_trace.analysis.gaps import CAUSES, HISTOGRAM_EDGES_NS, Gap, find_gaps
 from gputop_trace.analysis.intervals import holes, union
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane
@@ -157,7 +157,7 @@ def _gap_with_host(*host: tuple[Kind, str, int, int], launch_at: int = 900 * US,
     return s
 
 
-def _only_gap(s: Synth) -> object:
+def _only_gap(s: Synth) -> Gap:
     (d,) = find_gaps(s.build())
     (g,) = d.gaps
     return g
@@ -185,32 +185,32 @@ def test_dataloader_name_variants_count_as_data_loading_but_dataparallel_does_no
             (Kind.RANGE, name, 100 * US, 790 * US),
             (Kind.CPU_OP, "aten::empty", 100 * US, 10 * US),
         )
-        assert _only_gap(s).cause == cause, name  # type: ignore[attr-defined]
+        assert _only_gap(s).cause == cause, name
 
 
 def test_blocked_in_an_os_call() -> None:
     g = _only_gap(_gap_with_host((Kind.OSRT, "pthread_cond_wait", 120 * US, 700 * US)))
-    assert g.cause == "blocked_os"  # type: ignore[attr-defined]
-    assert "pthread_cond_wait" in g.detail  # type: ignore[attr-defined]
+    assert g.cause == "blocked_os"
+    assert "pthread_cond_wait" in g.detail
 
 
 def test_python_sleep_is_an_os_block() -> None:
     g = _only_gap(_gap_with_host((Kind.PYTHON, "time.sleep", 120 * US, 700 * US)))
-    assert g.cause == "blocked_os"  # type: ignore[attr-defined]
+    assert g.cause == "blocked_os"
 
 
 def test_cpu_operators_make_it_cpu_bound() -> None:
     g = _only_gap(_gap_with_host((Kind.CPU_OP, "aten::index", 110 * US, 600 * US)))
-    assert g.cause == "cpu_bound"  # type: ignore[attr-defined]
-    assert g.after_sync == -1  # type: ignore[attr-defined]
+    assert g.cause == "cpu_bound"
+    assert g.after_sync == -1
 
 
 def test_nothing_traced_is_untraced_even_inside_an_outer_step_range() -> None:
     # an outermost range with events nested in it is a label, not work
     s = _gap_with_host((Kind.RANGE, "step_3", 0, 2 * MS), launch_at=900 * US)
     g = _only_gap(s)
-    assert g.cause == "untraced"  # type: ignore[attr-defined]
-    assert g.range_name == "step_3"  # type: ignore[attr-defined]
+    assert g.cause == "untraced"
+    assert g.range_name == "step_3"
 
 
 def test_sync_at_the_gap_start_then_host_work_is_a_sync_stall() -> None:
@@ -229,7 +229,7 @@ def test_sync_at_the_gap_start_then_host_work_is_a_sync_stall() -> None:
 
 def test_sync_that_dominates_the_gap_is_a_sync_stall() -> None:
     g = _only_gap(_gap_with_host((Kind.API, "cudaDeviceSynchronize", 150 * US, 700 * US)))
-    assert g.cause == "sync_stall"  # type: ignore[attr-defined]
+    assert g.cause == "sync_stall"
 
 
 def test_sync_followed_by_data_loading_is_data_loading() -> None:
@@ -238,8 +238,8 @@ def test_sync_followed_by_data_loading_is_data_loading() -> None:
             (Kind.API, "cudaStreamSynchronize", 60 * US, 41 * US), (Kind.RANGE, "data_load", 110 * US, 780 * US)
         )
     )
-    assert g.cause == "data_loading"  # type: ignore[attr-defined]
-    assert g.after_sync >= 0  # type: ignore[attr-defined]
+    assert g.cause == "data_loading"
+    assert g.after_sync >= 0
 
 
 def test_op_queued_before_the_gap_is_a_gpu_side_dependency() -> None:

@@ -104,3 +104,65 @@ def test_when_no_rank_can_be_read_the_first_error_is_raised(tmp_path: Path) -> N
     (tmp_path / "rank1.json").write_bytes(b"")
     with pytest.raises(TraceError, match=r"rank0\.json is a text file"):
         loader.load_paths([str(tmp_path)], use_cache=False)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    ("a", "b", "why"),
+    [
+        (  # two jobs of other teams: 16 and 128 ranks
+            "external/negative_queue_length_values_check/rank0.json.gz",
+            "external/trace_filter/sampled_rank-1.json.gz",
+            "their world size differs (rank0.json.gz: 16; sampled_rank-1.json.gz: 128)",
+        ),
+        (
+            "external/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+            "kineto/h200_ddp_2gpu/rank1.pt.trace.json.gz",
+            "their world size differs",
+        ),
+    ],
+)
+def test_files_of_different_jobs_are_refused_as_one_job(a: str, b: str, why: str) -> None:
+    with pytest.raises(TraceError) as err:
+        loader.load_paths([str(CORPUS / a), str(CORPUS / b)], use_cache=False)
+    assert "cannot be ranks of one job" in err.value.message and why in err.value.message
+    assert "gputop-trace diff BASE TEST" in err.value.message
+
+
+@pytest.mark.corpus
+def test_a_rank_on_another_gpu_model_is_not_a_rank_of_the_job(tmp_path: Path) -> None:
+    doc = json.loads(gzip.decompress((DDP / "rank1.pt.trace.json.gz").read_bytes()))
+    for d in doc["deviceProperties"]:
+        d["name"] = "NVIDIA A100-SXM4-80GB"
+    other = tmp_path / "rank1.pt.trace.json"
+    other.write_text(json.dumps(doc))
+    with pytest.raises(TraceError, match=r"their GPU model differs \(rank0.pt.trace.json.gz: NVIDIA H200; "):
+        loader.load_paths([str(DDP / "rank0.pt.trace.json.gz"), str(other)], use_cache=False)
+
+
+@pytest.mark.corpus
+def test_a_rank_beyond_the_world_size_is_refused() -> None:
+    t = loader.load_paths([str(DDP / "rank0.pt.trace.json.gz")], use_cache=False)
+    assert loader.not_one_job([t], ["rank0.json"]) is None
+    odd = t.with_meta(ranks=(3,), world_size=2)
+    assert loader.not_one_job([odd], ["r3.json"]) == "r3.json is rank 3 of a job of 2 ranks"
+
+
+@pytest.mark.corpus
+def test_clock_offsets_in_json_are_the_ones_applied(tmp_path: Path) -> None:
+    """Rank 1's clock moved 40 ms ahead: the JSON's offset for it is what the loader applied (-rank_shift_ns)."""
+    from gputop_trace.report.ranks import ranks_document
+
+    for name in ("rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"):
+        doc = json.loads(gzip.decompress((DDP / name).read_bytes()))
+        if name.startswith("rank1"):
+            for e in doc["traceEvents"]:
+                if isinstance(e.get("ts"), (int, float)):
+                    e["ts"] += 40_000  # µs
+        (tmp_path / name.removesuffix(".gz")).write_text(json.dumps(doc))
+    t = loader.load_paths([str(tmp_path)], use_cache=False)
+    assert set(t.meta.rank_shift_ns) == {1}
+    out = ranks_document(t, [str(tmp_path)])["stragglers"]
+    assert out["clock_offset_ns"] == {"0": 0, "1": -t.meta.rank_shift_ns[1]}
+    assert abs(out["clock_offset_ns"]["1"] - 40_000_000) < 1_000_000
+    assert all(abs(v) < 500_000 for v in out["residual_clock_offset_ns"].values())

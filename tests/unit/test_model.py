@@ -10,9 +10,10 @@ from gputop_trace.model.depths import assign_depths
 from gputop_trace.model.kinds import CopyKind, FlowKind, Kind, LaneKind
 from gputop_trace.model.merge import merge_traces
 from gputop_trace.model.tables import Lane, TraceMeta
+from gputop_trace.model.trace import Trace
 
 
-def _build(events: list[tuple[int, int, int]], lanes: int = 1) -> object:
+def _build(events: list[tuple[int, int, int]], lanes: int = 1) -> Trace:
     b = TraceBuilder("test")
     for i in range(lanes):
         b.lane(i, Lane(kind=LaneKind.CPU_THREAD, name=f"t{i}", tid=i))

@@ -1,24 +1,17 @@
-"""Reading Nsight Compute output: .ncu-rep through the ncu-report package, ncu's CSV pages (raw and details, base
-and human units, with ==PROF== noise), and the ncu -i fallback through the stand-in ncu."""
+"""Reading Nsight Compute output: .ncu-rep through the ncu-report package and ncu's CSV pages (raw and details, base
+and human units, with ==PROF== noise). The ncu -i fallback and finding ncu: test_ncu_report_reader.py."""
 
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import pytest
 
 from gputop_trace.errors import TraceError
-from gputop_trace.parsers import ncu
-from gputop_trace.parsers.ncu import (
-    function_name,
-    kernels_from_csv,
-    load_report,
-    parse_number,
-    plain_rule_text,
-    unit_factor,
-)
+from gputop_trace.model.kernel_names import function_name
+from gputop_trace.ncu.report_reader import load_report
+from gputop_trace.parsers.ncu import kernels_from_csv, parse_number, plain_rule_text, unit_factor
 
 
 def _text(corpus: Path, name: str) -> str:
@@ -152,7 +145,8 @@ def test_parse_number(text: str, value: float | None) -> None:
     ],
 )
 def test_unit_factor(unit: str, factor: float, base: str) -> None:
-    assert unit_factor(unit) == (pytest.approx(factor), base)
+    got_factor, got_base = unit_factor(unit)
+    assert got_factor == pytest.approx(factor) and got_base == base
 
 
 @pytest.mark.parametrize(
@@ -203,31 +197,6 @@ def test_truncated_report_is_an_error_not_a_crash(tmp_path: Path, corpus: Path) 
     cut.write_bytes(data[: len(data) * 2 // 5])
     with pytest.raises(TraceError, match=r"no complete kernel results|no profiled kernels|truncated"):
         load_report(str(cut), reader="ncu_report")
-
-
-@pytest.mark.corpus
-def test_ncu_cli_fallback_reads_the_same_numbers(fake_ncu: Path, corpus: Path, tmp_path: Path) -> None:
-    """Without the ncu-report package: ``ncu -i REPORT --csv --print-units base --page raw|details``."""
-    report = tmp_path / "full.ncu-rep"
-    shutil.copy(corpus / "ncu" / "full.ncu-rep", report)
-    via_cli = load_report(str(report), reader="ncu-csv")
-    via_pkg = load_report(str(report), reader="ncu_report")
-    assert via_cli.reader == "ncu-csv"
-    a, b = via_cli.kernels[0], via_pkg.kernels[0]
-    assert a.name == b.name == "fma_heavy"
-    for m in ("gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum"):
-        assert a.metrics[m] == pytest.approx(b.metrics[m], rel=1e-3)
-    assert [r.identifier for r in a.rules].count("CPIStall") == 3
-    argv = [line for line in fake_ncu.read_text().splitlines() if line]
-    assert any('"--page", "raw"' in line and '"--print-units", "base"' in line for line in argv)
-
-
-@pytest.mark.corpus
-def test_ncu_cli_fallback_reports_ncu_errors(fake_ncu: Path, tmp_path: Path) -> None:
-    report = tmp_path / "gone.ncu-rep"
-    report.write_bytes(ncu.REPORT_MAGIC + b"\0" * 16)
-    with pytest.raises(TraceError, match=r"no recorded raw page|Could not"):
-        load_report(str(report), reader="ncu-csv")
 
 
 @pytest.mark.corpus

@@ -8,12 +8,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gputop_trace.ncu.drilldown import NcuCommand, build_ncu_command
+from gputop_trace.ncu.report_reader import load_report
 from gputop_trace.ncu.runner import NcuRunner, NcuRunResult, available_kernels, classify_run
-from gputop_trace.parsers.ncu import load_report
 from tests.conftest import wait_gone
 
 pytestmark = pytest.mark.corpus
@@ -25,19 +26,19 @@ def _target(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _command(tmp_path: Path, target: list[str], **kw: object) -> NcuCommand:
-    args: dict[str, object] = {
+def _command(tmp_path: Path, target: list[str], **kw: Any) -> NcuCommand:
+    args: dict[str, Any] = {
         "launch_skip": 2,
         "report_base": str(tmp_path / "out" / "rep"),
         "log_path": str(tmp_path / "out" / "rep.log"),
     }
     args.update(kw)
-    return build_ncu_command(str(args.pop("name", "void at::native::foo<int>(int)")), target, **args)  # type: ignore[arg-type]
+    return build_ncu_command(str(args.pop("name", "void at::native::foo<int>(int)")), target, **args)
 
 
-def _run(cmd: NcuCommand, **kw: object) -> tuple[NcuRunResult, list[tuple[str, str]]]:
+def _run(cmd: NcuCommand, **kw: Any) -> tuple[NcuRunResult, list[tuple[str, str]]]:
     lines: list[tuple[str, str]] = []
-    runner = NcuRunner(cmd, on_line=lambda s, ln: lines.append((s, ln)), **kw)  # type: ignore[arg-type]
+    runner = NcuRunner(cmd, on_line=lambda s, ln: lines.append((s, ln)), **kw)
     return asyncio.run(runner.run()), lines
 
 

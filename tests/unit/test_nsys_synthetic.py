@@ -10,12 +10,14 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kinds import CopyKind, FlowKind, Kind, LaneKind, MemKind
+from gputop_trace.model.tables import Lane
 from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.nsys import loader as nsys
 from gputop_trace.parsers.nsys.columns import ColumnReader
@@ -50,8 +52,8 @@ def basic() -> SynthExport:
     return ex
 
 
-def load(ex: SynthExport, tmp_path: Path, name: str = "x.sqlite", **kw: object) -> Trace:
-    return nsys.load(str(ex.write(tmp_path / name, **kw)))  # type: ignore[arg-type]
+def load(ex: SynthExport, tmp_path: Path, name: str = "x.sqlite", **kw: Any) -> Trace:
+    return nsys.load(str(ex.write(tmp_path / name, **kw)))
 
 
 def events(t: Trace, kind: Kind) -> np.ndarray:
@@ -62,7 +64,7 @@ def name_of(t: Trace, i: int) -> str:
     return t.names[int(t.name[i])]
 
 
-def lane_of(t: Trace, i: int) -> object:
+def lane_of(t: Trace, i: int) -> Lane:
     return t.lanes[int(t.lane[i])]
 
 
@@ -108,7 +110,7 @@ def test_gpu_ops_join_their_launch_call_on_correlation_and_process(tmp_path: Pat
         "Memset (Device)": "cudaMemsetAsync",
     }
     for i in t.of_kind(Kind.KERNEL):
-        assert lane_of(t, int(t.launch_of[i])).pid == lane_of(t, int(i)).pid  # type: ignore[attr-defined]
+        assert lane_of(t, int(t.launch_of[i])).pid == lane_of(t, int(i)).pid
     assert set(t.flows.kind.tolist()) == {int(FlowKind.LAUNCH)}
     assert int(t.corr[events(t, Kind.KERNEL)[0]]) == 5
 
@@ -181,8 +183,8 @@ def test_nvtx_cross_thread_ranges_domains_and_thread_names(tmp_path: Path) -> No
     assert "MPI:MPI_Send" in by_name  # nsys' report notation "<domain>:<range>"
     assert t.meta.properties["nvtx_domains"] == ["MPI"]
     cross = lane_of(t, by_name["async io"])
-    assert cross.kind == LaneKind.ASYNC and cross.pid == PID  # type: ignore[attr-defined]
-    assert lane_of(t, by_name["same thread"]).kind == LaneKind.CPU_THREAD  # type: ignore[attr-defined]
+    assert cross.kind == LaneKind.ASYNC and cross.pid == PID
+    assert lane_of(t, by_name["same thread"]).kind == LaneKind.CPU_THREAD
     assert {ln.name for ln in t.lanes if ln.kind == LaneKind.CPU_THREAD} == {"python3", "MPI Rank 0"}
 
 
@@ -255,7 +257,7 @@ def test_missing_tables(tmp_path: Path) -> None:
     assert {ln.name for ln in t.lanes if ln.kind == LaneKind.CPU_THREAD} == {f"thread {MAIN}", f"thread {WORKER}"}
     # the sync row's API call is unknown: it goes on a per-process lane, not lost
     s = int(events(t, Kind.SYNC)[0])
-    assert lane_of(t, s).name == "CUDA synchronization"  # type: ignore[attr-defined]
+    assert lane_of(t, s).name == "CUDA synchronization"
 
 
 def test_old_export_without_metadata_or_enum_tables_uses_builtin_enums(tmp_path: Path) -> None:
@@ -314,8 +316,10 @@ def test_column_reader_gives_the_same_arrays_in_chunks_threads_and_the_safe_path
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER)")
     rng = np.random.default_rng(1)
-    rows = [(int(x), int(y), int(z)) for x, y, z in rng.integers(-(2**62), 2**62, size=(1000, 3))]
-    rows[10] = (rows[10][0], None, rows[10][2])  # type: ignore[assignment]
+    rows: list[tuple[int, int | None, int]] = [
+        (int(x), int(y), int(z)) for x, y, z in rng.integers(-(2**62), 2**62, size=(1000, 3))
+    ]
+    rows[10] = (rows[10][0], None, rows[10][2])
     conn.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
     conn.execute("DELETE FROM t WHERE rowid % 97 = 0")  # rowid gaps
     conn.commit()
@@ -338,11 +342,11 @@ def test_graph_rows_and_unified_memory_migrations(tmp_path: Path) -> None:
     t = load(ex, tmp_path)
     g = int(events(t, Kind.GRAPH)[0])
     assert name_of(t, g) == "CUDA graph 12"
-    assert lane_of(t, g).kind == LaneKind.GPU_STREAM  # type: ignore[attr-defined]
+    assert lane_of(t, g).kind == LaneKind.GPU_STREAM
     assert name_of(t, int(t.launch_of[g])) == "cudaGraphLaunch"
     u = int(events(t, Kind.UVM)[0])
     ln = lane_of(t, u)
-    assert (ln.kind, ln.device, ln.name) == (LaneKind.UVM, 0, "unified memory")  # type: ignore[attr-defined]
+    assert (ln.kind, ln.device, ln.name) == (LaneKind.UVM, 0, "unified memory")
     r = t.copy_row(u)
     assert (t.copies.direction[r], int(t.copies.bytes[r])) == (CopyKind.UVM_HTOD, 65536)
     assert int(t.launch_of[u]) == -1

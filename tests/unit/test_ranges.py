@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from gputop_trace.analysis.ranges import range_summary
+from gputop_trace.analysis.ranges import RangeRow, range_summary
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import Kind
 from tests.conftest import corpus_file
@@ -13,8 +15,8 @@ from tests.synthetic import Synth
 US = 1_000
 
 
-def _rows(s: Synth, **kw: object) -> dict[str, object]:
-    return {r.name: r for r in range_summary(s.build(), **kw)}  # type: ignore[arg-type]
+def _rows(s: Synth, **kw: Any) -> dict[str, RangeRow]:
+    return {r.name: r for r in range_summary(s.build(), **kw)}
 
 
 def test_gpu_time_is_the_union_of_ops_launched_inside_the_range_on_the_same_thread() -> None:
@@ -31,9 +33,9 @@ def test_gpu_time_is_the_union_of_ops_launched_inside_the_range_on_the_same_thre
     l4 = s.launch(other, 30 * US, 2 * US)  # inside the range's time but on another thread
     s.kernel(a, 200 * US, 10 * US, launch=l4)
     r = _rows(s)["encoder_layer_3"]
-    assert (r.count, r.total_ns, r.gpu_ops) == (1, 100 * US, 2)  # type: ignore[attr-defined]
-    assert r.gpu_ns == 70 * US and r.gpu_span_ns == 70 * US  # type: ignore[attr-defined]
-    assert r.gpu_annotation_ns is None  # type: ignore[attr-defined]
+    assert (r.count, r.total_ns, r.gpu_ops) == (1, 100 * US, 2)
+    assert r.gpu_ns == 70 * US and r.gpu_span_ns == 70 * US
+    assert r.gpu_annotation_ns is None
 
 
 def test_nested_ranges_each_get_the_gpu_time_of_their_launches_and_a_depth() -> None:
@@ -49,8 +51,8 @@ def test_nested_ranges_each_get_the_gpu_time_of_their_launches_and_a_depth() -> 
     lb = s.launch(th, 65 * US, 1 * US)
     s.kernel(st7, 70 * US, 5 * US, launch=lb)
     rows = _rows(s)
-    assert {n: r.max_depth for n, r in rows.items()} == {"forward": 0, "layer_0": 1, "attn": 2, "layer_1": 1}  # type: ignore[attr-defined]
-    assert {n: r.gpu_ns for n, r in rows.items()} == {  # type: ignore[attr-defined]
+    assert {n: r.max_depth for n, r in rows.items()} == {"forward": 0, "layer_0": 1, "attn": 2, "layer_1": 1}
+    assert {n: r.gpu_ns for n, r in rows.items()} == {
         "forward": 25 * US,
         "layer_0": 20 * US,
         "attn": 20 * US,
@@ -66,9 +68,9 @@ def test_instances_aggregate_and_zero_length_ranges_count() -> None:
     la = s.launch(th, 105 * US, 1 * US)
     s.kernel(st7, 110 * US, 7 * US, launch=la)
     r = _rows(s)["step"]
-    assert (r.count, r.total_ns, r.min_ns, r.max_ns, r.gpu_ns) == (3, 40 * US, 0, 30 * US, 7 * US)  # type: ignore[attr-defined]
-    assert r.mean_ns == pytest.approx(40 * US / 3)  # type: ignore[attr-defined]
-    assert len(r.events) == 3  # type: ignore[attr-defined]
+    assert (r.count, r.total_ns, r.min_ns, r.max_ns, r.gpu_ns) == (3, 40 * US, 0, 30 * US, 7 * US)
+    assert r.mean_ns == pytest.approx(40 * US / 3)
+    assert len(r.events) == 3
 
 
 def test_filters_rank_device_and_name() -> None:

@@ -7,18 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.roofline import (
+from gputop_trace.analysis.roofline import analyze_kernel, classify, is_compiled_kernel
+from gputop_trace.analysis.roofline_limits import (
     SATURATED_PCT,
-    analyze_kernel,
-    classify,
-    is_compiled_kernel,
     occupancy,
     peak_rates,
     rank_stalls,
     ridge_point,
     tensor_use,
 )
-from gputop_trace.parsers.ncu import NcuKernel, load_report
+from gputop_trace.model.ncu import NcuKernel
+from gputop_trace.ncu.report_reader import load_report
 
 
 def _kernel(corpus: Path, name: str) -> NcuKernel:
@@ -107,8 +106,8 @@ def test_classify_thresholds() -> None:
     assert classify(math.nan, math.nan, 1.0, 1.0)[0] == "unknown"
 
 
-def _synthetic(**metrics: float) -> NcuKernel:
-    return NcuKernel(index=0, name=str(metrics.pop("_name", "k")), metrics=metrics)
+def _synthetic(name: str = "k", /, **metrics: float) -> NcuKernel:
+    return NcuKernel(index=0, name=name, metrics=metrics)
 
 
 def test_tiny_kernel_and_counters_above_peak_are_flagged() -> None:
@@ -141,7 +140,7 @@ def test_tiny_kernel_and_counters_above_peak_are_flagged() -> None:
 )
 def test_compiled_kernel_names(name: str, compiled: bool) -> None:
     assert is_compiled_kernel(name) is compiled
-    v = analyze_kernel(_synthetic(_name=name, **{"gpu__time_duration.sum": 50_000.0}))  # type: ignore[arg-type]
+    v = analyze_kernel(_synthetic(name, **{"gpu__time_duration.sum": 50_000.0}))
     assert any("torch.compile" in w for w in v.warnings) is compiled
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop_trace.units import parse_duration_ns, parse_size_bytes
+from gputop_trace.units import format_ns, format_si, parse_duration_ns, parse_size_bytes
 from tests.paths import SAMPLES
 
 
@@ -43,3 +43,16 @@ def test_the_command_line_says_so_and_exits_2(argv: list[str], capsys: pytest.Ca
 
     code, _, err = run_cli(capsys, argv[0], str(SAMPLES / "h200_train_step.json.gz"), *argv[1:])
     assert code == 2 and "Traceback" not in err and "too l" in err
+
+
+def test_format_ns_without_separator_for_labels() -> None:
+    assert format_ns(812, sep="") == "812ns"
+    assert format_ns(12_345, sep="") == "12.3µs"
+    assert format_ns(4_100_000, sep="") == "4.10ms"
+    assert format_ns(1_250_000_000, sep="") == "1.25s"
+
+
+def test_format_si() -> None:
+    assert format_si(1.234e12, "FLOP/s") == "1.23 TFLOP/s"
+    assert format_si(512.0, "B") == "512 B"
+    assert format_si(float("nan"), "B") == "-"

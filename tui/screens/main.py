@@ -1,77 +1,46 @@
 """The main screen: the timeline on top; below it the details of the selection or one of the panels (1–7 / Tab);
-the status bar and the key footer at the bottom. The timeline's keys live here so that they also work while a
-panel has the keyboard (a panel's own keys, such as Enter, j/k and / in a table, take precedence)."""
+the status bar and the key footer at the bottom. The timeline's keys are the screen's (``main_keys``) so that they
+also work while a panel has the keyboard (a panel's own keys, such as Enter, j/k and / in a table, take precedence);
+the panel keys are in ``main_panels``. This module holds the layout, the analyses' results and jumps as they arrive,
+Esc, the rank comparison and the help."""
 
 from __future__ import annotations
 
-import os
-import re
 from functools import partial
 from typing import Any, ClassVar
 
-import numpy as np
-import numpy.typing as npt
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
-from gputop_trace.errors import TraceError
-from gputop_trace.model.kinds import Kind
-from gputop_trace.model.trace import Trace
-from gputop_trace.safe_text import clean
 from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
 from gputop_trace.tui.messages import (
     AnalysisFailed,
     AnalysisReady,
-    DrilldownRequested,
     JumpToEvent,
     JumpToInterval,
     JumpToRank,
 )
 from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowRank
-from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
+from gputop_trace.tui.screens.main_keys import TimelineKeys
+from gputop_trace.tui.screens.main_panels import PanelKeys
 from gputop_trace.tui.view.analysis_views import gap_details
-from gputop_trace.tui.view.lanes import RowKind
-from gputop_trace.tui.view.navigation import (
-    FlowIndex,
-    NameIndex,
-    compile_search,
-    position_in,
-    search_events,
-    step_in_sorted,
-)
-from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
-from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
+from gputop_trace.tui.widgets.panel_tabs import PanelTabs
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
-from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
-from gputop_trace.tui.widgets.timeline import Interval, Timeline
-from gputop_trace.units import format_ns, parse_duration_ns
-
-I64 = npt.NDArray[np.int64]
+from gputop_trace.tui.widgets.status_bar import StatusBar
+from gputop_trace.tui.widgets.timeline import Timeline
+from gputop_trace.tui.widgets.timeline_canvas import Interval
 
 
-class SearchDone(Message):
-    """The search worker finished: the events matching ``pattern`` sorted by start."""
-
-    def __init__(self, pattern: str, matches: I64, starts: I64) -> None:
-        super().__init__()
-        self.pattern = pattern
-        self.matches = matches
-        self.starts = starts
-
-
-class MainScreen(Screen[None]):
+class MainScreen(TimelineKeys, PanelKeys):
     """Timeline, details/panels, status bar, footer."""
 
     DEFAULT_CSS = """
@@ -83,22 +52,6 @@ class MainScreen(Screen[None]):
     """
 
     BINDINGS: ClassVar[list[Binding]] = MAIN_BINDINGS  # type: ignore[assignment]
-
-    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str], *, mono: bool) -> None:
-        super().__init__()
-        self.trace = trace
-        self.data = data
-        self.flows = flows
-        self.paths = paths
-        self.mono = mono
-        self.names: NameIndex | None = None
-        self.kernel_rows: list[Any] | None = None
-        self.range_names: list[Any] = []
-        self.panel = "details"
-        self.search_pattern = ""
-        self.matches: I64 | None = None
-        self.match_starts: I64 | None = None
-        self.results: dict[str, Any] = {}
 
     # ---- layout ----------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -116,10 +69,6 @@ class MainScreen(Screen[None]):
                 yield RanksPanel(id="ranks")
         yield StatusBar(id="status")
         yield Footer(compact=True)
-
-    @property
-    def timeline(self) -> Timeline:
-        return self.query_one(Timeline)
 
     def on_mount(self) -> None:
         self.timeline.focus()
@@ -140,57 +89,6 @@ class MainScreen(Screen[None]):
     def on_resize(self) -> None:
         self.query_one(PanelTabs).show(self.panel)
         self.refresh_status()
-
-    # ---- status and details ----------------------------------------------------------------------------------
-    def search_status(self) -> str:
-        if not self.search_pattern or self.matches is None:
-            return ""
-        n = len(self.matches)
-        sel = self.timeline.selected
-        pos = ""
-        if n and sel >= 0:
-            assert self.match_starts is not None
-            p = position_in(self.matches, self.match_starts, sel, int(self.trace.start_ns[sel]))
-            if p >= 0:
-                pos = f"{p + 1}/"
-        return f"/{clean(self.search_pattern)}/ {pos}{n:,} match{'es' if n != 1 else ''}"
-
-    def refresh_status(self) -> None:
-        tl = self.timeline
-        width = self.size.width or 80
-        self.query_one(StatusBar).update(
-            status_text(
-                self.trace,
-                self.paths,
-                width=width,
-                window_ns=tl.t1 - tl.t0,
-                cursor_ns=tl.cursor_t,
-                search=self.search_status(),
-            )
-        )
-
-    def refresh_details(self) -> None:
-        tl = self.timeline
-        pane = self.query_one(DetailsPane)
-        if tl.selected >= 0:
-            pane.show_event(self.data, tl.selected, names=self.names, flows=self.flows)
-        elif tl.interval is not None:
-            iv = tl.interval
-            rows = list(iv.details) or [
-                ("from", format_ns(iv.start, precision=6)),
-                ("length", format_ns(iv.end - iv.start)),
-            ]
-            pane.show_rows(iv.label or "interval", rows)
-        else:
-            info = tl.cell_at_cursor()
-            line = tl.current_line
-            if info is None or line is None:
-                pane.show_hint(None)
-            elif line.kind == RowKind.UTIL:
-                pane.show_hint(None, util=(info.fraction, info.t0, info.t1))
-            else:
-                label = self.data.label(info.event) if info.event >= 0 else ""
-                pane.show_hint((info.count, info.fraction, label, info.t0, info.t1))
 
     def on_timeline_changed(self, message: Timeline.Changed) -> None:
         self.refresh_status()
@@ -265,113 +163,6 @@ class MainScreen(Screen[None]):
         if not self.timeline.reveal_rank(message.rank):
             self.notify(f"Rank {message.rank} has no lanes to show.", timeout=3)
 
-    def on_drilldown_requested(self, message: DrilldownRequested) -> None:
-        """Show panel 5 and let the drill-down confirm and run ncu for the requested launch."""
-        self.show_panel("drilldown")
-        self.query_one(DrilldownPanel).start(message.request)
-
-    # ---- timeline actions ------------------------------------------------------------------------------------
-    def action_zoom(self, factor: float) -> None:
-        """Zoom in (factor < 1) or out around the cursor."""
-        self.timeline.zoom(factor)
-
-    def action_pan(self, fraction: float) -> None:
-        """Pan by a fraction of the window."""
-        self.timeline.pan(fraction)
-
-    def action_line(self, delta: int) -> None:
-        """Move the lane cursor."""
-        self.timeline.move_line(delta)
-
-    def action_fit(self) -> None:
-        """Show the whole trace."""
-        self.timeline.fit_all()
-
-    def action_zoom_selection(self) -> None:
-        """Fit the window to the selection."""
-        if not self.timeline.zoom_to_selection():
-            self.notify("Nothing is selected: press Enter on an event first.", timeout=3)
-
-    def action_step_event(self, direction: int) -> None:
-        """Select the previous/next event in the current lane row."""
-        tl = self.timeline
-        line = tl.current_line
-        if line is None or line.kind != RowKind.EVENTS:
-            self.notify("Move to a lane with events (j/k) to step through it.", timeout=3)
-            return
-        if not tl.step_event(direction):
-            self.notify("No more events in this lane row.", timeout=2)
-
-    def action_scroll_details(self, direction: int) -> None:
-        """Scroll the details pane by half its height."""
-        pane = self.query_one(DetailsPane)
-        if self.panel != "details":
-            self.show_panel("details")
-        pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
-
-    def action_cursor(self, columns: int) -> None:
-        """Move the time cursor by one column."""
-        self.timeline.move_cursor(columns)
-
-    def action_select(self) -> None:
-        """Enter on the timeline: fold/unfold a group header, else select the event under the cursor."""
-        tl = self.timeline
-        line = tl.current_line
-        if line is None:
-            return
-        if line.kind == RowKind.GROUP:
-            tl.toggle_fold()
-            return
-        if not tl.select_under_cursor():
-            self.notify("No event under the cursor ▼ on this lane. Move with , and . or pan with a/d.", timeout=3)
-
-    def action_fold(self) -> None:
-        """Collapse or expand the group or multi-row lane under the lane cursor."""
-        if self.timeline.toggle_fold() is None:
-            self.notify("This line has nothing to fold (a lane with one row).", timeout=2)
-
-    def action_instance(self, direction: int) -> None:
-        """n / N: walk the search matches, or the instances of the selected event's name."""
-        tl = self.timeline
-        if self.search_pattern and self.matches is not None:
-            events = self.matches
-            if not len(events):
-                self.notify(f"No events match /{self.search_pattern}/.", timeout=3)
-                return
-            assert self.match_starts is not None
-            starts = self.match_starts
-            cur = tl.selected
-            t = int(self.trace.start_ns[cur]) if cur >= 0 else tl.cursor_t
-            nxt = step_in_sorted(events, starts, cur, t, direction)
-            what = "match"
-        else:
-            if tl.selected < 0:
-                self.notify("Select an event first (Enter), or search with /.", timeout=3)
-                return
-            if self.names is None:
-                self.notify("Still indexing names; try again in a moment.", timeout=2)
-                return
-            cur = tl.selected
-            events, starts = self.names.instances_like(cur)
-            nxt = step_in_sorted(events, starts, cur, int(self.trace.start_ns[cur]), direction)
-            what = "instance of this name"
-        if nxt < 0:
-            self.notify(f"No {'next' if direction > 0 else 'previous'} {what}.", timeout=2)
-            return
-        tl.select(nxt)
-
-    def action_follow_flow(self) -> None:
-        """x: jump from a launch call to the GPU op it launched, or back."""
-        tl = self.timeline
-        if tl.selected < 0:
-            self.notify("Select a kernel, copy or launch call first (Enter).", timeout=3)
-            return
-        partners = self.flows.partners(tl.selected)
-        if not len(partners):
-            self.notify("This event has no launch flow (no correlation with a CPU call or a GPU op).", timeout=3)
-            return
-        tl.select(int(partners[0]))
-
     # ---- ranks side by side ----------------------------------------------------------------------------------
     @property
     def compare_screen(self) -> CompareScreen | None:
@@ -400,149 +191,6 @@ class MainScreen(Screen[None]):
                 tl.show_rank_interval(result.rank, result.start, result.end, result.cursor)
 
         self.app.push_screen(CompareScreen(self.data, view, anchor, mono=self.mono), shown)
-
-    # ---- search --------------------------------------------------------------------------------------------
-    def action_search(self) -> None:
-        """/: search event names with a regular expression; n / N walk the matches, Esc clears."""
-
-        def validate(text: str) -> str | None:
-            if not text:
-                return None
-            try:
-                compile_search(text)
-            except re.error as e:
-                return f"not a regular expression: {e}"
-            return None
-
-        def done(text: str | None) -> None:
-            if text is None:
-                return
-            if not text:
-                self.clear_search()
-                return
-            self.search_pattern = text
-            self.matches = None
-            self.match_starts = None
-            self.refresh_status()
-            self.run_search(text)
-
-        self.app.push_screen(
-            PromptScreen(
-                "Search event names (regex; smart case):",
-                value=self.search_pattern,
-                hint="Enter searches · n / N walk the matches · Esc cancels",
-                placeholder="e.g. gemm|flash  or  ^nccl",
-                validate=validate,
-            ),
-            done,
-        )
-
-    @work(thread=True, exclusive=True, group="search")
-    def run_search(self, text: str) -> None:
-        names = self.names or NameIndex(self.trace)
-        matches = search_events(self.trace, names, compile_search(text))
-        self.post_message(SearchDone(text, matches, self.trace.start_ns[matches]))
-
-    def on_search_done(self, message: SearchDone) -> None:
-        if message.pattern != self.search_pattern:
-            return
-        self.matches = message.matches
-        self.match_starts = message.starts
-        if len(message.matches):
-            tl = self.timeline
-            nxt = step_in_sorted(message.matches, message.starts, -1, tl.cursor_t - 1, 1)
-            if nxt < 0:
-                nxt = int(message.matches[0])
-            tl.select(nxt)
-        else:
-            self.notify(f"No event name matches /{message.pattern}/.", timeout=4)
-        self.refresh_status()
-
-    def clear_search(self) -> None:
-        self.search_pattern = ""
-        self.matches = None
-        self.match_starts = None
-        self.refresh_status()
-
-    # ---- drill-down and export -------------------------------------------------------------------------------
-    def action_drilldown(self) -> None:
-        """c: ask the ncu drill-down to profile the selected kernel."""
-        tl = self.timeline
-        if tl.selected < 0 or int(self.trace.kind[tl.selected]) != Kind.KERNEL:
-            self.notify("Select a kernel first (Enter on a kernel, or a row of the Kernels panel).", timeout=3)
-            return
-        from gputop_trace.ncu.drilldown import request_for_event
-
-        try:
-            request = request_for_event(self.trace, tl.selected, self.paths[0] if len(self.paths) == 1 else None)
-        except TraceError as e:
-            self.notify(e.message, severity="warning", timeout=5)
-            return
-        self.post_message(DrilldownRequested(request))
-
-    def action_export(self) -> None:
-        """e: write the findings as Markdown or JSON."""
-        from gputop_trace.tui.view.export import DEFAULT_EXPORT
-
-        def done(text: str | None) -> None:
-            if text is not None:
-                self.run_export(text)
-
-        self.app.push_screen(
-            PromptScreen(
-                "Export findings to (a .md file for Markdown, .json for JSON):",
-                value=DEFAULT_EXPORT,
-                hint=f"relative paths are in {os.getcwd()} · Enter writes · Esc cancels",
-            ),
-            done,
-        )
-
-    @work(thread=True, exclusive=True, group="export")
-    def run_export(self, text: str) -> None:
-        from gputop_trace.tui.view.export import export_path, findings_document, write_export
-
-        path, fmt = export_path(text)
-        try:
-            doc = findings_document(self.trace, self.paths, getattr(self.app, "summary_analyses", None))
-            size = write_export(path, fmt, doc)
-        except OSError as e:
-            self.app.call_from_thread(
-                self.notify, f"Could not write {path}: {e.strerror or e}", title="Export failed", severity="error"
-            )
-            return
-        self.app.call_from_thread(
-            self.notify, f"Wrote {fmt} findings ({size:,} bytes) to {path}", title="Exported", timeout=8
-        )
-
-    # ---- panels ----------------------------------------------------------------------------------------------
-    def show_panel(self, name: str) -> None:
-        """Show a panel (or the details) below the timeline and give it the keyboard."""
-        self.panel = name
-        self.query_one("#bottom").set_class(name != "details", "-panel")
-        self.query_one("#switcher", ContentSwitcher).current = name
-        self.query_one(PanelTabs).show(name)
-        if name == "details":
-            self.timeline.focus()
-            self.refresh_details()
-            return
-        widget = self.query_one(f"#{name}")
-        focus = getattr(widget, "focus_table", None)
-        if callable(focus):
-            focus()
-        else:
-            # a focusable part of the panel takes the keyboard, so that the panel's own keys apply while it is
-            # shown (the drill-down's x cancels ncu there); the timeline otherwise
-            inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
-            (inner or self.timeline).focus()
-
-    def action_panel(self, name: str) -> None:
-        """Show panel ``name``; pressing its number again goes back to the details."""
-        self.show_panel("details" if self.panel == name else name)
-
-    def action_cycle_panel(self, step: int) -> None:
-        """Tab / Shift+Tab: the next or previous panel."""
-        i = CYCLE.index(self.panel)
-        self.show_panel(CYCLE[(i + step) % len(CYCLE)])
 
     def action_back(self) -> None:
         """Esc: leave a filter, then a panel, then the search, then the selection; then back to the fleet screen
@@ -573,37 +221,3 @@ class MainScreen(Screen[None]):
     def action_help(self) -> None:
         """?: the keys of the focused pane and the screen, generated from the bindings."""
         self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
-
-    # ---- palette support -------------------------------------------------------------------------------------
-    def goto_time(self, t: int) -> None:
-        """Centre the window on time ``t`` (ns from the trace start) and put the cursor there."""
-        self.timeline.goto_time(t)
-
-    def action_goto_time_prompt(self) -> None:
-        """Ask for a time and centre the timeline on it."""
-
-        def validate(text: str) -> str | None:
-            return None if self.parse_time(text) is not None else "write a time with a unit, like 12.5ms or 340us"
-
-        def done(text: str | None) -> None:
-            t = self.parse_time(text) if text else None
-            if t is not None:
-                self.goto_time(t)
-
-        self.app.push_screen(
-            PromptScreen(
-                "Go to time (from the trace start):",
-                hint=f"the trace spans {format_ns(self.trace.span_ns)} · bare numbers are ms",
-                placeholder="e.g. 31.2ms",
-                validate=validate,
-            ),
-            done,
-        )
-
-    def parse_time(self, text: str) -> int | None:
-        """A time typed by the user (``12.5ms``; bare numbers are ms) → ns, or None."""
-        text = text.strip().lstrip("@")
-        try:
-            return parse_duration_ns(text, default_unit="ms")
-        except ValueError:
-            return None

@@ -7,18 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.findings import Finding
 from gputop_trace.analysis.gaps import BREAKDOWN_KEYS, CAUSE_FIX, CAUSE_LABELS, CAUSES, DeviceGaps, Gap
 from gputop_trace.analysis.transfers import FLAG_TITLES, FLAGS, TransferReport, direction_label, host_memory_label
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.view.row_render import compact_duration
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.view.timeline_math import RowData
 from gputop_trace.units import format_bytes, format_ns
-
-I64 = npt.NDArray[np.int64]
 
 #: Panels list at most this many rows (the longest gaps, the most exposed copies); the note says so.
 MAX_ROWS = 2000
@@ -71,7 +67,7 @@ def gap_marks(devices: list[DeviceGaps]) -> dict[tuple[int, int], GapMarks]:
             keep = np.concatenate(([True], starts[1:] >= np.maximum.accumulate(starts + durs)[:-1]))
             starts, durs, causes = starts[keep], durs[keep], causes[keep]
         labels = tuple(
-            f"{cause_short(CAUSES[int(c)])} {compact_duration(int(d))}"
+            f"{cause_short(CAUSES[int(c)])} {format_ns(int(d), sep='')}"
             for d, c in zip(durs.tolist(), causes.tolist(), strict=True)
         )
         row = RowData.from_intervals(np.full(len(starts), -1, dtype=np.int64), starts, starts + durs)

@@ -34,10 +34,10 @@ def export_path(text: str, *, cwd: str | None = None) -> tuple[str, str]:
 
 def findings_document(trace: Trace, paths: list[str], analyses: Any = None) -> dict[str, Any]:
     """The summary document (JSON contract, command ``summary``) with its findings; ``analyses`` (a
-    ``commands.summary.Analyses``) avoids running them again."""
-    from gputop_trace.cli.summary import build
+    ``report.summary.Analyses``) avoids running them again."""
+    from gputop_trace.report.summary import summary_document
 
-    return build(trace, paths, analyses)
+    return summary_document(trace, paths, analyses)
 
 
 def _md_escape(text: str) -> str:

@@ -7,12 +7,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from rich.text import Text
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.units import format_ns
-
-I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

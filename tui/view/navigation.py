@@ -9,13 +9,11 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.tui.view.timeline_math import RowData
-
-I64 = npt.NDArray[np.int64]
 
 
 class NameIndex:

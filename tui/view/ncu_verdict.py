@@ -17,10 +17,11 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
 
-from gputop_trace.analysis.roofline import KernelVerdict, format_intensity
+from gputop_trace.analysis.roofline import KernelVerdict
+from gputop_trace.analysis.roofline_explain import format_intensity
 from gputop_trace.ncu.runner import Guidance
 from gputop_trace.safe_text import clean
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, format_si
 
 VERDICT_STYLE = {
     "compute-bound": "bold black on green",
@@ -35,15 +36,6 @@ RULE_STYLE = {"ERR": "bold red", "WRN": "yellow", "OPT": "cyan", "INF": "dim", "
 
 def _pct(x: float) -> str:
     return "   -  " if math.isnan(x) else f"{x:5.1f}%"
-
-
-def _si(x: float, unit: str) -> str:
-    if math.isnan(x):
-        return "-"
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def _fit(text: str, width: int) -> str:
@@ -198,8 +190,8 @@ class RooflinePlot:
                     styles[lr][start + i] = point_style
                 break
         out: list[Text] = []
-        top_label = _si(peak, "FLOP/s")
-        bottom_label = _si(ymin, "FLOP/s")
+        top_label = format_si(peak, "FLOP/s")
+        bottom_label = format_si(ymin, "FLOP/s")
         for r in range(h):
             lab = top_label if r == row_of(peak) else (bottom_label if r == h - 1 else "")
             t = Text(_fit(lab, ylab_w).rjust(ylab_w), style="dim")

@@ -11,14 +11,12 @@ from __future__ import annotations
 from enum import IntEnum
 
 import numpy as np
-import numpy.typing as npt
 from rich.color import Color
 from rich.style import Style
 
+from gputop_trace.model.arrays import I32, U8
 from gputop_trace.model.kinds import CopyKind, Kind
 from gputop_trace.tui.view.kernel_names import Family
-
-U8 = npt.NDArray[np.uint8]
 
 
 class Sid(IntEnum):
@@ -220,7 +218,7 @@ class Palette:
 FAMILY_SID_ARRAY = np.array([int(FAMILY_SID[f]) for f in Family], dtype=np.uint8)
 
 
-def event_sids(kind: U8, name: npt.NDArray[np.int32], name_family: U8, copy_dir: U8 | None = None) -> U8:
+def event_sids(kind: U8, name: I32, name_family: U8, copy_dir: U8 | None = None) -> U8:
     """Style id of events given their kinds, name ids, the family of every name id and (for copies) directions."""
     out = KIND_SID[kind]
     is_k = kind == int(Kind.KERNEL)

@@ -20,19 +20,17 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.collectives import OP_LABEL, Collectives
 from gputop_trace.analysis.steps import Steps, is_step_name
 from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label
 from gputop_trace.units import format_ns
-
-I64 = npt.NDArray[np.int64]
 
 #: Rows of the main CPU thread shown per rank (from the step range down) when there is room, and at least.
 MAX_THREAD_ROWS = 5

@@ -10,8 +10,8 @@ from gputop_trace.analysis.collectives import Collectives, find_collectives
 from gputop_trace.analysis.ranks import RankRow, rank_table
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.analysis.stragglers import StragglerReport, find_stragglers
-from gputop_trace.cli.ranks import straggler_sentence
 from gputop_trace.model.trace import Trace
+from gputop_trace.report.ranks import straggler_sentence
 from gputop_trace.tui.view.rank_compare import RankLanes, StepSlot, rank_lanes, step_slots
 
 ONE_RANK = (

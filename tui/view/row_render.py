@@ -15,31 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.tui.view.palette import Overlay, Role, Sid, style_key
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.view.timeline_math import EIGHTHS, Bins, RowData, bin_row, fit_label, label_with_duration, runs
-
-I64 = npt.NDArray[np.int64]
+from gputop_trace.units import format_ns
 
 BOUNDARY = "▏"
 DENSE_MANY = "▉"
 GAP_FILL = "╌"
-
-
-def compact_duration(ns: float) -> str:
-    """A short duration for labels: ``812ns``, ``12.3µs``, ``4.10ms``, ``1.25s``."""
-    a = abs(ns)
-    if a < 1_000:
-        return f"{ns:.0f}ns"
-    for unit, f in (("µs", 1e3), ("ms", 1e6), ("s", 1e9)):
-        if a < f * 1000 or unit == "s":
-            v = ns / f
-            return f"{v:.{max(0, 3 - len(str(int(abs(v)))))}f}{unit}"
-    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -121,7 +108,7 @@ def event_row_cells(
                 start = s + 1
             prev_end = s + n
             avail = s + n - start
-            text = label_with_duration(label(ev), compact_duration(int(durs[ev])), avail) if avail >= 4 else ""
+            text = label_with_duration(label(ev), format_ns(int(durs[ev]), sep=""), avail) if avail >= 4 else ""
             chars[start : start + avail] = text + box_fill * (avail - len(text))
         for s, n in zip(box_s, box_n, strict=True):
             role[s : s + n] = _BOX

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from gputop_trace.analysis.busy import DeviceBusy, device_busy
+from gputop_trace.model.arrays import I64, U8
 from gputop_trace.model.kinds import COPY_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -22,10 +22,8 @@ from gputop_trace.tui.view.palette import event_sids
 from gputop_trace.tui.view.timeline_math import RowData
 from gputop_trace.units import format_bytes
 
-I64 = npt.NDArray[np.int64]
 #: PyTorch ``emit_nvtx`` appends per-call ids to every operator range; labels leave them out.
 _OP_SUFFIX = re.compile(r", (?:seq|op_id|sizes|input_op_ids|stream|fwd_seq) = .*$")
-U8 = npt.NDArray[np.uint8]
 
 
 @dataclass(frozen=True)

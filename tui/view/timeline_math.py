@@ -18,10 +18,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
+from gputop_trace.model.arrays import F64, I64
 
 #: Smallest window, in ns per column: one nanosecond per terminal cell.
 MIN_NS_PER_COL = 1

@@ -8,7 +8,7 @@ Usage (the app's panel 5; the ``c`` key calls :meth:`DrilldownPanel.start`)::
 
 Constructor: ``DrilldownPanel(*, ncu_path=None, timeout_s=DEFAULT_TIMEOUT_S, section_set="full",
 clock_control=None, now=None, name=None, id=None, classes=None)``. ``ncu_path`` defaults to
-:func:`gputop_trace.ncu.runner.find_ncu`; ``now`` fixes the time stamp of report names (tests).
+:func:`gputop_trace.ncu.locate.find_ncu`; ``now`` fixes the time stamp of report names (tests).
 
 Flow of :meth:`start`: the :class:`NcuConfirmScreen` modal asks for the target command (prefilled with the one
 remembered for the trace, saved again on confirm), shows the exact ncu argument list and returns only when the user
@@ -46,9 +46,11 @@ from textual.widgets.option_list import Option
 
 from gputop_trace.analysis.roofline import KernelVerdict, analyze_kernel
 from gputop_trace.errors import TraceError
+from gputop_trace.model.ncu import NcuReport
+from gputop_trace.ncu import locate
 from gputop_trace.ncu.drilldown import DrilldownRequest, NcuCommand, load_target, save_target
-from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, Guidance, NcuRunner, NcuRunResult, find_ncu, not_installed
-from gputop_trace.parsers.ncu import NcuReport, load_report
+from gputop_trace.ncu.report_reader import load_report
+from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, Guidance, NcuRunner, NcuRunResult, not_installed
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.ncu_verdict import render_guidance, render_verdict
 from gputop_trace.tui.widgets.ncu_confirm import ConfirmResult, NcuConfirmScreen
@@ -148,7 +150,7 @@ class DrilldownPanel(Widget):
             self.notify("ncu is still running: press x to cancel it first.", severity="warning")
             return
         self.request = request
-        ncu = self.ncu_path or find_ncu()
+        ncu = self.ncu_path or locate.find_ncu()
         if ncu is None:
             self._show_failure(not_installed(), None)
             return

@@ -10,17 +10,13 @@ timeline's, so a frame costs O(visible lines × width); plot strips are cached p
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
-import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.message import Message
 from textual.strip import Strip
-from textual.widget import Widget
 
+from gputop_trace.model.arrays import I64
 from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
 from gputop_trace.tui.view.rank_compare import (
     Align,
@@ -45,21 +41,19 @@ from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.view.row_render import Cells, event_row_cells, to_segments, util_row_cells
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import (
-    Window,
     clamp_window,
     fit_label,
-    label_width,
     pan_window,
     ruler_line,
     zoom_window,
 )
-from gputop_trace.units import format_ns
+from gputop_trace.tui.widgets.plot_base import PlotWidget
 
 CACHE_LINES = 256
 MARKER = "┆"
 
 
-class RankCompare(Widget, can_focus=True):
+class RankCompare(PlotWidget[CompareLine], can_focus=True):
     """Same step, every rank. Navigation methods are called by the compare screen's key bindings."""
 
     DEFAULT_CSS = """
@@ -70,7 +64,7 @@ class RankCompare(Widget, can_focus=True):
         """The step, the alignment or the window changed."""
 
     def __init__(self, data: TimelineData, *, mono: bool = False, id: str | None = None) -> None:
-        super().__init__(id=id)
+        super().__init__(cache_lines=CACHE_LINES, height=20, id=id)
         self.data = data
         self.palette = Palette(mono=mono)
         self.view: RanksView | None = None
@@ -79,39 +73,11 @@ class RankCompare(Widget, can_focus=True):
         self.slot: StepSlot | None = None
         self.comparison: StepComparison | None = None
         self.offsets: dict[int, int] = {}
-        self.lines: list[CompareLine] = []
-        self.current = 0
-        self.top = 0
-        self.t0, self.t1 = 0, 1
-        self.lo, self.hi = 0, 1
-        self.generation = 0
         self.thread_rows = 0
         self.message = "comparing ranks… (the rank analysis is still running)"
-        self._width, self._height = 80, 20
-        self._cache: OrderedDict[tuple[object, ...], list[Segment]] = OrderedDict()
         self._styles: dict[int, Style] = {}
 
-    # ---- geometry ------------------------------------------------------------------------------------------
-    @property
-    def label_width(self) -> int:
-        """Width of the line-label column (as the timeline's)."""
-        return label_width(self._width)
-
-    @property
-    def plot_width(self) -> int:
-        """Columns of the plot area."""
-        return max(1, self._width - self.label_width)
-
-    @property
-    def window(self) -> Window:
-        """The relative time window on the plot columns."""
-        return Window(self.t0, self.t1, self.plot_width)
-
-    @property
-    def visible_lines(self) -> int:
-        """Lines shown below the ruler."""
-        return max(1, self._height - 1)
-
+    # ---- geometry (the window is relative: each rank's own time 0 is subtracted) ----------------------------
     @property
     def steps(self) -> int:
         """How many steps there are to step through (0: the trace has none, the view compares a time window)."""
@@ -153,7 +119,7 @@ class RankCompare(Widget, can_focus=True):
         self.lines = compare_lines(self.data.trace, self.view.lanes, self.slot, self.thread_rows)
 
     def _changed(self) -> None:
-        self._cache.clear()
+        self._strips.clear()
         self.refresh()
         self.post_message(self.Changed())
 
@@ -222,38 +188,21 @@ class RankCompare(Widget, can_focus=True):
         self.refresh()
         return True
 
-    def _scroll_to_current(self) -> None:
-        vis = self.visible_lines
-        if self.current < self.top:
-            self.top = self.current
-        elif self.current >= self.top + vis:
-            self.top = self.current - vis + 1
-        self.top = max(0, min(self.top, max(0, len(self.lines) - vis)))
-
     @property
     def current_rank(self) -> int | None:
         """The rank of the line under the cursor."""
         return self.lines[self.current].rank if 0 <= self.current < len(self.lines) else None
 
     # ---- rendering -----------------------------------------------------------------------------------------
-    def invalidate(self) -> None:
-        """Forget cached strips (after new data such as gap marks arrived)."""
-        self.generation += 1
-        self._cache.clear()
-        self.refresh()
-
     def on_resize(self, event: events.Resize) -> None:
         self._width, self._height = max(1, event.size.width), max(1, event.size.height)
         self.t0, self.t1 = clamp_window(self.t0, self.t1, self.lo, self.hi, self.plot_width)
         if self.view is not None and thread_rows_for(self.view.lanes, self.visible_lines) != self.thread_rows:
             self._build_lines()
             self.current = min(self.current, max(0, len(self.lines) - 1))
-        self._cache.clear()
+        self._strips.clear()
         self._scroll_to_current()
         self.refresh()
-
-    def on_mount(self) -> None:
-        self._width, self._height = max(1, self.size.width or 80), max(1, self.size.height or 20)
 
     def _style(self, key: int) -> Style:
         st = self._styles.get(key)
@@ -262,10 +211,7 @@ class RankCompare(Widget, can_focus=True):
         return st
 
     def render_line(self, y: int) -> Strip:
-        size = self.size
-        if size.width and (size.width, size.height) != (self._width, self._height):
-            self._width, self._height = size.width, size.height
-            self._cache.clear()
+        self._sync_size()
         width = self._width
         base = self.rich_style
         if self.view is None or not self.lines:
@@ -279,13 +225,10 @@ class RankCompare(Widget, can_focus=True):
         return Strip(self._line(idx), width).adjust_cell_length(width, base)
 
     def _ruler(self) -> list[Segment]:
-        w = self.window
-        g = self.label_width
         base = self.rich_style
-        head = fit_label(f"⟷ {format_ns(w.span)}", g - 1).ljust(g)
-        ruler = ruler_line(w, self.t1 + 1)  # no cursor flag: times are from each rank's time 0
+        ruler = ruler_line(self.window, self.t1 + 1)  # no cursor flag: times are from each rank's time 0
         tick = base + self.palette.style(style_key(int(Sid.RULE), int(Role.LABEL)))
-        return [Segment(head, base + Style(bold=True)), Segment(ruler.text, tick)]
+        return [self._ruler_head(base), Segment(ruler.text, tick)]
 
     def _line(self, idx: int) -> list[Segment]:
         line = self.lines[idx]
@@ -310,7 +253,7 @@ class RankCompare(Widget, can_focus=True):
         offset = self.offsets.get(line.rank, 0)
         w = self.window
         key = (idx, w.t0, w.t1, w.width, self.slot.label, self.slot_index, self.align, self.generation)
-        segs = self._cache.get(key)
+        segs = self._strips.get(key)
         if segs is None:
             cells = self._cells(line, line_bounds(w, offset))
             fig = cmp.figures.get(line.rank)
@@ -322,9 +265,7 @@ class RankCompare(Widget, can_focus=True):
                 else:
                     cells.overlay(col, col, Overlay.CURSOR)
             segs = to_segments(cells, self._style)
-            self._cache[key] = segs
-            if len(self._cache) > CACHE_LINES:
-                self._cache.popitem(last=False)
+            self._strips[key] = segs
         return [*self._gutter(line, current, offset), *segs]
 
     def _gutter(self, line: CompareLine, current: bool, offset: int) -> list[Segment]:
@@ -338,7 +279,7 @@ class RankCompare(Widget, can_focus=True):
         style = Style(reverse=True) if current else Style()
         return [Segment(text, self.rich_style + style)]
 
-    def _cells(self, line: CompareLine, bounds: npt.NDArray[np.int64]) -> Cells:
+    def _cells(self, line: CompareLine, bounds: I64) -> Cells:
         if line.kind == LineKind.UTIL:
             gaps = self.data.gaps.get((line.rank, line.device))
             return util_row_cells(self.data.util_row(line.rank, line.device), gaps, bounds)

@@ -101,7 +101,7 @@ class RanksPanel(TablePanel):
             Text(f"{r.rank}{' ⚑' if straggler else ''}", style="bold yellow" if straggler else ""),
             str(r.steps),
             format_ns(mean) if mean is not None else "–",
-            format_ns(r.busy_ns),
+            format_ns(r.busy_ns) if r.devices else "–",
             format_ns(r.collective_ns) if r.collectives else "–",
             format_ns(r.exposed_collective_ns) if r.collectives else "–",
             f"{r.hidden_collective_pct:.0f}%" if r.collectives else "–",

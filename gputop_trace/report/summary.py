@@ -1,0 +1,131 @@
+"""The summary document: the bundle of analyses the summary shows (gaps, transfers, findings, ranges), computed
+once, and its JSON-contract form. The command line prints it; the app shows and exports the same bundle.
+
+Times are int64 ns in the file's own time base (see the JSON contract); shares are percentages 0-100.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.findings import Finding
+    from gputop_trace.analysis.gaps import DeviceGaps
+    from gputop_trace.analysis.ranges import RangeRow
+    from gputop_trace.analysis.transfers import TransferReport
+    from gputop_trace.model.trace import Trace
+
+TOP_KERNELS = 10
+TOP_RANGES = 10
+TOP_GAPS = 5
+
+
+@dataclass
+class Analyses:
+    """Everything the summary is made of (computed once, printed or written as JSON)."""
+
+    gaps: list[DeviceGaps]
+    transfers: TransferReport
+    findings: list[Finding]
+    ranges: list[RangeRow]
+    threshold_ns: int
+
+
+def analyse(trace: Trace, threshold_ns: int | None = None) -> Analyses:
+    """Run the analyses the summary shows."""
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+    from gputop_trace.analysis.ranges import range_summary
+    from gputop_trace.analysis.transfers import transfer_overlap
+
+    thr = DEFAULT_THRESHOLD_NS if threshold_ns is None else threshold_ns
+    gaps = find_gaps(trace, thr)
+    transfers = transfer_overlap(trace)
+    findings = find_findings(trace, gap_threshold_ns=thr, gaps=gaps, transfers=transfers)
+    return Analyses(gaps, transfers, findings, range_summary(trace), thr)
+
+
+def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None = None) -> dict[str, Any]:
+    """The summary as a JSON-contract document."""
+    from gputop_trace.analysis.busy import device_busy
+    from gputop_trace.analysis.kernels import kernel_table
+    from gputop_trace.model.kinds import KIND_JSON_KEY, Kind
+    from gputop_trace.report.analysis_json import (
+        device_gaps_json,
+        finding_json,
+        gap_json,
+        range_json,
+        transfers_json,
+    )
+    from gputop_trace.report.envelope import envelope
+    from gputop_trace.report.kernels_json import kernel_row_json
+
+    a = analyses if analyses is not None else analyse(trace)
+
+    counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other")}
+    for kind, n in trace.count_by_kind().items():
+        counts[KIND_JSON_KEY.get(Kind(kind), "other")] += n
+    devices = []
+    for d in device_busy(trace):
+        info = trace.gpu_info(d.rank, d.device)
+        devices.append(
+            {
+                "rank": d.rank,
+                "device": d.device,
+                "name": info.name if info else None,
+                "sm_count": info.sm_count if info else None,
+                "span_ns": d.span_ns,
+                "busy_ns": d.busy_ns,
+                "idle_ns": d.idle_ns,
+                "busy_pct": round(d.busy_pct, 3),
+            }
+        )
+    return envelope(
+        "summary",
+        trace,
+        paths,
+        span_ns=trace.span_ns,
+        gpus=[{"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count} for g in trace.meta.gpus],
+        devices=devices,
+        events=counts,
+        top_kernels=[kernel_row_json(r) for r in kernel_table(trace)[:TOP_KERNELS]],
+        findings=[finding_json(trace, f) for f in a.findings],
+        gap_threshold_ns=a.threshold_ns,
+        gaps=[
+            {
+                **device_gaps_json(trace, d, with_gaps=False),
+                "longest": [gap_json(trace, g) for g in d.longest(TOP_GAPS)],
+            }
+            for d in a.gaps
+        ],
+        steps=steps_json(trace),
+        transfers=transfers_json(trace, a.transfers, copies=False),
+        top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
+    )
+
+
+def steps_json(trace: Trace) -> list[dict[str, Any]]:
+    """Per rank, the step ranges (``ProfilerStep#N`` / ``step_N``) and their durations in ns; empty when the
+    trace marks no steps."""
+    import numpy as np
+
+    from gputop_trace.analysis.steps import find_steps
+
+    out = []
+    for s in find_steps(trace):
+        if not len(s):
+            continue
+        d = s.dur_ns.astype(np.int64)
+        out.append(
+            {
+                "rank": s.rank,
+                "count": len(s),
+                "step_ns": d.tolist(),
+                "mean_ns": int(d.sum() // len(d)),
+                "median_ns": int(np.median(d)),
+                "min_ns": int(d.min()),
+                "max_ns": int(d.max()),
+            }
+        )
+    return out

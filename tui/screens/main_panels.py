@@ -1,0 +1,114 @@
+"""The panels below the main screen's timeline: switching between them (1–7, Tab), scrolling the details, and the
+glue to the ncu drill-down and the findings export."""
+
+from __future__ import annotations
+
+import os
+
+from textual import work
+from textual.widgets import ContentSwitcher
+
+from gputop_trace.errors import TraceError
+from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.messages import DrilldownRequested
+from gputop_trace.tui.screens.dialogs import PromptScreen
+from gputop_trace.tui.screens.main_state import MainState
+from gputop_trace.tui.widgets.details_pane import DetailsPane
+from gputop_trace.tui.widgets.drilldown import DrilldownPanel
+from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
+
+
+class PanelKeys(MainState):
+    """Panel switching, and the drill-down and export the keys start."""
+
+    # ---- panels ----------------------------------------------------------------------------------------------
+    def show_panel(self, name: str) -> None:
+        """Show a panel (or the details) below the timeline and give it the keyboard."""
+        self.panel = name
+        self.query_one("#bottom").set_class(name != "details", "-panel")
+        self.query_one("#switcher", ContentSwitcher).current = name
+        self.query_one(PanelTabs).show(name)
+        if name == "details":
+            self.timeline.focus()
+            self.refresh_details()
+            return
+        widget = self.query_one(f"#{name}")
+        focus = getattr(widget, "focus_table", None)
+        if callable(focus):
+            focus()
+        else:
+            # a focusable part of the panel takes the keyboard, so that the panel's own keys apply while it is
+            # shown (the drill-down's x cancels ncu there); the timeline otherwise
+            inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
+            (inner or self.timeline).focus()
+
+    def action_panel(self, name: str) -> None:
+        """Show panel ``name``; pressing its number again goes back to the details."""
+        self.show_panel("details" if self.panel == name else name)
+
+    def action_cycle_panel(self, step: int) -> None:
+        """Tab / Shift+Tab: the next or previous panel."""
+        i = CYCLE.index(self.panel)
+        self.show_panel(CYCLE[(i + step) % len(CYCLE)])
+
+    def action_scroll_details(self, direction: int) -> None:
+        """Scroll the details pane by half its height."""
+        pane = self.query_one(DetailsPane)
+        if self.panel != "details":
+            self.show_panel("details")
+        pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
+
+    # ---- drill-down and export -------------------------------------------------------------------------------
+    def action_drilldown(self) -> None:
+        """c: ask the ncu drill-down to profile the selected kernel."""
+        tl = self.timeline
+        if tl.selected < 0 or int(self.trace.kind[tl.selected]) != Kind.KERNEL:
+            self.notify("Select a kernel first (Enter on a kernel, or a row of the Kernels panel).", timeout=3)
+            return
+        from gputop_trace.ncu.drilldown import request_for_event
+
+        try:
+            request = request_for_event(self.trace, tl.selected, self.paths[0] if len(self.paths) == 1 else None)
+        except TraceError as e:
+            self.notify(e.message, severity="warning", timeout=5)
+            return
+        self.post_message(DrilldownRequested(request))
+
+    def action_export(self) -> None:
+        """e: write the findings as Markdown or JSON."""
+        from gputop_trace.tui.view.export import DEFAULT_EXPORT
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.run_export(text)
+
+        self.app.push_screen(
+            PromptScreen(
+                "Export findings to (a .md file for Markdown, .json for JSON):",
+                value=DEFAULT_EXPORT,
+                hint=f"relative paths are in {os.getcwd()} · Enter writes · Esc cancels",
+            ),
+            done,
+        )
+
+    @work(thread=True, exclusive=True, group="export")
+    def run_export(self, text: str) -> None:
+        from gputop_trace.tui.view.export import export_path, findings_document, write_export
+
+        path, fmt = export_path(text)
+        try:
+            doc = findings_document(self.trace, self.paths, getattr(self.app, "summary_analyses", None))
+            size = write_export(path, fmt, doc)
+        except OSError as e:
+            self.app.call_from_thread(
+                self.notify, f"Could not write {path}: {e.strerror or e}", title="Export failed", severity="error"
+            )
+            return
+        self.app.call_from_thread(
+            self.notify, f"Wrote {fmt} findings ({size:,} bytes) to {path}", title="Exported", timeout=8
+        )
+
+    def on_drilldown_requested(self, message: DrilldownRequested) -> None:
+        """Show panel 5 and let the drill-down confirm and run ncu for the requested launch."""
+        self.show_panel("drilldown")
+        self.query_one(DrilldownPanel).start(message.request)

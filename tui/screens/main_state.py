@@ -1,0 +1,95 @@
+"""The main screen's state (the trace, the analyses that arrived, the search) and what keeps the status bar and
+the details pane up to date; the key actions and the screen itself build on it (``main_keys``, ``main_panels``,
+``main``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.screen import Screen
+
+from gputop_trace.model.arrays import I64
+from gputop_trace.model.trace import Trace
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.view.lanes import RowKind
+from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, position_in
+from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.tui.widgets.details_pane import DetailsPane
+from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
+from gputop_trace.tui.widgets.timeline import Timeline
+from gputop_trace.units import format_ns
+
+
+class MainState(Screen[None]):
+    """The main screen's state, its timeline, the status bar and the details of the selection."""
+
+    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str], *, mono: bool) -> None:
+        super().__init__()
+        self.trace = trace
+        self.data = data
+        self.flows = flows
+        self.paths = paths
+        self.mono = mono
+        self.names: NameIndex | None = None
+        self.kernel_rows: list[Any] | None = None
+        self.range_names: list[Any] = []
+        self.panel = "details"
+        self.search_pattern = ""
+        self.matches: I64 | None = None
+        self.match_starts: I64 | None = None
+        self.results: dict[str, Any] = {}
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.query_one(Timeline)
+
+    # ---- status and details ----------------------------------------------------------------------------------
+    def search_status(self) -> str:
+        if not self.search_pattern or self.matches is None:
+            return ""
+        n = len(self.matches)
+        sel = self.timeline.selected
+        pos = ""
+        if n and sel >= 0:
+            assert self.match_starts is not None
+            p = position_in(self.matches, self.match_starts, sel, int(self.trace.start_ns[sel]))
+            if p >= 0:
+                pos = f"{p + 1}/"
+        return f"/{clean(self.search_pattern)}/ {pos}{n:,} match{'es' if n != 1 else ''}"
+
+    def refresh_status(self) -> None:
+        tl = self.timeline
+        width = self.size.width or 80
+        self.query_one(StatusBar).update(
+            status_text(
+                self.trace,
+                self.paths,
+                width=width,
+                window_ns=tl.t1 - tl.t0,
+                cursor_ns=tl.cursor_t,
+                search=self.search_status(),
+            )
+        )
+
+    def refresh_details(self) -> None:
+        tl = self.timeline
+        pane = self.query_one(DetailsPane)
+        if tl.selected >= 0:
+            pane.show_event(self.data, tl.selected, names=self.names, flows=self.flows)
+        elif tl.interval is not None:
+            iv = tl.interval
+            rows = list(iv.details) or [
+                ("from", format_ns(iv.start, precision=6)),
+                ("length", format_ns(iv.end - iv.start)),
+            ]
+            pane.show_rows(iv.label or "interval", rows)
+        else:
+            info = tl.cell_at_cursor()
+            line = tl.current_line
+            if info is None or line is None:
+                pane.show_hint(None)
+            elif line.kind == RowKind.UTIL:
+                pane.show_hint(None, util=(info.fraction, info.t0, info.t1))
+            else:
+                label = self.data.label(info.event) if info.event >= 0 else ""
+                pane.show_hint((info.count, info.fraction, label, info.t0, info.t1))
