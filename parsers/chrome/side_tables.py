@@ -31,9 +31,11 @@ def _parse_details(text: str) -> dict[str, str]:
     return dict(DETAIL_KV.findall(text))
 
 
-def add_side_tables(st: State, kind: np.ndarray[Any, Any], names: list[str], name: np.ndarray[Any, Any]) -> None:
-    """Kernel, collective and copy rows for the builder, from the args gathered while streaming (``kind`` and
-    ``name``: every event's, by provisional index; ``names``: the interned strings)."""
+def add_side_tables(
+    st: State, kind: np.ndarray[Any, Any], names: list[str], name: np.ndarray[Any, Any], corr: np.ndarray[Any, Any]
+) -> None:
+    """Kernel, collective and copy rows for the builder, from the args gathered while streaming (``kind``,
+    ``name`` and ``corr``: every event's, by provisional index; ``names``: the interned strings)."""
     b = st.builder
     kineto_kernels = _kineto_kernels(st, kind)
     copies = _CopyRows()
@@ -45,7 +47,7 @@ def add_side_tables(st: State, kind: np.ndarray[Any, Any], names: list[str], nam
     if jax_kernels is not None:
         b.add_kernels(**jax_kernels)
     _add_collectives(st, kind)
-    _named_copy_rows(st, kind, names, name, seen_copy, copies)
+    _named_copy_rows(st, kind, names, name, corr, seen_copy, copies)
     if copies.event:
         b.add_copies(
             event=np.array(copies.event, dtype=np.int64),
@@ -163,11 +165,12 @@ def _named_copy_rows(
     kind: np.ndarray[Any, Any],
     names: list[str],
     name: np.ndarray[Any, Any],
+    corr: np.ndarray[Any, Any],
     seen_copy: set[int],
     copies: _CopyRows,
 ) -> None:
-    """Rows of the copies and memsets without a details row: bytes from Kineto args, direction and memory kinds
-    from the name."""
+    """Rows of the copies and memsets without a details row: bytes from Kineto args (or, when the copy has none,
+    from its runtime call's: HIP's ``size``), direction and memory kinds from the name."""
     c_ev = np.concatenate(st.copy_ev) if st.copy_ev else np.zeros(0, dtype=np.int64)
     c_bytes = np.concatenate(st.copy_bytes) if st.copy_bytes else np.zeros(0, dtype=np.int64)
     copy_like = np.flatnonzero((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))
@@ -178,6 +181,12 @@ def _named_copy_rows(
         at = np.minimum(np.searchsorted(c_ev, copy_like), len(c_ev) - 1)  # c_ev ascends: file order
         hit = c_ev[at] == copy_like
         nbytes[hit] = np.maximum(c_bytes[at[hit]], 0)
+    else:
+        hit = np.zeros(len(copy_like), dtype=bool)
+    if st.call_size and len(copy_like):
+        call_size = st.call_size
+        for i in np.flatnonzero(~hit).tolist():
+            nbytes[i] = call_size.get(int(corr[copy_like[i]]), 0)
     copy_ev, copy_bytes, copy_dir = copies.event, copies.nbytes, copies.direction
     copy_src, copy_dst, copy_async = copies.src_kind, copies.dst_kind, copies.is_async
     parsed: dict[tuple[int, bool], tuple[int, int, int]] = {}
