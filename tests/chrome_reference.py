@@ -19,9 +19,10 @@ Rules (the fast loader must give the same result):
   or ``registers per thread`` has a kernel row, else one with ``bytes`` a copy row; JAX ``kernel_details`` /
   ``memcpy_details`` strings are kept for the side tables; Kineto's ``Collective name`` and message sizes make
   a collective row;
-- a runtime call's ``size`` (HIP writes it as text) gives the bytes of the copy of the same correlation id that
-  has none; ``stream`` and ``kind`` are not read, and a text ``grid``/``block`` (Triton's CPU op) is no launch
-  grid: neither is a field of the wrong type;
+- a copy without ``bytes`` takes its own ``size`` (MTIA's DMA copies, with their ``direction`` words), else the
+  ``size`` of the runtime call of the same correlation id (HIP writes it as text); ``stream`` and ``kind`` are
+  not read, and a text ``grid``/``block`` (Triton's CPU op) is no launch grid: neither is a field of the wrong
+  type;
 - args of the wrong type are converted when they are the text of an int (``"device": "0"``), else ignored; pids
   and tids that are not ints within 64 bits or strings become strings; such events are kept and counted;
 - ``include_python=False`` drops every event whose category is ``python_function`` (counters are kept).
@@ -232,8 +233,10 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
             cols["corr"].append(_correlation(a))
             cols["ext"].append(_int_arg(a, "External id"))
             cols["dev"].append(_int_arg(a, "device"))
-            if _int_arg(a, "size") >= 0 and cols["corr"][-1] >= 0:
-                st.call_size[cols["corr"][-1]] = _int_arg(a, "size")
+            if _int_arg(a, "size") >= 0:
+                st.own_size[event] = (_int_arg(a, "size"), a.get("direction"))
+                if cols["corr"][-1] >= 0:
+                    st.call_size[cols["corr"][-1]] = _int_arg(a, "size")
             if a.get("grid") is not None or _int_arg(a, "registers per thread") >= 0:
                 kern["event"].append(event)
                 kern["grid"].append(a.get("grid") or [0, 0, 0])

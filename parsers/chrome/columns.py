@@ -246,16 +246,18 @@ def _add_slices(
             for i in np.flatnonzero(no_corr).tolist():
                 if texts[i] is not None:
                     corr_x[i] = _int64_or(texts[i], -1)
-    sizes = list(map(_A_SIZE, argl))
-    if sizes.count(-1) != nx:  # a runtime copy call that gives its bytes (HIP: "size": "2560")
-        for i, v in enumerate(sizes):
-            size = _int64_or(v, -1)
-            if size >= 0 and corr_x[i] >= 0:
-                st.call_size[int(corr_x[i])] = size
     ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
     dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
     # provisional index of every X event
     ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
+    sizes = list(map(_A_SIZE, argl))
+    if sizes.count(-1) != nx:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
+        for i, v in enumerate(sizes):
+            size = _int64_or(v, -1)
+            if size >= 0:
+                st.own_size[int(ev_x[i])] = (size, argl[i].direction)
+                if corr_x[i] >= 0:
+                    st.call_size[int(corr_x[i])] = size
     _add_kernel_and_copy_rows(st, argl, ev_x)
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x

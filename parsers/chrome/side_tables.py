@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind
-from gputop_trace.parsers.chrome.conventions import DETAIL_KV, DIRECTION, JAX_COPY, KINETO_COPY, MEMKIND
+from gputop_trace.parsers.chrome.conventions import ARG_DIRECTION, DETAIL_KV, DIRECTION, JAX_COPY, KINETO_COPY, MEMKIND
 from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.values import int_or
 
@@ -183,10 +183,12 @@ def _named_copy_rows(
         nbytes[hit] = np.maximum(c_bytes[at[hit]], 0)
     else:
         hit = np.zeros(len(copy_like), dtype=bool)
-    if st.call_size and len(copy_like):
-        call_size = st.call_size
+    own_size, call_size = st.own_size, st.call_size
+    if own_size and len(copy_like):  # the copy's own size (MTIA), else its runtime call's (HIP)
         for i in np.flatnonzero(~hit).tolist():
-            nbytes[i] = call_size.get(int(corr[copy_like[i]]), 0)
+            ev = int(copy_like[i])
+            got = own_size.get(ev)
+            nbytes[i] = got[0] if got is not None else call_size.get(int(corr[ev]), 0)
     copy_ev, copy_bytes, copy_dir = copies.event, copies.nbytes, copies.direction
     copy_src, copy_dst, copy_async = copies.src_kind, copies.dst_kind, copies.is_async
     parsed: dict[tuple[int, bool], tuple[int, int, int]] = {}
@@ -197,7 +199,8 @@ def _named_copy_rows(
             got = parsed[key] = _copy_from_label(names[key[0]], key[1])
         copy_ev.append(ev)
         copy_bytes.append(nb)
-        copy_dir.append(got[0])
+        words = own_size[ev][1] if own_size and ev in own_size else None
+        copy_dir.append(ARG_DIRECTION.get(words, got[0]) if isinstance(words, str) else got[0])
         copy_src.append(got[1])
         copy_dst.append(got[2])
         copy_async.append(-1)

@@ -36,6 +36,8 @@ class Args(msgspec.Struct, gc=False):
     bytes: Int64 = -1
     #: bytes of a runtime copy call, as HIP writes them (``"size": "2560"``): the copy's bytes when it has none
     size: Int64 | str = -1
+    #: a copy's direction in words (MTIA's ``dma_request``: ``"DEVICE_TO_HOST"``); any other value is ignored
+    direction: Any = None
     collective: str | None = msgspec.field(default=None, name="Collective name")
     in_nelems: Int64 = msgspec.field(default=-1, name="In msg nelems")
     out_nelems: Int64 = msgspec.field(default=-1, name="Out msg nelems")

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.corpus
 
 AMD = "external/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 TRITON = "external/triton_example/triton_example.json.gz"
+MTIA = "external/mtia_trace_single_rank/mtia_rank_0.json.gz"
 
 
 def _events(rel: str) -> list[dict[str, Any]]:
@@ -41,7 +42,7 @@ def stdlib_device_busy(rel: str, cats: tuple[str, ...]) -> dict[int, tuple[int, 
     for e in _events(rel):
         if e.get("ph") == "X" and e.get("cat") in cats:
             start = _ns(e["ts"])
-            ops[int(e["args"]["device"])].append((start, start + max(_ns(e.get("dur", 0)), 0)))
+            ops[int(e.get("args", {}).get("device", e["pid"]))].append((start, start + max(_ns(e.get("dur", 0)), 0)))
     out = {}
     for dev, spans in ops.items():
         spans.sort()
@@ -109,3 +110,27 @@ def test_a_quoted_example_is_never_cut_in_a_number() -> None:
     assert len(text) <= EXAMPLE_CHARS + 3 and text.endswith(", …")
     assert text[:-3].endswith(("1234567.891", "12345678901234567}", "4203669603438.301")), text
     assert quote_example(b'{"ph": 1}') == '{"ph": 1}'
+
+
+def test_mtia_device_ops_are_device_work_with_lanes_busy_gaps_kernels_and_copies() -> None:
+    """Meta MTIA puts its device work in ``mtia_ccp_events`` (process "MTIA 9"; ``dma_request`` is a DMA copy
+    with its own ``size`` and ``direction``): device lanes named for the device, busy and idle as the stdlib
+    union gives them, the kernel table, and no "No GPU activity" finding."""
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.model.kinds import CopyKind, LaneKind
+
+    t = load_paths([str(CORPUS / MTIA)], use_cache=False)
+    ref = stdlib_device_busy(MTIA, ("mtia_ccp_events",))
+    assert {d: v[1:] for d, v in ref.items()} == _loaded_busy(MTIA)
+    ops = [e for e in _events(MTIA) if e.get("ph") == "X" and e.get("cat") == "mtia_ccp_events"]
+    kernels = [e for e in ops if e["name"] != "dma_request"]
+    rows = kernel_table(t)
+    assert sum(r.count for r in rows) == len(kernels)
+    assert sum(r.total_ns for r in rows) == sum(_ns(e["dur"]) for e in kernels)
+    dma = [e for e in ops if e["name"] == "dma_request"]
+    assert len(t.copies.bytes) == len(dma) and int(t.copies.bytes.sum()) == sum(e["args"]["size"] for e in dma)
+    d2h = sum(e["args"]["direction"] == "DEVICE_TO_HOST" for e in dma)
+    assert int((t.copies.direction == CopyKind.DTOH).sum()) == d2h
+    lanes = [ln for ln in t.lanes if ln.kind == LaneKind.GPU_STREAM]
+    assert lanes and {ln.process_name for ln in lanes} == {"MTIA 9"}
+    assert not [f for f in find_findings(t) if "No GPU activity" in f.title]
