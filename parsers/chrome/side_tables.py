@@ -187,8 +187,8 @@ def _named_copy_rows(
     if own_size and len(copy_like):  # the copy's own size (MTIA), else its runtime call's (HIP)
         for i in np.flatnonzero(~hit).tolist():
             ev = int(copy_like[i])
-            got = own_size.get(ev)
-            nbytes[i] = got[0] if got is not None else call_size.get(int(corr[ev]), 0)
+            own = own_size.get(ev)
+            nbytes[i] = own[0] if own is not None else call_size.get(int(corr[ev]), 0)
     copy_ev, copy_bytes, copy_dir = copies.event, copies.nbytes, copies.direction
     copy_src, copy_dst, copy_async = copies.src_kind, copies.dst_kind, copies.is_async
     parsed: dict[tuple[int, bool], tuple[int, int, int]] = {}

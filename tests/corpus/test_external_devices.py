@@ -48,15 +48,15 @@ def stdlib_device_busy(rel: str, cats: tuple[str, ...]) -> dict[int, tuple[int, 
         spans.sort()
         busy = 0
         cur_s, cur_e = spans[0]
-        for s, e in spans[1:]:
-            if s > cur_e:
+        for lo, hi in spans[1:]:
+            if lo > cur_e:
                 busy += cur_e - cur_s
-                cur_s, cur_e = s, e
+                cur_s, cur_e = lo, hi
             else:
-                cur_e = max(cur_e, e)
+                cur_e = max(cur_e, hi)
         busy += cur_e - cur_s
-        span = max(e for _, e in spans) - spans[0][0]
-        out[dev] = (sum(e - s for s, e in spans), busy, span - busy)
+        span = max(hi for _, hi in spans) - spans[0][0]
+        out[dev] = (sum(hi - lo for lo, hi in spans), busy, span - busy)
     return out
 
 
