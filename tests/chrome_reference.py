@@ -19,6 +19,10 @@ Rules (the fast loader must give the same result):
   or ``registers per thread`` has a kernel row, else one with ``bytes`` a copy row; JAX ``kernel_details`` /
   ``memcpy_details`` strings are kept for the side tables; Kineto's ``Collective name`` and message sizes make
   a collective row;
+- a copy without ``bytes`` takes its own ``size`` (MTIA's DMA copies, with their ``direction`` words), else the
+  ``size`` of the runtime call of the same correlation id (HIP writes it as text); ``stream`` and ``kind`` are
+  not read, and a text ``grid``/``block`` (Triton's CPU op) is no launch grid: neither is a field of the wrong
+  type;
 - args of the wrong type are converted when they are the text of an int (``"device": "0"``), else ignored; pids
   and tids that are not ints within 64 bits or strings become strings; such events are kept and counted;
 - ``include_python=False`` drops every event whose category is ``python_function`` (counters are kept).
@@ -62,7 +66,7 @@ def _plain(v: Any) -> Any:
 
 
 _INT_ARGS = (
-    "External id", "correlation", "device", "stream", "registers per thread", "shared memory", "bytes",
+    "External id", "correlation", "device", "registers per thread", "shared memory", "bytes",
     "In msg nelems", "Out msg nelems", "Group size", "sort_index",
 )  # fmt: skip
 _FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %")
@@ -101,9 +105,21 @@ def _repair_args(args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         if key in out and out[key] is not None and not isinstance(out[key], str):
             repaired = True
             del out[key]
+    size = out.get("size")
+    if isinstance(size, str):  # a runtime copy call's bytes as text (HIP): read, no repair
+        if _INT_TEXT.fullmatch(size) and _in_int64(int(size)):
+            out["size"] = int(size)
+        else:
+            del out["size"]
+    elif size is not None and not (isinstance(size, int) and not isinstance(size, bool) and _in_int64(size)):
+        repaired = True
+        del out["size"]
     for key in ("grid", "block"):
         v = out.get(key)
         if v is None:
+            continue
+        if isinstance(v, str):  # text (Triton's CPU op: "grid(100,)"): no launch grid, no repair
+            del out[key]
             continue
         if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) and _in_int64(x) for x in v)):
             repaired = True
@@ -217,6 +233,10 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
             cols["corr"].append(_correlation(a))
             cols["ext"].append(_int_arg(a, "External id"))
             cols["dev"].append(_int_arg(a, "device"))
+            if _int_arg(a, "size") >= 0:
+                st.own_size[event] = (_int_arg(a, "size"), a.get("direction"))
+                if cols["corr"][-1] >= 0:
+                    st.call_size[cols["corr"][-1]] = _int_arg(a, "size")
             if a.get("grid") is not None or _int_arg(a, "registers per thread") >= 0:
                 kern["event"].append(event)
                 kern["grid"].append(a.get("grid") or [0, 0, 0])

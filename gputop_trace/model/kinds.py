@@ -25,10 +25,11 @@ class Kind(IntEnum):
     OTHER = 14
 
 
-#: Kinds that make a GPU busy (detectors.md §2.1).
-GPU_BUSY_KINDS: tuple[Kind, ...] = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GRAPH)
+#: Kinds that make a GPU busy (detectors.md §2.1). Unified-memory migrations are GPU activity for busy time and
+#: gaps, as ``nsys analyze -r gpu_gaps`` counts them (they stay out of exposed copies: analysis/transfers.py).
+GPU_BUSY_KINDS: tuple[Kind, ...] = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GRAPH, Kind.UVM)
 #: Kinds that run on a GPU.
-GPU_KINDS: tuple[Kind, ...] = (*GPU_BUSY_KINDS, Kind.UVM)
+GPU_KINDS: tuple[Kind, ...] = GPU_BUSY_KINDS
 
 #: The key each kind has in the ``events`` object of the JSON contract.
 KIND_JSON_KEY: dict[Kind, str] = {

@@ -18,6 +18,8 @@ from gputop_trace.parsers.chrome.conventions import (
     JAX_GPU_PROC,
     JAX_HOST_PROC,
     JAX_STREAM,
+    MTIA_COPY_NAME,
+    MTIA_DEVICE_CAT,
 )
 from gputop_trace.parsers.chrome.state import PH_ASYNC, PH_ASYNC_I, PH_I, PH_X, State
 from gputop_trace.parsers.chrome.values import int_or, stable_int
@@ -101,6 +103,14 @@ class _Classifier:
             ),
         )
 
+    def _device_name(self, device: int, pid: Any) -> str:
+        """The device's own name where its process names an accelerator that is not a GPU (``"MTIA 9"``), else
+        ``"GPU <device>"``."""
+        pname = self.st.proc_name.get(pid, "") if pid is not None else ""
+        if pname and not pname.upper().startswith("GPU") and pname.split()[-1] == str(device):
+            return pname
+        return f"GPU {device}"
+
     def gpu_lane(self, device: int, stream: int, pid: Any, tid: Any) -> int:
         tname = self.st.thread_name.get((pid, tid), "")
         name = f"stream {stream}"
@@ -115,7 +125,7 @@ class _Classifier:
                 pid=stable_int(pid),
                 device=device,
                 stream=stream,
-                process_name=f"GPU {device}",
+                process_name=self._device_name(device, pid),
                 sort_key=(self.rank, 1, device, 1, stream),
             ),
         )
@@ -128,7 +138,7 @@ class _Classifier:
                 name="annotations",
                 rank=self.rank,
                 device=device,
-                process_name=f"GPU {device}",
+                process_name=self._device_name(device, None),
                 sort_key=(self.rank, 1, device, 0, 0),
             ),
         )
@@ -143,6 +153,8 @@ class _Classifier:
         kind = CAT_KIND.get(cat.lower(), Kind.OTHER) if cat else Kind.OTHER
         if phc == PH_I:
             kind = Kind.MARKER
+        if kind == Kind.KERNEL and name == MTIA_COPY_NAME and cat == MTIA_DEVICE_CAT:
+            kind = Kind.MEMCPY
         if kind in GPU_EVENT_KINDS:
             device = device_arg if device_arg >= 0 else max(int_or(pid, 0), 0)
             stream = int_or(tid, 0)
@@ -203,6 +215,9 @@ def classify_all(
     if n == 0:
         return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int32)
     use_name = (cat == 0) if fmt != "jax" else np.ones(n, dtype=bool)
+    mtia = st.cats.get(MTIA_DEVICE_CAT, -1)
+    if mtia >= 0:  # its DMA copies are told from its ops by name
+        use_name |= cat == mtia
     name_key = np.where(use_name, name, -1).astype(np.int64)
     first, inverse = _distinct_rows(
         [src.astype(np.int64), cat.astype(np.int64), phc.astype(np.int64), device.astype(np.int64), name_key]

@@ -52,6 +52,7 @@ _A_DEVICE = attrgetter("device")
 _A_REGS = attrgetter("registers")
 _A_GRID = attrgetter("grid")
 _A_BYTES = attrgetter("bytes")
+_A_SIZE = attrgetter("size")
 _A_KDETAILS = attrgetter("kernel_details")
 _A_COLLECTIVE = attrgetter("collective")
 _A_MDETAILS = attrgetter("memcpy_details")
@@ -80,6 +81,11 @@ def _int64_or(v: Any, default: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         return default
     return v if -(2**63) <= v < 2**63 else default
+
+
+def _dims(v: Any) -> tuple[int, int, int]:
+    """A launch grid or block as three ints (``(0, 0, 0)`` when missing or written as text)."""
+    return v if isinstance(v, tuple) else (0, 0, 0)
 
 
 def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> None:
@@ -244,6 +250,14 @@ def _add_slices(
     dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
     # provisional index of every X event
     ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
+    sizes = list(map(_A_SIZE, argl))
+    if sizes.count(-1) != nx:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
+        for i, v in enumerate(sizes):
+            size = _int64_or(v, -1)
+            if size >= 0:
+                st.own_size[int(ev_x[i])] = (size, argl[i].direction)
+                if corr_x[i] >= 0:
+                    st.call_size[int(corr_x[i])] = size
     _add_kernel_and_copy_rows(st, argl, ev_x)
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
@@ -265,15 +279,16 @@ def _add_kernel_and_copy_rows(st: State, argl: list[Any], ev_x: np.ndarray[Any, 
     grids = list(map(_A_GRID, argl))
     is_kernel = regs >= 0
     if grids.count(None) != nx:
-        is_kernel |= np.fromiter(map(operator.is_not, grids, repeat(None)), bool, nx)
+        # a grid written as text (Triton's CPU op: "grid(100,)") is no kernel launch
+        is_kernel |= np.fromiter(map(isinstance, grids, repeat(tuple)), bool, nx)
     k = np.flatnonzero(is_kernel)
     if len(k):
         rows = [_A_KERNEL(argl[i]) for i in k.tolist()]
         grid, block, registers, shared, bps, wps, occ = zip(*rows, strict=True)
         kr = st.kern
         kr.event.append(ev_x[k])
-        kr.grid.append(np.array([g or (0, 0, 0) for g in grid], dtype=np.int64).reshape(-1, 3))
-        kr.block.append(np.array([b or (0, 0, 0) for b in block], dtype=np.int64).reshape(-1, 3))
+        kr.grid.append(np.array([_dims(g) for g in grid], dtype=np.int64).reshape(-1, 3))
+        kr.block.append(np.array([_dims(b) for b in block], dtype=np.int64).reshape(-1, 3))
         kr.registers.append(np.array(registers, dtype=np.int64))
         kr.shared.append(np.array(shared, dtype=np.int64))
         kr.blocks_per_sm.append(np.array(bps, dtype=np.float64))

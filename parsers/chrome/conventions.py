@@ -7,6 +7,9 @@ import re
 
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind
 
+#: Meta MTIA's category of device work (ops and DMA copies)
+MTIA_DEVICE_CAT = "mtia_ccp_events"
+
 # Kineto categories (lower-cased) → kind. Old PyTorch (≤ 1.10) wrote capitalised names.
 CAT_KIND: dict[str, Kind] = {
     "kernel": Kind.KERNEL,
@@ -27,6 +30,27 @@ CAT_KIND: dict[str, Kind] = {
     "python": Kind.PYTHON,
     "overhead": Kind.OVERHEAD,
     "trace": Kind.OTHER,
+    # other accelerators' Kineto categories (ROCm/HIP writes the CUDA ones): device work and the runtime calls
+    # that launch it. Meta MTIA puts its device ops (and its DMA copies, named ``dma_request``) in
+    # ``mtia_ccp_events``; Intel XPU, Habana HPU and PrivateUse1 backends have their own runtime categories.
+    MTIA_DEVICE_CAT: Kind.KERNEL,
+    "mtia_insight": Kind.KERNEL,
+    "hpu_op": Kind.KERNEL,
+    "mtia_runtime": Kind.API,
+    "xpu_runtime": Kind.API,
+    "xpu_driver": Kind.API,
+    "privateuse1_runtime": Kind.API,
+    "privateuse1_driver": Kind.API,
+    "glow_runtime": Kind.API,
+}
+#: an event of this name in :data:`MTIA_DEVICE_CAT` is a copy (its args give ``size`` and ``direction``)
+MTIA_COPY_NAME = "dma_request"
+#: MTIA's direction words (``args.direction``) → copy direction
+ARG_DIRECTION = {
+    "HOST_TO_DEVICE": CopyKind.HTOD,
+    "DEVICE_TO_HOST": CopyKind.DTOH,
+    "DEVICE_TO_DEVICE": CopyKind.DTOD,
+    "HOST_TO_HOST": CopyKind.HTOH,
 }
 
 

@@ -22,6 +22,19 @@ from gputop_trace.parsers.chrome.structs import (
     NotAnArray,
 )
 
+#: the longest example of an event a warning quotes, in characters
+EXAMPLE_CHARS = 160
+
+
+def quote_example(raw: bytes) -> str:
+    """An event's JSON text to quote in a warning: whole when short, else cut after a complete field (never in the
+    middle of a number or a name), with an ellipsis."""
+    text = " ".join(raw.decode("utf-8", "replace").split())
+    if len(text) <= EXAMPLE_CHARS:
+        return text
+    cut = text.rfind(", ", 0, EXAMPLE_CHARS)
+    return (text[:cut] if cut > 0 else text[:EXAMPLE_CHARS]) + ", …"
+
 
 def lenient_chunk(text: bytes) -> Chunk:
     """Element-by-element decoding: events with unusable fields are repaired when possible, else skipped."""
@@ -42,10 +55,10 @@ def lenient_chunk(text: bytes) -> Chunk:
             ev = _coerce(obj)
             if ev is None:
                 skipped += 1
-                example = example or bytes(raw)[:120].decode("utf-8", "replace")
+                example = example or quote_example(bytes(raw))
                 continue
             repaired += 1
-            repaired_example = repaired_example or bytes(raw)[:120].decode("utf-8", "replace")
+            repaired_example = repaired_example or quote_example(bytes(raw))
         events.append(ev)
         if ev.ph == "C":
             try:
@@ -87,7 +100,7 @@ def python_chunk(text: bytes) -> Chunk:
         ev = _coerce(obj)
         if ev is None:
             skipped += 1
-            example = example or repr(obj)[:120]
+            example = example or quote_example(repr(obj).encode())
             continue
         events.append(ev)
         if ev.ph == "C" and isinstance(obj, dict):

@@ -233,7 +233,7 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
     corr = st.cols.concat("corr", np.int64)
     ext = st.cols.concat("ext", np.int64)
     kind, lane = classify_all(st, fmt, rank, src, cat, name, device, phc)
-    add_side_tables(st, kind, st.builder.names.strings, name)
+    add_side_tables(st, kind, st.builder.names.strings, name, corr)
     b.add_events(start_ns=start, dur_ns=dur, kind=kind, lane=lane, name=name, corr=corr, ext=ext)
     fsrc, fdst = launch_flows(kind, corr)
     if len(fsrc):

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind
-from gputop_trace.parsers.chrome.conventions import DETAIL_KV, DIRECTION, JAX_COPY, KINETO_COPY, MEMKIND
+from gputop_trace.parsers.chrome.conventions import ARG_DIRECTION, DETAIL_KV, DIRECTION, JAX_COPY, KINETO_COPY, MEMKIND
 from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.values import int_or
 
@@ -31,9 +31,11 @@ def _parse_details(text: str) -> dict[str, str]:
     return dict(DETAIL_KV.findall(text))
 
 
-def add_side_tables(st: State, kind: np.ndarray[Any, Any], names: list[str], name: np.ndarray[Any, Any]) -> None:
-    """Kernel, collective and copy rows for the builder, from the args gathered while streaming (``kind`` and
-    ``name``: every event's, by provisional index; ``names``: the interned strings)."""
+def add_side_tables(
+    st: State, kind: np.ndarray[Any, Any], names: list[str], name: np.ndarray[Any, Any], corr: np.ndarray[Any, Any]
+) -> None:
+    """Kernel, collective and copy rows for the builder, from the args gathered while streaming (``kind``,
+    ``name`` and ``corr``: every event's, by provisional index; ``names``: the interned strings)."""
     b = st.builder
     kineto_kernels = _kineto_kernels(st, kind)
     copies = _CopyRows()
@@ -45,7 +47,7 @@ def add_side_tables(st: State, kind: np.ndarray[Any, Any], names: list[str], nam
     if jax_kernels is not None:
         b.add_kernels(**jax_kernels)
     _add_collectives(st, kind)
-    _named_copy_rows(st, kind, names, name, seen_copy, copies)
+    _named_copy_rows(st, kind, names, name, corr, seen_copy, copies)
     if copies.event:
         b.add_copies(
             event=np.array(copies.event, dtype=np.int64),
@@ -163,11 +165,12 @@ def _named_copy_rows(
     kind: np.ndarray[Any, Any],
     names: list[str],
     name: np.ndarray[Any, Any],
+    corr: np.ndarray[Any, Any],
     seen_copy: set[int],
     copies: _CopyRows,
 ) -> None:
-    """Rows of the copies and memsets without a details row: bytes from Kineto args, direction and memory kinds
-    from the name."""
+    """Rows of the copies and memsets without a details row: bytes from Kineto args (or, when the copy has none,
+    from its runtime call's: HIP's ``size``), direction and memory kinds from the name."""
     c_ev = np.concatenate(st.copy_ev) if st.copy_ev else np.zeros(0, dtype=np.int64)
     c_bytes = np.concatenate(st.copy_bytes) if st.copy_bytes else np.zeros(0, dtype=np.int64)
     copy_like = np.flatnonzero((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))
@@ -178,6 +181,14 @@ def _named_copy_rows(
         at = np.minimum(np.searchsorted(c_ev, copy_like), len(c_ev) - 1)  # c_ev ascends: file order
         hit = c_ev[at] == copy_like
         nbytes[hit] = np.maximum(c_bytes[at[hit]], 0)
+    else:
+        hit = np.zeros(len(copy_like), dtype=bool)
+    own_size, call_size = st.own_size, st.call_size
+    if own_size and len(copy_like):  # the copy's own size (MTIA), else its runtime call's (HIP)
+        for i in np.flatnonzero(~hit).tolist():
+            ev = int(copy_like[i])
+            own = own_size.get(ev)
+            nbytes[i] = own[0] if own is not None else call_size.get(int(corr[ev]), 0)
     copy_ev, copy_bytes, copy_dir = copies.event, copies.nbytes, copies.direction
     copy_src, copy_dst, copy_async = copies.src_kind, copies.dst_kind, copies.is_async
     parsed: dict[tuple[int, bool], tuple[int, int, int]] = {}
@@ -188,7 +199,8 @@ def _named_copy_rows(
             got = parsed[key] = _copy_from_label(names[key[0]], key[1])
         copy_ev.append(ev)
         copy_bytes.append(nb)
-        copy_dir.append(got[0])
+        words = own_size[ev][1] if own_size and ev in own_size else None
+        copy_dir.append(ARG_DIRECTION.get(words, got[0]) if isinstance(words, str) else got[0])
         copy_src.append(got[1])
         copy_dst.append(got[2])
         copy_async.append(-1)

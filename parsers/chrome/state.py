@@ -86,6 +86,10 @@ class State:
         self.kern = _KernelRows()
         self.copy_ev: list[np.ndarray[Any, Any]] = []
         self.copy_bytes: list[np.ndarray[Any, Any]] = []
+        # bytes of runtime copy calls by correlation id (HIP writes them in the call's args, not the copy's)
+        self.call_size: dict[int, int] = {}
+        # (bytes, direction words or None) of events whose own args give a size (MTIA's DMA copies), by event
+        self.own_size: dict[int, tuple[int, Any]] = {}
         self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
         # B/E, async and flow events (matched after streaming)

@@ -23,15 +23,21 @@ class Args(msgspec.Struct, gc=False):
     external_id: Int64 = msgspec.field(default=-1, name="External id")
     correlation: Int64 = -1
     device: Int64 = -1
-    stream: Int64 = -1
-    grid: tuple[Int64, Int64, Int64] | None = None
-    block: tuple[Int64, Int64, Int64] | None = None
+    # ``stream`` and ``kind`` are not decoded: a device event's stream is its ``tid``, and runtime calls write
+    # them as text (HIP: ``"stream": "0x0"``, ``"kind": "1"``)
+    # a kernel's launch grid; text on other events (Triton's CPU op: ``"grid": "grid(100,)"``) is no kernel
+    grid: tuple[Int64, Int64, Int64] | str | None = None
+    block: tuple[Int64, Int64, Int64] | str | None = None
     registers: Int64 = msgspec.field(default=-1, name="registers per thread")
     shared_memory: Int64 = msgspec.field(default=-1, name="shared memory")
     blocks_per_sm: float = msgspec.field(default=-1.0, name="blocks per SM")
     warps_per_sm: float = msgspec.field(default=-1.0, name="warps per SM")
     occupancy: float = msgspec.field(default=-1.0, name="est. achieved occupancy %")
     bytes: Int64 = -1
+    #: bytes of a runtime copy call, as HIP writes them (``"size": "2560"``): the copy's bytes when it has none
+    size: Int64 | str = -1
+    #: a copy's direction in words (MTIA's ``dma_request``: ``"DEVICE_TO_HOST"``); any other value is ignored
+    direction: Any = None
     collective: str | None = msgspec.field(default=None, name="Collective name")
     in_nelems: Int64 = msgspec.field(default=-1, name="In msg nelems")
     out_nelems: Int64 = msgspec.field(default=-1, name="Out msg nelems")

@@ -352,17 +352,29 @@ class Context:
             ),
         )
 
-    def uvm_lane(self, device: int) -> int:
-        """The unified-memory migration lane of one device."""
+    def uvm_lanes(self, gpids: I64, devices: I64) -> I32:
+        """Lane id per row for unified-memory migrations: one lane per (process, device), so that the migrations
+        count with that process's GPU work on the device (as ``nsys analyze -r gpu_gaps`` groups them)."""
+        if gpids.shape[0] == 0:
+            return np.zeros(0, dtype=np.int32)
+        procs, proc_code = factorize(gpids)
+        keys, code = factorize((proc_code << 32) | (devices & 0xFFFFFFFF))
+        ids = np.array([self.uvm_lane(int(procs[k >> 32]), k & 0xFFFFFFFF) for k in keys.tolist()], dtype=np.int32)
+        return ids[code]
+
+    def uvm_lane(self, gpid: int, device: int) -> int:
+        """The unified-memory migration lane of one process on one device."""
+        pid = (gpid >> 24) & 0xFFFFFF
         return self.builder.lane(
-            ("uvm", device),
+            ("uvm", pid, device),
             Lane(
                 kind=LaneKind.UVM,
                 name="unified memory",
                 rank=self.rank,
+                pid=pid,
                 device=device,
                 process_name=self.gpu_process_label(device),
-                sort_key=(self.rank, 1, device, 2, 0, 0),
+                sort_key=(self.rank, 1, device, 2, 0, pid),
             ),
         )
 

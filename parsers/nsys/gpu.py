@@ -202,7 +202,7 @@ def read_memcpy(ctx: Context) -> None:
         uvm = np.isin(direction, np.array(_UVM, dtype=np.int64))
         lane = np.empty(direction.shape[0], dtype=np.int32)
         lane[~uvm] = ctx.stream_lanes(gpid[~uvm], device[~uvm], stream[~uvm])
-        lane[uvm] = ctx.lanes_by(device[uvm], ctx.uvm_lane)
+        lane[uvm] = ctx.uvm_lanes(gpid[uvm], device[uvm])
         out.update(
             name=_names_for(
                 ctx, direction * 65536 + src * 256 + dst, lambda c: _copy_name(c >> 16, (c >> 8) & 255, c & 255)

@@ -181,7 +181,7 @@ KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10,
                    "block": [32, 1, 1]}}  # fmt: skip
 REPAIRED = "had fields of the wrong type or out of range"
 SKIPPED = "had unreadable fields"
-ARG_FIELDS = ["External id", "correlation", "device", "stream", "grid", "block", "registers per thread",
+ARG_FIELDS = ["External id", "correlation", "device", "size", "grid", "block", "registers per thread",
               "shared memory", "blocks per SM", "warps per SM", "est. achieved occupancy %", "bytes",
               "Collective name", "In msg nelems", "Out msg nelems", "Group size", "Process Group Name", "dtype",
               "name", "sort_index", "labels", "correlation_id", "memcpy_details", "kernel_details"]  # fmt: skip
@@ -552,6 +552,8 @@ CASES: list[Case] = [
         Case(f"wrong-type-args.{f.replace(' ', '_')}", raw(wrong_arg_field(f)), Loads(9, (REPAIRED,)))
         for f in ARG_FIELDS
     ],
+    # fields the loader does not read (a device event's stream is its tid): any type, no warning (HIP's "0x0")
+    *[Case(f"unread-args.{f}", raw(wrong_arg_field(f)), Loads(9)) for f in ("stream", "kind")],
     Case("wrong-type-metadata-args", raw(wrong_metadata()), Loads(1, (REPAIRED,))),
     Case("wrong-type-header-keys", raw(wrong_header()), Loads(1)),
     # --- files that are not traces at all --------------------------------------------------------------------

@@ -511,3 +511,38 @@ def test_a_null_in_a_column_the_fast_reader_does_not_guard_falls_back_safely(tmp
     assert set(names) == {"void kern<int>(int *)", "orphan"}
     assert int(t.corr[names["orphan"]]) == 0 and int(t.launch_of[names["orphan"]]) == -1
     assert name_of(t, int(t.launch_of[names["void kern<int>(int *)"]])) == "cudaLaunchKernel"
+
+
+def test_unified_memory_migrations_are_gpu_activity_but_no_exposed_copy(tmp_path: Path) -> None:
+    """A migration between two kernels fills the gap as ``nsys analyze -r gpu_gaps`` counts it (busy time and
+    gaps), and stays out of the exposed copies."""
+    from gputop_trace.analysis.busy import device_busy
+    from gputop_trace.analysis.gaps import find_gaps
+    from gputop_trace.analysis.transfers import transfer_overlap
+
+    ex = basic()
+    ex.memcpy(10_000, 1_010_000, corr=0, kind=11, src=7, dst=7, stream=0, nbytes=65536)  # UVM HtoD migration
+    ex.runtime(1_000_000, 1_000_100, tid=MAIN, corr=9, name="cudaLaunchKernel_v7000")
+    ex.kernel(1_020_000, 1_030_000, corr=9)
+    t = load(ex, tmp_path)
+    uvm = events(t, Kind.UVM)
+    assert len(uvm) == 1
+    ops = [i for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.UVM) for i in events(t, k).tolist()]
+    spans = sorted((int(t.start_ns[i]), int(t.start_ns[i] + t.dur_ns[i])) for i in ops)
+    busy, (cs, ce) = 0, spans[0]
+    for s, e in spans[1:]:
+        if s > ce:
+            busy, cs, ce = busy + ce - cs, s, e
+        else:
+            ce = max(ce, e)
+    busy += ce - cs
+    (b,) = device_busy(t)
+    assert b.busy_ns == busy and b.idle_ns == spans[-1][1] - spans[0][0] - busy
+    dgs = find_gaps(t, threshold_ns=1000)
+    (dg,) = dgs
+    got = [(g.start_ns, g.start_ns + g.dur_ns) for g in dg.gaps]
+    u0, u1 = int(t.start_ns[uvm[0]]), int(t.start_ns[uvm[0]] + t.dur_ns[uvm[0]])
+    assert len(got) == 2 and got[0][1] == u0 and got[1][0] == u1  # the migration is no idle time
+    rep = transfer_overlap(t)
+    assert len(rep.uvm) == 1 and rep.uvm[0].exposed_ns == 0
+    assert all(c.direction != "UVM" for c in rep.copies)
