@@ -67,7 +67,9 @@ class PromptScreen(ModalScreen[str | None]):
     }
     PromptScreen #prompt-hint { color: $text-muted; }
     PromptScreen #prompt-error { color: $error; }
-    PromptScreen Input { border: none; height: 1; padding: 0; }
+    /* :focus too: Textual's own `Input:focus { border: tall }` outranks a plain descendant rule, and a
+       tall border in one row leaves no room for the text */
+    PromptScreen Input, PromptScreen Input:focus { border: none; height: 1; padding: 0; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
