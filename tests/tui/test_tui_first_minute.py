@@ -9,7 +9,7 @@ import pytest
 
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import PromptScreen
-from tests.tui_helpers import press, run, synthetic_trace, wait_loaded, wait_text, wait_until
+from tests.tui_helpers import press, run, screen_text, synthetic_trace, wait_loaded, wait_text, wait_until
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -41,5 +41,28 @@ def test_export_prompt_shows_its_default_name(size: tuple[int, int], tmp_path: P
             assert "gputop-findings.md" in text
             await press(pilot, "end", "backspace", "backspace", *"json")
             text = await wait_text(pilot, app, "gputop-findings.json")
+
+    run(body())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_first_screen_says_where_the_time_went(size: tuple[int, int]) -> None:
+    async def body() -> None:
+        from gputop_trace.load.samples import default_sample
+
+        app = GputopApp([default_sample()])
+        async with app.run_test(size=size) as pilot:
+            main = await wait_loaded(app, pilot)
+            text = await wait_text(pilot, app, "Where the time went")
+            assert "GPU 0 busy" in text and "step time" in text
+            assert "Nothing selected" not in text or size[1] > 24
+            assert main.overview is not None
+            first = next(f for f in main.overview.findings if f.rank > 0)
+            assert "1. " in text and first.title[:20] in text
+            main.action_open_finding(0)  # what a click on the first line does
+            await pilot.pause()
+            tl = main.timeline
+            assert tl.selected >= 0 or tl.interval is not None
+            assert "Where the time went" not in screen_text(app)
 
     run(body())

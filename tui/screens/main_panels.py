@@ -42,6 +42,14 @@ class PanelKeys(MainState):
             inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
             (inner or self.timeline).focus()
 
+    def action_open_finding(self, index: int) -> None:
+        """A click on the overview's finding ``index`` (0-based, findings only): its evidence on the timeline."""
+        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+
+        found = [f for f in (self.overview.findings if self.overview is not None else []) if f.rank > 0]
+        if 0 <= index < len(found):
+            self.query_one(FindingsPanel).activate(found[index])
+
     def action_panel(self, name: str) -> None:
         """Show panel ``name``; pressing its number again goes back to the details."""
         self.show_panel("details" if self.panel == name else name)
