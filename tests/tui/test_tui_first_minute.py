@@ -66,3 +66,50 @@ def test_first_screen_says_where_the_time_went(size: tuple[int, int]) -> None:
             assert "Where the time went" not in screen_text(app)
 
     run(body())
+
+
+NVJET_A = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+NVJET_B = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopB_TNN"
+XMMA = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize{}x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+
+
+def test_fit_names_keeps_what_differs() -> None:
+    from gputop_trace.tui.view.kernel_names import fit_names
+
+    names = [NVJET_A, NVJET_B, *(XMMA.format(t) for t in (64, 128, 192, 256, 320)), "short"]
+    for width in (16, 24, 28, 40):
+        fitted = fit_names(names, width)
+        assert all(len(f) <= width for f in fitted)
+        assert len(set(fitted)) == len(names), fitted
+    assert fit_names(names, 28)[0].endswith("coopA_NNT") and fit_names(names, 28)[-1] == "short"
+    assert fit_names(["add·vectorized_elementwise_kernel"], 12) == ["add·vectori…"]  # the hint stays
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_kernel_rows_can_be_told_apart(size: tuple[int, int]) -> None:
+    async def body() -> None:
+        from gputop_trace.analysis.kernels import KernelRow
+        from gputop_trace.tui.widgets.kernels_panel import KernelsPanel, KernelTable
+
+        names = [NVJET_A, NVJET_B, *(XMMA.format(t) for t in (64, 128, 192, 256, 320))]
+        rows = [
+            KernelRow(n, 0, dev, 1, 1000 - i, 1.0, 1.0, 1, 1, 0.0, 1.0)
+            for i, n in enumerate(names)
+            for dev in (0, 1)  # one row per GPU
+        ]
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=size) as pilot:
+            main = await wait_loaded(app, pilot)
+            await press(pilot, "1")
+            panel = main.query_one(KernelsPanel)
+            panel.set_rows(app.trace, rows)
+            await pilot.pause()
+            table = main.query_one(KernelTable).table
+            seen = [
+                tuple(str(c) for c in table.get_row_at(r)[-2:]) for r in range(table.row_count)
+            ]  # (GPU, kernel): every row differs
+            assert len(set(seen)) == len(rows), seen
+            text = screen_text(app)
+            assert "coopA_NNT" in text and "coopB_TNN" in text
+
+    run(body())
