@@ -113,3 +113,30 @@ def test_kernel_rows_can_be_told_apart(size: tuple[int, int]) -> None:
             assert "coopA_NNT" in text and "coopB_TNN" in text
 
     run(body())
+
+
+def test_histogram_bin_labels_do_not_repeat() -> None:
+    import numpy as np
+
+    from gputop_trace.tui.view.histogram import bin_labels, duration_bins
+
+    hb = duration_bins(np.array([152_000, 152_300, 152_600, 152_900, 153_400] * 4, dtype=np.int64))
+    labels = bin_labels(hb)
+    assert len(set(labels)) == len(labels), labels
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_kernels_note_counts_the_filtered_rows(size: tuple[int, int]) -> None:
+    async def body() -> None:
+        from gputop_trace.tui.widgets.kernels_panel import KernelTable
+
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=size) as pilot:
+            main = await wait_loaded(app, pilot)
+            await press(pilot, "1")
+            await wait_text(pilot, app, "3 kernels")
+            await press(pilot, "slash", *"tiny")
+            await wait_text(pilot, app, "1 of 3 kernels match")
+            assert main.query_one(KernelTable).table.row_count == 1
+
+    run(body())

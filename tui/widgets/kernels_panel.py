@@ -111,7 +111,16 @@ class KernelTable(TablePanel):
 
     def _note(self) -> str:
         arrow = "↓" if self.descending else "↑"
-        return f"{len(self.items):,} kernels · by {self.sort} {arrow} · o sort · r reverse · Enter show"
+        count = f"{len(self.items):,} kernels"
+        if self.pattern is not None:
+            count = f"{len(self.shown):,} of {count} match"
+        return f"{count} · by {self.sort} {arrow} · o sort · r reverse · Enter show"
+
+    def refill(self) -> None:
+        """Redraw the rows, and the note's count with them (a filter changes how many are shown)."""
+        super().refill()
+        if self.items and not self.note.has_class("-message"):
+            self.note.update(Text(self._note()))
 
     def activate(self, item: Any) -> None:
         r: KernelRow = item
