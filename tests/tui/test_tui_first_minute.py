@@ -140,3 +140,35 @@ def test_kernels_note_counts_the_filtered_rows(size: tuple[int, int]) -> None:
             assert main.query_one(KernelTable).table.row_count == 1
 
     run(body())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_jumps_centre_the_target_and_show_its_details(size: tuple[int, int]) -> None:
+    async def body() -> None:
+        from gputop_trace.tui.commands import palette_entries
+
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=size) as pilot:
+            main = await wait_loaded(app, pilot)
+            tl = main.timeline
+            assert app.trace is not None
+            await press(pilot, "1")  # a panel is open ...
+            assert main.panel == "kernels"
+            entries = {text: cb for text, _, cb in palette_entries(main)}
+            entries["Go to kernel: tiny"]()  # ... the palette's jump shows the details instead
+            await pilot.pause()
+            assert main.panel == "details" and app.trace.event_name(tl.selected) == "tiny"
+            s = int(app.trace.start_ns[tl.selected])
+            span = tl.t1 - tl.t0
+            assert tl.t0 + span // 10 <= s <= tl.t1 - span // 10  # not at the screen's edge
+            await wait_text(pilot, app, "tiny")
+            assert "Where the time went" not in screen_text(app)  # the details, not the overview
+            # n walks the instances; each stays away from the edges, with its details shown
+            tl.t0, tl.t1 = 560, 610  # a narrow window whose right edge the next instances sit at
+            await press(pilot, "1", "n")
+            assert main.panel == "details"
+            s = int(app.trace.start_ns[tl.selected])
+            span = tl.t1 - tl.t0
+            assert tl.t0 + span // 10 <= s <= tl.t1 - span // 10
+
+    run(body())

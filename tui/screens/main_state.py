@@ -45,6 +45,17 @@ class MainState(Screen[None]):
     def timeline(self) -> Timeline:
         return self.query_one(Timeline)
 
+    def show_panel(self, name: str) -> None:
+        """Show a panel or the details below the timeline (``main_panels.PanelKeys``)."""
+        raise NotImplementedError
+
+    def select_and_show(self, event: int, *, rezoom: bool = False) -> None:
+        """Select ``event`` from a timeline key or the palette: centred on the timeline, its details below (the
+        panel that was open gives way to them)."""
+        if self.panel != "details":
+            self.show_panel("details")
+        self.timeline.select(event, rezoom=rezoom)
+
     # ---- status and details ----------------------------------------------------------------------------------
     def search_status(self) -> str:
         if not self.search_pattern or self.matches is None:
