@@ -172,3 +172,27 @@ def test_jumps_centre_the_target_and_show_its_details(size: tuple[int, int]) -> 
             assert tl.t0 + span // 10 <= s <= tl.t1 - span // 10
 
     run(body())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_export_names_its_file_and_asks_before_overwriting(
+    size: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gputop-findings.md").write_text("keep me")
+
+    async def body() -> None:
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=size) as pilot:
+            await wait_loaded(app, pilot)
+            await press(pilot, "e")
+            await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
+            await wait_text(pilot, app, "writes markdown to")
+            await press(pilot, "enter")
+            await wait_text(pilot, app, "exists: Enter again overwrites")
+            assert isinstance(app.screen, PromptScreen)  # not written yet
+            assert (tmp_path / "gputop-findings.md").read_text() == "keep me"
+            await press(pilot, "enter")
+            await wait_until(pilot, lambda: (tmp_path / "gputop-findings.md").read_text() != "keep me")
+
+    run(body())

@@ -84,7 +84,20 @@ class PanelKeys(MainState):
 
     def action_export(self) -> None:
         """e: write the findings as Markdown or JSON."""
-        from gputop_trace.tui.view.export import DEFAULT_EXPORT
+        from gputop_trace.tui.view.export import DEFAULT_EXPORT, export_path
+
+        confirmed: list[str] = []  # the existing path the user has agreed to overwrite (Enter twice)
+
+        def validate(text: str) -> str | None:
+            path = export_path(text)[0]
+            if os.path.exists(path) and confirmed != [path]:
+                confirmed[:] = [path]
+                return f"{path} exists: Enter again overwrites it, or change the name"
+            return None
+
+        def describe(text: str) -> str:
+            path, fmt = export_path(text)
+            return f"writes {fmt} to {path}"
 
         def done(text: str | None) -> None:
             if text is not None:
@@ -94,7 +107,9 @@ class PanelKeys(MainState):
             PromptScreen(
                 "Export findings to (a .md file for Markdown, .json for JSON):",
                 value=DEFAULT_EXPORT,
-                hint=f"relative paths are in {os.getcwd()} · Enter writes · Esc cancels",
+                hint="Enter writes · Esc cancels",
+                validate=validate,
+                describe=describe,
             ),
             done,
         )
