@@ -266,7 +266,8 @@ def _idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[_Draft]:
         lengths = ", ".join(format_ns(int(x)) for x in c.dur_ns[longest[:3]].tolist())
         mean = total / n
         title = (
-            f"{gpu} idle {_pct(total, dg.span_ns)} of its active time: {n} gap{'s' if n > 1 else ''}"
+            # the share is this cause's, not the GPU's whole idle time (the detail gives that)
+            f"{gpu}: {_pct(total, dg.span_ns)} of its active time lost to {n} gap{'s' if n > 1 else ''}"
             f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
             f"({format_ns(total)}) {phrase}"
         )

@@ -196,3 +196,12 @@ def test_export_names_its_file_and_asks_before_overwriting(
             await wait_until(pilot, lambda: (tmp_path / "gputop-findings.md").read_text() != "keep me")
 
     run(body())
+
+
+def test_idle_finding_titles_say_the_share_is_this_causes() -> None:
+    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.load.loader import load_paths
+    from gputop_trace.load.samples import default_sample
+
+    idle = [f for f in find_findings(load_paths([default_sample()])) if "gaps" in f.title]
+    assert idle and all("of its active time lost to" in f.title for f in idle)
