@@ -267,7 +267,7 @@ def _idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[_Draft]:
         mean = total / n
         title = (
             # the share is this cause's, not the GPU's whole idle time (the detail gives that)
-            f"{gpu}: {_pct(total, dg.span_ns)} of its active time lost to {n} gap{'s' if n > 1 else ''}"
+            f"{gpu}: {_pct(total, dg.span_ns)} of its active time idle in {n} gap{'s' if n > 1 else ''}"
             f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
             f"({format_ns(total)}) {phrase}"
         )

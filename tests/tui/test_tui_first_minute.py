@@ -204,4 +204,4 @@ def test_idle_finding_titles_say_the_share_is_this_causes() -> None:
     from gputop_trace.load.samples import default_sample
 
     idle = [f for f in find_findings(load_paths([default_sample()])) if "gaps" in f.title]
-    assert idle and all("of its active time lost to" in f.title for f in idle)
+    assert idle and all("of its active time idle in" in f.title for f in idle)
