@@ -61,7 +61,7 @@ def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draf
         loading, eager = "module (CUDA_MODULE_LOADING=LAZY)", "set CUDA_MODULE_LOADING=EAGER"
     return Draft(
         kind="slow_launch",
-        title=f"{gpu} idle {pct(total, dg.span_ns)} of its active time: {n} gap{'s' if n > 1 else ''} "
+        title=f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {n} gap{'s' if n > 1 else ''} "
         f"({format_ns(total)}) while the host sat inside one slow launch call (worst: `{name_of(trace, api)}` "
         f"{format_ns(int(trace.dur_ns[api]))} for {short_name(name_of(trace, int(c.next_op[worst])))})",
         detail="In each of these gaps most of the host's time went to the launch call of the next kernel itself, "
@@ -174,7 +174,8 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
         lengths = ", ".join(format_ns(int(x)) for x in c.dur_ns[longest[:3]].tolist())
         mean = total / n
         title = (
-            f"{gpu} idle {pct(total, dg.span_ns)} of its active time: {n} gap{'s' if n > 1 else ''}"
+            # the share is this cause's, not the GPU's whole idle time (the detail gives that)
+            f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {n} gap{'s' if n > 1 else ''}"
             f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
             f"({format_ns(total)}) {phrase}"
         )

@@ -350,7 +350,15 @@ class GputopApp(App[int]):
             done["findings"] = find_findings(
                 trace, gap_threshold_ns=DEFAULT_THRESHOLD_NS, gaps=done.get("gaps"), transfers=done.get("transfers")
             )
-            return finding_items(done["findings"])
+            done["finding_items"] = finding_items(done["findings"])
+            return done["finding_items"]
+
+        def overview() -> Any:
+            from gputop_trace.analysis.busy import device_busy
+            from gputop_trace.report.summary import steps_json
+            from gputop_trace.tui.view.overview import Overview
+
+            return Overview(device_busy(trace), steps_json(trace), done.get("finding_items", []))
 
         def ranges() -> Any:
             done["ranges"] = range_summary(trace)
@@ -368,6 +376,7 @@ class GputopApp(App[int]):
             ("gaps", gaps),
             ("transfers", transfers),
             ("findings", findings),
+            ("overview", overview),
             ("ranges", ranges),
             ("ranks", ranks),
         ]

@@ -94,7 +94,7 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
                     f"Go to kernel: {name}",
                     f"{r.pct:.1f}% of kernel time, {r.count:,} launches, "
                     f"first at {format_ns(int(main.trace.start_ns[r.events[0]]))}",
-                    partial(tl.select, int(r.events[0]), rezoom=True),
+                    partial(main.select_and_show, int(r.events[0]), rezoom=True),
                 )
             )
     t = main.trace
@@ -105,7 +105,7 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
                 f"Go to range: {clean(t.names[rn.name_id])}",
                 f"{what}, {rn.count:,} instance{'s' if rn.count != 1 else ''}; "
                 f"first at {format_ns(int(t.start_ns[rn.first]))}",
-                partial(tl.select, rn.first, rezoom=True),
+                partial(main.select_and_show, rn.first, rezoom=True),
             )
         )
     return out

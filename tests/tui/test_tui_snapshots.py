@@ -19,6 +19,7 @@ SIZES = [(80, 24), (160, 48)]
 
 # keys after the trace is loaded; each ends on the pane named in the test id
 PANES: dict[str, list[str]] = {
+    "first": [],  # the first screen: where the time went, until something is selected
     "timeline": ["j", "j", "j", "w", "w", "w", "right_square_bracket"],
     "kernels": ["1", "j", "j"],
     "gaps": ["2"],

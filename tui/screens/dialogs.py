@@ -67,7 +67,9 @@ class PromptScreen(ModalScreen[str | None]):
     }
     PromptScreen #prompt-hint { color: $text-muted; }
     PromptScreen #prompt-error { color: $error; }
-    PromptScreen Input { border: none; height: 1; padding: 0; }
+    /* :focus too: Textual's own `Input:focus { border: tall }` outranks a plain descendant rule, and a
+       tall border in one row leaves no room for the text */
+    PromptScreen Input, PromptScreen Input:focus { border: none; height: 1; padding: 0; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
@@ -80,9 +82,11 @@ class PromptScreen(ModalScreen[str | None]):
         hint: str = "",
         placeholder: str = "",
         validate: Callable[[str], str | None] | None = None,
+        describe: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__()
         self.validate = validate
+        self.describe = describe
         self.question = question
         self.value = value
         self.hint = hint
@@ -95,9 +99,23 @@ class PromptScreen(ModalScreen[str | None]):
             yield Static("", id="prompt-error")
             yield Static(Text(self.hint), id="prompt-hint")
 
+    def hint_for(self, value: str) -> Text:
+        """The hint line: ``describe(value)`` (what the answer will do, kept up to date) before the hint."""
+        if self.describe is None:
+            return Text(self.hint)
+        return Text(self.describe(value) + (f" · {self.hint}" if self.hint else ""))
+
     def on_mount(self) -> None:
         for field in self.query(Input):  # absent only if the app is already shutting down
             field.focus()
+        if self.describe is not None:
+            self.query_one("#prompt-hint", Static).update(self.hint_for(self.value))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.show_error("")
+        if self.describe is not None:
+            self.query_one("#prompt-hint", Static).update(self.hint_for(event.value))
 
     def show_error(self, message: str) -> None:
         """Say why the answer was not accepted (the prompt stays open)."""

@@ -129,6 +129,9 @@ class MainScreen(TimelineKeys, PanelKeys):
             self.query_one(TransfersPanel).show(view.items, view.total, view.summary)
         elif message.name == "ranges":
             self.query_one(RangesPanel).show(message.result)
+        elif message.name == "overview":
+            self.overview = message.result
+            self.refresh_details()
         elif message.name == "findings":
             self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "", self._job_note())
         elif message.name == "ranks":

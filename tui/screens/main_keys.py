@@ -58,6 +58,8 @@ class TimelineKeys(MainState):
         if line is None or line.kind != RowKind.EVENTS:
             self.notify("Move to a lane with events (j/k) to step through it.", timeout=3)
             return
+        if self.panel != "details":
+            self.show_panel("details")
         if not tl.step_event(direction):
             self.notify("No more events in this lane row.", timeout=2)
 
@@ -110,7 +112,7 @@ class TimelineKeys(MainState):
         if nxt < 0:
             self.notify(f"No {'next' if direction > 0 else 'previous'} {what}.", timeout=2)
             return
-        tl.select(nxt)
+        self.select_and_show(nxt)
 
     def action_follow_flow(self) -> None:
         """x: jump from a launch call to the GPU op it launched, or back."""
@@ -122,7 +124,7 @@ class TimelineKeys(MainState):
         if not len(partners):
             self.notify("This event has no launch flow (no correlation with a CPU call or a GPU op).", timeout=3)
             return
-        tl.select(int(partners[0]))
+        self.select_and_show(int(partners[0]))
 
     # ---- search --------------------------------------------------------------------------------------------
     def action_search(self) -> None:

@@ -42,6 +42,14 @@ class PanelKeys(MainState):
             inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
             (inner or self.timeline).focus()
 
+    def action_open_finding(self, index: int) -> None:
+        """A click on the overview's finding ``index`` (0-based, findings only): its evidence on the timeline."""
+        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+
+        found = [f for f in (self.overview.findings if self.overview is not None else []) if f.priority > 0]
+        if 0 <= index < len(found):
+            self.query_one(FindingsPanel).activate(found[index])
+
     def action_panel(self, name: str) -> None:
         """Show panel ``name``; pressing its number again goes back to the details."""
         self.show_panel("details" if self.panel == name else name)
@@ -76,7 +84,20 @@ class PanelKeys(MainState):
 
     def action_export(self) -> None:
         """e: write the findings as Markdown or JSON."""
-        from gputop_trace.tui.view.export import DEFAULT_EXPORT
+        from gputop_trace.tui.view.export import DEFAULT_EXPORT, export_path
+
+        confirmed: list[str] = []  # the existing path the user has agreed to overwrite (Enter twice)
+
+        def validate(text: str) -> str | None:
+            path = export_path(text)[0]
+            if os.path.exists(path) and confirmed != [path]:
+                confirmed[:] = [path]
+                return f"{path} exists: Enter again overwrites it, or change the name"
+            return None
+
+        def describe(text: str) -> str:
+            path, fmt = export_path(text)
+            return f"writes {fmt} to {path}"
 
         def done(text: str | None) -> None:
             if text is not None:
@@ -86,7 +107,9 @@ class PanelKeys(MainState):
             PromptScreen(
                 "Export findings to (a .md file for Markdown, .json for JSON):",
                 value=DEFAULT_EXPORT,
-                hint=f"relative paths are in {os.getcwd()} · Enter writes · Esc cancels",
+                hint="Enter writes · Esc cancels",
+                validate=validate,
+                describe=describe,
             ),
             done,
         )

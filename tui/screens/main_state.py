@@ -13,6 +13,7 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, position_in
+from gputop_trace.tui.view.overview import Overview, overview_text
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
@@ -38,10 +39,22 @@ class MainState(Screen[None]):
         self.matches: I64 | None = None
         self.match_starts: I64 | None = None
         self.results: dict[str, Any] = {}
+        self.overview: Overview | None = None
 
     @property
     def timeline(self) -> Timeline:
         return self.query_one(Timeline)
+
+    def show_panel(self, name: str) -> None:
+        """Show a panel or the details below the timeline (``main_panels.PanelKeys``)."""
+        raise NotImplementedError
+
+    def select_and_show(self, event: int, *, rezoom: bool = False) -> None:
+        """Select ``event`` from a timeline key or the palette: centred on the timeline, its details below (the
+        panel that was open gives way to them)."""
+        if self.panel != "details":
+            self.show_panel("details")
+        self.timeline.select(event, rezoom=rezoom)
 
     # ---- status and details ----------------------------------------------------------------------------------
     def search_status(self) -> str:
@@ -86,10 +99,13 @@ class MainState(Screen[None]):
         else:
             info = tl.cell_at_cursor()
             line = tl.current_line
+            multi = len({ln.rank for ln in self.trace.lanes}) > 1
+            width = max(20, (pane.size.width or self.size.width or 80) - 3)  # the pane's padding and scroll bar
+            top = overview_text(self.overview, multi_rank=multi, width=width) if self.overview is not None else None
             if info is None or line is None:
-                pane.show_hint(None)
+                pane.show_hint(None, overview=top)
             elif line.kind == RowKind.UTIL:
-                pane.show_hint(None, util=(info.fraction, info.t0, info.t1))
+                pane.show_hint(None, util=(info.fraction, info.t0, info.t1), overview=top)
             else:
                 label = self.data.label(info.event) if info.event >= 0 else ""
-                pane.show_hint((info.count, info.fraction, label, info.t0, info.t1))
+                pane.show_hint((info.count, info.fraction, label, info.t0, info.t1), overview=top)

@@ -38,6 +38,17 @@ def duration_bins(durations: I64, bins: int = 8) -> list[HistBin]:
     return [HistBin(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(len(counts))]
 
 
+def bin_labels(hb: list[HistBin]) -> list[str]:
+    """The bins' lower bounds, with as many digits as it takes for no two to read the same (3 to 6); bins whose
+    bounds are below 1 µs apart at 6 digits (whole ns) may still repeat."""
+    labels = [format_ns(b.lo_ns) for b in hb]
+    for precision in range(4, 7):
+        if len(set(labels)) == len(labels):
+            break
+        labels = [format_ns(b.lo_ns, precision=precision) for b in hb]
+    return labels
+
+
 def histogram_text(durations: I64, *, width: int, title: str = "", bins: int = 8) -> Text:
     """The histogram as text lines ``≥ lower bound  bar  count`` fitting ``width`` columns, with a summary line."""
     out = Text()
@@ -54,15 +65,16 @@ def histogram_text(durations: I64, *, width: int, title: str = "", bins: int = 8
     if len(summary) > width:
         summary = summary.replace(" · max", "\nmax")
     out.append(summary + "\n", style="dim")
-    label_w = max(len(format_ns(b.lo_ns)) for b in hb)
+    labels = bin_labels(hb)
+    label_w = max(len(label) for label in labels)
     count_w = max(len(f"{b.count:,}") for b in hb)
     bar_w = max(1, width - label_w - count_w - 3)
     top = max(b.count for b in hb) or 1
-    for b in hb:
+    for b, label in zip(hb, labels, strict=True):
         n = round(bar_w * b.count / top)
         if b.count and n == 0:
             n = 1
-        out.append(f"{format_ns(b.lo_ns):>{label_w}} ")
+        out.append(f"{label:>{label_w}} ")
         out.append("█" * n, style="bold")
         out.append(" " * (bar_w - n))
         out.append(f" {b.count:>{count_w},}\n")

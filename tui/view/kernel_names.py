@@ -154,3 +154,51 @@ def kernel_display_name(name: str) -> str:
     base = short_name(name)
     hint = kernel_hint(name)
     return f"{base} ({hint})" if hint and hint != base else base
+
+
+def _cut(name: str, width: int, start: int) -> str:
+    """``name`` in ``width`` columns: its head, ``…``, then the part from ``start`` (cut at the end with ``…``
+    when it still does not fit)."""
+    head = min(start, max(1, (width - 1) // 3))
+    rest = name[max(start, head) :]
+    room = width - head - 1
+    if len(rest) > room:
+        rest = rest[: max(1, room - 1)] + "…"
+    return name[:head] + "…" + rest
+
+
+def fit_names(names: list[str], width: int) -> list[str]:
+    """Each name in at most ``width`` columns, cut so that names that differ still read differently: a name that
+    is too long keeps its head and its tail (``nvjet_sm90_ts…_bz_coopA_NNT``, where kernel names differ most);
+    a label led by its hint (``add·vectorized_elementwise_kernel``) keeps the hint and is cut at the end; names
+    that still collide show, after the head, the stretch from where they start to differ."""
+    if width < 4:
+        return [n[:width] for n in names]
+
+    def first_cut(n: str) -> str:
+        if len(n) <= width:
+            return n
+        if "·" in n:
+            return n[: width - 1] + "…"
+        return _cut(n, width, len(n) - (width - 1 - max(1, (width - 1) // 3)))
+
+    out = [first_cut(n) for n in names]
+    groups: dict[str, set[str]] = {}
+    for n, label in zip(names, out, strict=True):
+        groups.setdefault(label, set()).add(n)
+    for label, members in groups.items():
+        if len(members) < 2:
+            continue
+        common = len(_common_prefix(sorted(members)))
+        at = max(0, common - 4)  # a few characters of context before the first difference
+        fixed = {n: _cut(n, width, at) if len(n) > width else n for n in members}
+        out = [fixed.get(n, o) if o == label else o for n, o in zip(names, out, strict=True)]
+    return out
+
+
+def _common_prefix(names: list[str]) -> str:
+    first, last = names[0], names[-1]  # sorted: the common prefix of the extremes is everyone's
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    return first[:i]

@@ -73,7 +73,7 @@ class GapsPanel(SummaryTablePanel):
             Column("GPU", 5, min_panel=70),
             Column("cause", 14, right=False),
             Column("inside", 16, right=False, min_panel=90),
-            Column("ended by", None, right=False),
+            Column("ended by", None, right=False, distinct=True),
         )
 
     def cells(self, item: Any) -> Sequence[Text | str]:
@@ -203,7 +203,7 @@ class RangesPanel(SummaryTablePanel):
             Column("GPU time", 9),
             Column("max", 9, min_panel=110),
             Column("threads", 7, min_panel=120),
-            Column("range", None, right=False),
+            Column("range", None, right=False, distinct=True),
         )
 
     def cells(self, item: Any) -> Sequence[Text | str]:

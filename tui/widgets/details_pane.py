@@ -1,5 +1,5 @@
-"""The details pane: the selected event (or interval) in full, or, with nothing selected, what the cursor's cell
-holds and how to select something."""
+"""The details pane: the selected event (or interval) in full, or, with nothing selected, where the time went
+(the overview), what the cursor's cell holds and how to select something."""
 
 from __future__ import annotations
 
@@ -46,10 +46,14 @@ class DetailsPane(VerticalScroll, can_focus=False):
         self.scroll_home(animate=False)
 
     def show_hint(
-        self, cell: tuple[int, float, str, int, int] | None = None, *, util: tuple[float, int, int] | None = None
+        self,
+        cell: tuple[int, float, str, int, int] | None = None,
+        *,
+        util: tuple[float, int, int] | None = None,
+        overview: Text | None = None,
     ) -> None:
         """The hint, with what the cursor's cell holds: ``(count, busy fraction, dominant label, t0, t1)`` on a
-        lane, ``(busy fraction, t0, t1)`` on a GPU's busy strip."""
+        lane, ``(busy fraction, t0, t1)`` on a GPU's busy strip; ``overview`` (where the time went) comes first."""
         text = Text(HINT, style="dim")
         if util is not None:
             frac, t0, t1 = util
@@ -65,4 +69,6 @@ class DetailsPane(VerticalScroll, can_focus=False):
             else:
                 line.append("empty")
             text = line + Text("\n") + text
+        if overview is not None:
+            text = overview + Text("\n") + text
         self.body.update(text)

@@ -40,6 +40,7 @@ class KernelTable(TablePanel):
         self.sort = "total"
         self.descending = True
         self.multi_rank = False
+        self.multi_gpu = False
         self._names: dict[str, str] = {}
 
     def display_name(self, row: KernelRow) -> str:
@@ -61,8 +62,9 @@ class KernelTable(TablePanel):
             Column(lab("mean", "mean"), 9, min_panel=70),
             Column(lab("max", "max"), 9, min_panel=90),
             Column("family", 11, right=False, min_panel=110),
-            Column("GPU", 5, min_panel=100),
-            Column(lab("name", "kernel"), None, right=False),
+            # with several GPUs one kernel has a row per GPU: the column that tells them apart always shows
+            Column("GPU", 5, min_panel=0 if self.multi_gpu else 100),
+            Column(lab("name", "kernel"), None, right=False, distinct=True),
         )
 
     def cells(self, item: Any) -> Sequence[Text | str]:
@@ -109,7 +111,16 @@ class KernelTable(TablePanel):
 
     def _note(self) -> str:
         arrow = "↓" if self.descending else "↑"
-        return f"{len(self.items):,} kernels · by {self.sort} {arrow} · o sort · r reverse · Enter show"
+        count = f"{len(self.items):,} kernels"
+        if self.pattern is not None:
+            count = f"{len(self.shown):,} of {count} match"
+        return f"{count} · by {self.sort} {arrow} · o sort · r reverse · Enter show"
+
+    def refill(self) -> None:
+        """Redraw the rows, and the note's count with them (a filter changes how many are shown)."""
+        super().refill()
+        if self.items and not self.note.has_class("-message"):
+            self.note.update(Text(self._note()))
 
     def activate(self, item: Any) -> None:
         r: KernelRow = item
@@ -158,6 +169,7 @@ class KernelsPanel(Horizontal):
         self.trace = trace
         tp = self.table_panel
         tp.multi_rank = len({r.rank for r in rows}) > 1
+        tp.multi_gpu = len({(r.rank, r.device) for r in rows}) > 1
         if not rows:
             tp.set_message("This trace has no kernels: no GPU kernel activity was recorded.")
             self.query_one("#kernel-histogram", Static).update("")

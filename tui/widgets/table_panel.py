@@ -14,18 +14,21 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
+from gputop_trace.tui.view.kernel_names import fit_names
 from gputop_trace.tui.view.navigation import compile_search
 
 
 @dataclass(frozen=True)
 class Column:
-    """A table column: label, width (None: takes the room left), right-aligned or not, and the narrowest
-    panel width (in cells) at which it is shown."""
+    """A table column: label, width (None: takes the room left), right-aligned or not, the narrowest
+    panel width (in cells) at which it is shown, and whether its texts are names to cut so that they stay
+    distinct (:func:`fit_names`) rather than cut at the end."""
 
     label: str
     width: int | None
     right: bool = True
     min_panel: int = 0
+    distinct: bool = False
 
 
 class TablePanel(Vertical):
@@ -135,8 +138,13 @@ class TablePanel(Vertical):
         all_cols = list(self.columns())
         idx = [all_cols.index(c) for c in cols]
         self.shown = [i for i, it in enumerate(self.items) if self.pattern is None or self.matches(it, self.pattern)]
-        for i in self.shown:
-            cells = self.cells(self.items[i])
+        rows = [list(self.cells(self.items[i])) for i in self.shown]
+        for j, c in enumerate(all_cols):
+            if c.distinct and j in idx and rows:
+                fitted = fit_names([str(r[j]) for r in rows], c.width if c.width is not None else flex)
+                for r, text in zip(rows, fitted, strict=True):
+                    r[j] = text
+        for i, cells in zip(self.shown, rows, strict=True):
             row = []
             for j in idx:
                 v = cells[j]

@@ -214,13 +214,14 @@ class Timeline(TimelineCanvas, can_focus=True):
         dur = e - s
         if rezoom:
             target = min(max(span, int(dur * 1.25) + 1), max(dur * 16, self.plot_width))
-            if target != span or not (self.t0 <= s and e <= self.t1):
+            if target != span or not (self.t0 + span // 10 <= s and e <= self.t1 - span // 10):
                 self.t0, self.t1 = window_around(s, e, target, lo=self.lo, hi=self.hi, width=self.plot_width)
-        elif not (self.t0 <= s < self.t1):
-            if dur > span:
+        elif dur > span:
+            if not (self.t0 <= s < self.t1):
                 self.t0, self.t1 = fit_interval(s, e, margin=0.1, lo=self.lo, hi=self.hi, width=self.plot_width)
-            else:
-                self.t0, self.t1 = window_around(s, e, span, lo=self.lo, hi=self.hi, width=self.plot_width)
+        elif not (self.t0 + span // 10 <= s and e <= self.t1 - span // 10):
+            # off screen or at its edge (the outer tenth): centre it, keeping the zoom
+            self.t0, self.t1 = window_around(s, e, span, lo=self.lo, hi=self.hi, width=self.plot_width)
         self.cursor_t = min(max((s + e) // 2, self.t0), self.t1 - 1)
 
     def zoom_to_selection(self) -> bool:
