@@ -7,19 +7,13 @@ import math
 from typing import TYPE_CHECKING
 
 from gputop_trace.analysis.roofline_limits import SATURATED_PCT, first_metric, nan_to_zero
+from gputop_trace.units import format_si
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.roofline import KernelVerdict
 
 #: "No eligible warp" share (% of active cycles) that counts as starved of ready warps.
 STARVED_ISSUE_PCT = 70.0
-
-
-def _fmt_rate(x: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def _fmt_count(x: float) -> str:
@@ -47,8 +41,8 @@ def explain(v: KernelVerdict, note: str = "") -> list[str]:
         roof = (
             f"It does {format_intensity(v.intensity)} FLOP per byte of DRAM traffic "
             f"({_fmt_count(v.flops)} FLOP over {_fmt_count(v.dram_bytes)}B); the ridge point of {gpu} for "
-            f"{v.precision} is {format_intensity(v.ridge)} FLOP/byte ({_fmt_rate(v.peak_flop_per_s, 'FLOP/s')} ÷ "
-            f"{_fmt_rate(v.peak_dram_bytes_per_s, 'B/s')})."
+            f"{v.precision} is {format_intensity(v.ridge)} FLOP/byte ({format_si(v.peak_flop_per_s, 'FLOP/s')} ÷ "
+            f"{format_si(v.peak_dram_bytes_per_s, 'B/s')})."
         )
     sol = f"SMs at {_pct(v.sm_pct)} and memory at {_pct(v.memory_pct)} of peak (DRAM {_pct(v.dram_pct)})"
     top = v.stalls[0] if v.stalls else None

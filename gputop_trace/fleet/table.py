@@ -87,13 +87,10 @@ def error_row(s: RankSummary) -> dict[str, Any]:
 def finding_row(f: Finding) -> dict[str, Any]:
     """A fleet finding in the shape of the ``summary`` document's findings (evidence is already plain)."""
     ranks = f.evidence.get("ranks", [])
+    from gputop_trace.report.analysis_json import finding_head
+
     return {
-        "priority": f.priority,
-        "kind": f.kind,
-        "title": f.title,
-        "detail": f.detail,
-        "severity": round(f.severity, 4),
-        "time_ns": f.time_ns,
+        **finding_head(f),
         "gpu": {"rank": f.gpu_rank, "device": None},
         "ranks": list(ranks),
         "evidence": f.evidence,

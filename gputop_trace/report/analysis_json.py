@@ -55,9 +55,9 @@ def evidence_json(trace: Trace, value: Any, rank: int = 0, key: str = "") -> Any
     return value
 
 
-def finding_json(trace: Trace, f: Finding) -> dict[str, Any]:
-    """One entry of ``findings``: position, kind, words, weight, evidence, thresholds and where to look."""
-    rank = f.gpu_rank if f.gpu_rank is not None else 0
+def finding_head(f: Finding) -> dict[str, Any]:
+    """What every ``findings`` entry starts with (one run's or a fleet's): position (``priority``, 1 first),
+    kind, words, weight (``severity`` 0–1) and the time at stake (ns)."""
     return {
         "priority": f.priority,
         "kind": f.kind,
@@ -65,6 +65,14 @@ def finding_json(trace: Trace, f: Finding) -> dict[str, Any]:
         "detail": f.detail,
         "severity": round(f.severity, 4),
         "time_ns": f.time_ns,
+    }
+
+
+def finding_json(trace: Trace, f: Finding) -> dict[str, Any]:
+    """One entry of ``findings``: :func:`finding_head`, the GPU, evidence, thresholds and where to look."""
+    rank = f.gpu_rank if f.gpu_rank is not None else 0
+    return {
+        **finding_head(f),
         "gpu": {"rank": f.gpu_rank, "device": f.device},
         "evidence": evidence_json(trace, f.evidence, rank),
         "thresholds": f.thresholds,

@@ -26,6 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from gputop_trace.analysis.causes import CAUSE_SHORT
 from gputop_trace.fleet.parquet import FleetFile, read_fleet
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns
@@ -34,15 +35,6 @@ from gputop_trace.units import format_ns
 HEAT_BOUNDS = (0.97, 1.03, 1.10, 1.25)
 HEAT_GLYPHS = ("▁", "▂", "▄", "▆", "█")
 HEAT_COLOURS = ("#4c8bf5", "#5fb760", "#e0c040", "#e08a3b", "#e05d5d")
-
-SHORT_CAUSE = {
-    "sync_stall": "sync stall",
-    "blocked_os": "OS call",
-    "data_loading": "data load",
-    "cpu_bound": "CPU-bound",
-    "untraced": "untraced",
-    "gpu_dependency": "GPU dep.",
-}
 
 
 @dataclass(frozen=True)
@@ -223,7 +215,7 @@ class FleetScreen(Screen[None]):
         ("rank", 5, True, 0),
         ("step", 8, True, 0),
         ("busy", 4, True, 0),
-        ("top idle", 9, False, 0),
+        ("top idle", 14, False, 0),
         ("waiting", 8, True, 100),
         ("late", 8, True, 0),
         ("z", 5, True, 100),
@@ -275,7 +267,7 @@ class FleetScreen(Screen[None]):
         causes = sorted((r.get("idle_by_cause") or {}).items(), key=lambda kv: -(kv[1] or {}).get("total_ns", 0))
         cause = "-"
         if causes and (causes[0][1] or {}).get("total_ns"):
-            cause = SHORT_CAUSE.get(causes[0][0], causes[0][0])
+            cause = CAUSE_SHORT.get(causes[0][0], causes[0][0])
         z = r.get("arrival_z")
         flagged = bool(r.get("late_outlier") or r.get("step_outlier"))
         return {
