@@ -33,16 +33,21 @@ def _private_trace_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ["GPUTOP_TRACE_CACHE_DIR"] = old
 
 
-@pytest.fixture(autouse=True)
-def _corpus_gate(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("corpus") is None:
-        return
+def require_corpus() -> None:
+    """Skip (on a user's machine without the corpus) or fail (``GPUTOP_REQUIRE_CORPUS=1``, CI) when the corpus is
+    missing; every corpus test and fixture goes through here."""
     reason = corpus_missing_reason()
     if reason is None:
         return
     if os.environ.get("GPUTOP_REQUIRE_CORPUS") == "1":
         pytest.fail(f"GPUTOP_REQUIRE_CORPUS=1 but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _corpus_gate(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("corpus") is not None:
+        require_corpus()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.conftest import CORPUS, ROOT, corpus_missing_reason
+from tests.conftest import CORPUS, ROOT, require_corpus
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
@@ -36,9 +36,7 @@ def make_fleet_module() -> ModuleType:
 
 
 def _need_corpus() -> None:
-    reason = corpus_missing_reason()
-    if reason is not None:
-        pytest.skip(reason)
+    require_corpus()  # fail under GPUTOP_REQUIRE_CORPUS=1 (CI), skip elsewhere
 
 
 @pytest.fixture(scope="session")
