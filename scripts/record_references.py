@@ -101,8 +101,8 @@ def _env(device: str) -> dict[str, Any]:
 def ops_reference(out: str, device: str, steps: int = 3) -> list[str]:
     """Record the operator-view reference; returns the written paths."""
     import torch
-    import torch.nn.functional as F
     from torch import nn
+    from torch.nn import functional as nnf
     from torch.profiler import ProfilerActivity, profile, record_function
 
     torch.manual_seed(0)
@@ -121,7 +121,7 @@ def ops_reference(out: str, device: str, steps: int = 3) -> list[str]:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, t, _ = x.shape
             q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            a = nnf.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
             return x + self.mlp(self.ln2(x))
 
@@ -145,7 +145,7 @@ def ops_reference(out: str, device: str, steps: int = 3) -> list[str]:
         with record_function(f"step_{i}"):
             idx = torch.randint(0, vocab, (batch, seq)).to(dev)
             logits = model(idx)
-            loss = F.cross_entropy(logits.view(-1, vocab), idx.view(-1))
+            loss = nnf.cross_entropy(logits.view(-1, vocab), idx.view(-1))
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
