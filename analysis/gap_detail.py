@@ -26,7 +26,8 @@ def gap_detail(
         return f"{op} was queued {format_ns(lead)} earlier and waited for {_dependency_kind(trace, next_op, launch)}"
     if cause == "sync_stall":
         if after_sync >= 0 and after_sync == cause_event:
-            return f"GPU queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
+            queue = trace.device_words(int(trace.event_rank[next_op]), int(trace.event_device[next_op])).say("GPU")
+            return f"{queue} queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
         return f"host waiting in {nm(cause_event)}{inside}"
     if cause == "blocked_os":
         return f"launching thread blocked in {nm(cause_event)}{inside}"
@@ -42,5 +43,6 @@ def _dependency_kind(trace: Trace, next_op: int, launch: int) -> str:
     if next_op >= 0 and collective_op(trace.event_name(next_op)) is not None:
         return "a collective (the other ranks)"
     if "graph" in api:
-        return "a dependency inside a CUDA graph"
+        graphs = trace.device_words(int(trace.event_rank[next_op]), int(trace.event_device[next_op])).graphs
+        return f"a dependency inside a {graphs or 'graph'}"
     return "another stream, an event or a host callback"

@@ -73,6 +73,8 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
             {
                 "rank": d.rank,
                 "device": d.device,
+                "label": d.label,
+                "accelerator": d.accelerator,
                 "name": info.name if info else None,
                 "sm_count": info.sm_count if info else None,
                 "span_ns": d.span_ns,

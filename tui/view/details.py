@@ -46,7 +46,7 @@ def lane_description(trace: Trace, lane: int) -> str:
     if len(trace.meta.ranks) > 1 or ln.rank:
         parts.append(f"rank {ln.rank}")
     if ln.kind in (LaneKind.GPU_STREAM, LaneKind.GPU_RANGES, LaneKind.UVM):
-        parts.append(f"GPU {ln.device}")
+        parts.append(trace.device_label(ln.rank, ln.device))
         parts.append("annotations" if ln.kind == LaneKind.GPU_RANGES else clean(ln.name))
     else:
         if ln.pid >= 0:

@@ -77,7 +77,7 @@ def _gpu_label(trace: Trace, rank: int, device: int) -> str:
     name = clean(info.name).replace("NVIDIA ", "") if info and info.name else ""
     if name.startswith("GPU") or "not recorded" in name:
         name = ""
-    return f"GPU {device}" + (f" · {name}" if name else "")
+    return trace.device_label(rank, device) + (f" · {name}" if name else "")
 
 
 def _process_label(name: str, pid: int) -> str:
@@ -136,7 +136,15 @@ class LaneLayout:
             for dev in sorted(gpu):
                 g = _Node(RowKind.GROUP, f"{prefix}gpu{dev}", _gpu_label(t, rank, dev), rank=rank, device=dev)
                 if (rank, dev) in busy_devices:
-                    g.children.append(_Node(RowKind.UTIL, util_key(rank, dev), "GPU busy", rank=rank, device=dev))
+                    g.children.append(
+                        _Node(
+                            RowKind.UTIL,
+                            util_key(rank, dev),
+                            f"{t.device_words(rank, dev).noun} busy",
+                            rank=rank,
+                            device=dev,
+                        )
+                    )
                 order = {LaneKind.GPU_RANGES: 0, LaneKind.GPU_STREAM: 1, LaneKind.UVM: 2}
                 for lane in sorted(gpu[dev], key=lambda x: (order.get(t.lanes[x].kind, 3), t.lanes[x].stream, x)):
                     g.children.append(self._lane_node(lane))

@@ -33,14 +33,16 @@ def busy_line(busy: list[DeviceBusy], multi_rank: bool) -> Text:
         return Text("No GPU work in this trace.")
     if len(busy) == 1:
         d = busy[0]
-        who = f"rank {d.rank} GPU {d.device}" if multi_rank else f"GPU {d.device}"
+        label = d.label or f"GPU {d.device}"
+        who = f"rank {d.rank} {label}" if multi_rank else label
         line = Text(f"{who} busy ")
         line.append(f"{d.busy_pct:.0f}%", style="bold")
         line.append(f" · idle {100 - d.busy_pct:.0f}% ({format_ns(d.idle_ns)}) of its {format_ns(d.span_ns)} span")
         return line
     pcts = [d.busy_pct for d in busy]
     idle = sum(d.idle_ns for d in busy)
-    line = Text(f"{len(busy)} GPUs busy ")
+    nouns = {(d.label or "GPU").rsplit(" ", 1)[0] for d in busy}
+    line = Text(f"{len(busy)} {nouns.pop() if len(nouns) == 1 else 'device'}s busy ")
     line.append(f"{min(pcts):.0f}–{max(pcts):.0f}%", style="bold")
     line.append(f" (mean {sum(pcts) / len(pcts):.0f}%) · idle {format_ns(idle)} in all")
     return line
