@@ -118,6 +118,10 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
                 format_ns(d["span_ns"]),
             )
         con.print(t)
+    elif doc.get("range_profiler"):
+        con.print(
+            Text(f"No {noun} busy time: a CUPTI range-profiler trace (finding 1 says what it holds).", style="yellow")
+        )
     else:
         con.print(Text("No GPU activity in this profile.", style="yellow"))
     if doc["top_kernels"]:

@@ -28,6 +28,12 @@ OTHER = "other"
 
 ACCELERATORS: tuple[str, ...] = (CUDA, ROCM, MTIA, XPU, HPU, OTHER)
 
+#: Name of the lane that holds CUPTI range-profiler ranges (one per profiled kernel, Kineto category
+#: ``cuda_profiler_range``), and the prefix of the counter series that hold each range's hardware counters
+#: (one sample per range, at the range's start): see :mod:`gputop_trace.analysis.profiler_ranges`.
+PROFILER_LANE = "CUPTI range profiler"
+PROFILER_SERIES = "cupti_range:"
+
 _NOUN = {CUDA: "GPU", ROCM: "GPU", MTIA: "MTIA", XPU: "XPU", HPU: "HPU", OTHER: "device"}
 _RUNTIME = {CUDA: "CUDA", ROCM: "HIP"}
 _COLLECTIVES = {CUDA: "NCCL", ROCM: "RCCL"}

@@ -21,6 +21,7 @@ from gputop_trace.parsers.chrome.conventions import (
     JAX_STREAM,
     MTIA_COPY_NAME,
     MTIA_DEVICE_CAT,
+    PROFILER_RANGE_CAT,
 )
 from gputop_trace.parsers.chrome.state import PH_ASYNC, PH_ASYNC_I, PH_I, PH_X, State
 from gputop_trace.parsers.chrome.values import int_or, stable_int
@@ -174,6 +175,22 @@ class _Classifier:
             ),
         )
 
+    def profiler_lane(self, device: int, pid: Any) -> int:
+        """The lane of a device's CUPTI range-profiler ranges (one range per profiled kernel)."""
+        return self.b.lane(
+            ("profiler", device),
+            Lane(
+                kind=LaneKind.GPU_RANGES,
+                name=devices.PROFILER_LANE,
+                rank=self.rank,
+                pid=stable_int(pid),
+                device=device,
+                process_name=self._device_name(device, None),
+                sort_key=(self.rank, 1, device, 0, 1),
+                accelerator=self.st.accelerator,
+            ),
+        )
+
     def classify(self, pid: Any, tid: Any, cat: str, name: str, device_arg: int, phc: int) -> tuple[Kind, int]:
         """(kind, lane id) of an event from its thread, category, name and args."""
         if phc in (PH_ASYNC, PH_ASYNC_I):
@@ -192,6 +209,8 @@ class _Classifier:
             return kind, self.gpu_lane(device, stream, pid, tid)
         if kind == Kind.GPU_RANGE:
             device = device_arg if device_arg >= 0 else max(int_or(pid, 0), 0)
+            if cat == PROFILER_RANGE_CAT:
+                return kind, self.profiler_lane(device, pid)
             return kind, self.gpu_ranges_lane(device)
         if kind == Kind.OVERHEAD or not isinstance(pid, int) or pid < 0:
             return kind, self.other_lane(pid, tid)

@@ -10,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop_trace.analysis.busy import DeviceBusy
+from gputop_trace.analysis.profiler_ranges import RANGE_PROFILER_TITLE
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.analysis_views import FindingItem
 from gputop_trace.units import format_ns
@@ -70,7 +71,11 @@ def overview_text(view: Overview, *, multi_rank: bool, width: int = 0, limit: in
     ``width`` columns when ``width`` > 0) with a click action that jumps to its evidence
     (``screen.open_finding(i)``), then how to see them all."""
     text = Text("Where the time went: ", style="bold")
-    text.append_text(busy_line(view.busy, multi_rank))
+    profiled = next((f for f in view.findings if f.title.startswith(RANGE_PROFILER_TITLE)), None)
+    if not view.busy and profiled is not None:  # no activity to time: say what the trace holds instead
+        text.append(clean(profiled.detail))
+    else:
+        text.append_text(busy_line(view.busy, multi_rank))
     steps = step_line(view.steps)
     if steps is not None:
         text.append(" · ")
