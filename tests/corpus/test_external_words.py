@@ -59,7 +59,8 @@ def test_mtia_is_called_mtia_and_gets_no_cuda_advice(capsys: pytest.CaptureFixtu
     assert words and not bad, bad[:5]
     # the advice that remains is the generic form of the CUDA advice, not nothing
     assert "torch.compile, less Python per kernel" in flat and "Fix: warm up before profiling." in flat
-    _code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / MTIA))
+    code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / MTIA))
+    assert code == 0
     (dev,) = json.loads(out)["devices"]
     assert (dev["label"], dev["accelerator"]) == ("MTIA 9", "mtia")
 
@@ -73,7 +74,8 @@ def test_rocm_is_a_gpu_with_hip_advice_and_no_cuda_words(capsys: pytest.CaptureF
     assert not bad, bad[:5]
     assert "GPU 2:" in flat and "HIP graphs" in flat and "HIP_ENABLE_DEFERRED_LOADING=0" in flat
     assert "hipStreamWaitEvent" in flat and "(104 CUs)" in flat
-    _code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / AMD))
+    code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / AMD))
+    assert code == 0
     (dev,) = json.loads(out)["devices"]
     assert (dev["label"], dev["accelerator"]) == ("GPU 2", "rocm")
 
@@ -81,6 +83,7 @@ def test_rocm_is_a_gpu_with_hip_advice_and_no_cuda_words(capsys: pytest.CaptureF
 def test_triton_on_an_nvidia_gpu_stays_cuda(capsys: pytest.CaptureFixture[str]) -> None:
     """The Triton example ran on an A100 through CUDA: its device is a CUDA GPU and keeps the CUDA words."""
     code, out, _ = run_cli(capsys, "summary", "--json", str(CORPUS / TRITON))
+    assert code == 0
     (dev,) = json.loads(out)["devices"]
     assert (dev["label"], dev["accelerator"]) == ("GPU 0", "cuda")
     _code, out, _ = run_cli(capsys, "summary", str(CORPUS / TRITON))
