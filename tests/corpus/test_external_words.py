@@ -63,6 +63,8 @@ def test_mtia_is_called_mtia_and_gets_no_cuda_advice(capsys: pytest.CaptureFixtu
     assert code == 0
     (dev,) = json.loads(out)["devices"]
     assert (dev["label"], dev["accelerator"]) == ("MTIA 9", "mtia")
+    code, _, err = run_cli(capsys, "gaps", "--device", "3", str(CORPUS / MTIA))
+    assert code == 2 and "this trace has no MTIA 3; its MTIAs are 9." in " ".join(err.split())
 
 
 def test_rocm_is_a_gpu_with_hip_advice_and_no_cuda_words(capsys: pytest.CaptureFixture[str]) -> None:
