@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -47,7 +48,8 @@ def lane_description(trace: Trace, lane: int) -> str:
         parts.append(f"rank {ln.rank}")
     if ln.kind in (LaneKind.GPU_STREAM, LaneKind.GPU_RANGES, LaneKind.UVM):
         parts.append(trace.device_label(ln.rank, ln.device))
-        parts.append("annotations" if ln.kind == LaneKind.GPU_RANGES else clean(ln.name))
+        ranges = PROFILER_LANE if ln.name == PROFILER_LANE else "annotations"
+        parts.append(ranges if ln.kind == LaneKind.GPU_RANGES else clean(ln.name))
     else:
         if ln.pid >= 0:
             parts.append(f"pid {ln.pid}")

@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -168,8 +169,8 @@ class LaneLayout:
 
     def _lane_node(self, lane: int) -> _Node:
         ln = self.trace.lanes[lane]
-        if ln.kind == LaneKind.GPU_RANGES:
-            label = "annotations"
+        if ln.kind == LaneKind.GPU_RANGES:  # annotation bands, or a device's CUPTI range-profiler ranges
+            label = PROFILER_LANE if ln.name == PROFILER_LANE else "annotations"
         elif ln.kind in (LaneKind.CPU_THREAD, LaneKind.ASYNC):
             label = _thread_label(ln.name, ln.process_name)
         else:
