@@ -7,7 +7,7 @@ import pytest
 
 from gputop_trace.tui.app import GputopApp
 from tests.conftest import corpus_file
-from tests.tui_helpers import run, wait_loaded, wait_text
+from tests.tui_helpers import press, run, wait_loaded, wait_text
 
 CUPTI = "external/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"
 
@@ -26,5 +26,8 @@ def test_range_profiler_trace_first_screen_and_lane() -> None:
             (first,) = [f for f in main.overview.findings if f.priority > 0]
             assert first.title.startswith("CUPTI range-profiler trace: 77 profiled kernels")
             await wait_text(pilot, app, "CUPTI range profiler")  # the ranges' lane under GPU 0
+            await press(pilot, "1")  # the Kernels panel says why it is empty and where the counters are
+            text = await wait_text(pilot, app, "No kernel activity")
+            assert "range-profiler trace" in " ".join(text.split())
 
     run(body())
