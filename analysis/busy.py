@@ -17,7 +17,9 @@ class DeviceBusy:
     """Busy/idle summary of one GPU. Times in ns relative to the trace start.
 
     ``span_ns`` runs from the device's first GPU op start to its last GPU op end (no leading or trailing
-    idle); ``idle_ns = span_ns - busy_ns``; ``busy_starts``/``busy_ends`` is the busy union.
+    idle); ``idle_ns = span_ns - busy_ns``; ``busy_starts``/``busy_ends`` is the busy union. ``label`` is the
+    device's own name (``GPU 0``, ``MTIA 9``: :meth:`~gputop_trace.model.trace.Trace.device_label`) and
+    ``accelerator`` its kind (:mod:`gputop_trace.model.devices`).
     """
 
     rank: int
@@ -29,6 +31,8 @@ class DeviceBusy:
     idle_ns: int
     busy_pct: float
     ops: int
+    label: str = ""
+    accelerator: str = "cuda"
     busy_starts: I64 = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, dtype=np.int64))
     busy_ends: I64 = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -68,6 +72,8 @@ def device_busy(trace: Trace) -> list[DeviceBusy]:
                 span_ns=span,
                 busy_ns=busy,
                 idle_ns=span - busy,
+                label=trace.device_label(r, d),
+                accelerator=trace.accelerator(r, d),
                 busy_pct=100.0 * busy / span if span else 0.0,
                 ops=int(sel.size),
                 busy_starts=us,

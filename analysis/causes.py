@@ -7,6 +7,8 @@ in a narrow table cell or on the timeline's busy strip, :data:`CAUSE_SHORT`.
 
 from __future__ import annotations
 
+from gputop_trace.model.devices import DeviceWords
+
 #: Cause ids, in the order the views list them.
 CAUSES: tuple[str, ...] = ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced", "gpu_dependency")
 #: Display label of each cause (a full phrase, for sentences and wide tables).
@@ -27,3 +29,8 @@ CAUSE_SHORT: dict[str, str] = {
     "untraced": "untraced host",
     "gpu_dependency": "GPU dependency",
 }
+
+
+def cause_label(cause: str, words: DeviceWords, *, short: bool = False) -> str:
+    """The label of a cause said of one device (``MTIA-side dependency`` on an MTIA)."""
+    return words.say((CAUSE_SHORT if short else CAUSE_LABELS)[cause])

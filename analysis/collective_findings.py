@@ -75,7 +75,8 @@ def _cross_rank_detail(
     if sg is not None and sg.idle_ns:
         top = max(sg.by_cause.values(), key=lambda ct: ct.total_ns)
         extra += (
-            f" Rank {s}'s GPU is idle {sg.idle_pct:.1f}% of its active time, mostly {top.label} "
+            f" Rank {s}'s {sg.trace.device_words(s, sg.device).noun} is idle {sg.idle_pct:.1f}% of its active time, "
+            f"mostly {top.label} "
             f"({format_ns(top.total_ns)})."
         )
     for_s = w.waited_for.get(s, 0)
@@ -104,6 +105,8 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
     total = {r: int(dur[coll.rank == r].sum()) for r in ranks}
     count = {r: int((coll.rank == r).sum()) for r in ranks}
     out: list[Draft] = []
+    library = trace.device_words().collective_library
+    colls = f"{library} collectives" if library else "collectives"
     if len(ranks) > 1:
         rep = find_stragglers(trace)
         s = rep.straggler
@@ -114,7 +117,7 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
             out.append(
                 Draft(
                     kind="collective_wait",
-                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in NCCL collectives for {waited_on(w, s)} "
+                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in {colls} for {waited_on(w, s)} "
                     f"({pct(w.wait_ns, span)} of its active time)",
                     detail=_cross_rank_detail(w, rep, idle, total[w.rank], count[w.rank]),
                     time_ns=w.wait_ns,
@@ -148,7 +151,7 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
     out.append(
         Draft(
             kind="collective_wait",
-            title=f"NCCL collectives run ~{format_ns(wait)} longer than a usual call of their size "
+            title=f"{colls[0].upper()}{colls[1:]} run ~{format_ns(wait)} longer than a usual call of their size "
             f"({pct(wait, span)} of the active time): likely waiting for other ranks (an estimate from one rank)",
             detail=f"The {count[r]} collective kernels take {format_ns(total[r])}; an estimated {format_ns(wait)} of "
             "that is time above a usual call of the same kernel and message size (the lower quartile of those "

@@ -35,10 +35,11 @@ class Draft:
 
 
 def gpu_label(rank: int, device: int, multi: bool, trace: Trace) -> str:
-    """``GPU 0``, or ``rank 1 GPU 0`` when the findings cover several GPUs of a multi-rank trace."""
+    """The device by its own name (``GPU 0``, ``MTIA 9``), with its rank (``rank 1 GPU 0``) when the findings
+    cover several devices of a multi-rank trace."""
     if multi and len(trace.meta.ranks) > 1:
-        return f"rank {rank} GPU {device}"
-    return f"GPU {device}"
+        return f"rank {rank} {trace.device_label(rank, device)}"
+    return trace.device_label(rank, device)
 
 
 def pct(part: int, whole: int) -> str:

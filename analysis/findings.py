@@ -40,6 +40,7 @@ _KIND_ORDER = {
     for i, k in enumerate(
         (
             "no_gpu_activity",
+            "range_profiler_only",
             "collective_wait",
             "idle_gaps",
             "pageable_async",
@@ -129,7 +130,29 @@ def _rank(i: int, d: Draft) -> Finding:
 
 
 def _no_gpu(trace: Trace) -> list[Draft]:
+    from gputop_trace.analysis.profiler_ranges import RANGE_PROFILER_TITLE, profiler_ranges, profiler_summary_line
+
     counts = trace.count_by_kind()
+    rep = profiler_ranges(trace)
+    if rep is not None:
+        return [
+            Draft(
+                kind="range_profiler_only",
+                title=f"{RANGE_PROFILER_TITLE}: {rep.ranges} profiled kernels with hardware counters, no kernel "
+                "activity, so no timeline analysis",
+                detail=profiler_summary_line(rep),
+                time_ns=trace.span_ns,
+                span_ns=trace.span_ns,
+                evidence={
+                    "ranges": rep.ranges,
+                    "kernel_names": len({k.name for k in rep.kernels}),
+                    "counters": list(rep.metrics),
+                    "range_window_ns": list(rep.window_ns),
+                },
+                thresholds={},
+                interval=(0, trace.span_ns),
+            )
+        ]
     what = ", ".join(f"{n:,} {k.name.lower().replace('_', ' ')}" for k, n in counts.items()) or "no events"
     return [
         Draft(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.model.trace import Trace
 
@@ -26,7 +27,8 @@ def gap_detail(
         return f"{op} was queued {format_ns(lead)} earlier and waited for {_dependency_kind(trace, next_op, launch)}"
     if cause == "sync_stall":
         if after_sync >= 0 and after_sync == cause_event:
-            return f"GPU queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
+            queue = _words(trace, next_op).say("GPU")
+            return f"{queue} queue drained by {nm(after_sync)}{inside}; the host then worked until the next launch"
         return f"host waiting in {nm(cause_event)}{inside}"
     if cause == "blocked_os":
         return f"launching thread blocked in {nm(cause_event)}{inside}"
@@ -37,10 +39,18 @@ def gap_detail(
     return f"nothing traced on the launching thread{inside}"
 
 
+def _words(trace: Trace, op: int) -> DeviceWords:
+    """The words for the device of GPU op ``op`` (for the trace's devices together when there is none)."""
+    if op < 0:
+        return trace.device_words()
+    return trace.device_words(int(trace.event_rank[op]), int(trace.event_device[op]))
+
+
 def _dependency_kind(trace: Trace, next_op: int, launch: int) -> str:
     api = trace.event_name(launch).lower() if launch >= 0 else ""
     if next_op >= 0 and collective_op(trace.event_name(next_op)) is not None:
         return "a collective (the other ranks)"
     if "graph" in api:
-        return "a dependency inside a CUDA graph"
+        graphs = _words(trace, next_op).graphs
+        return f"a dependency inside a {graphs or 'graph'}"
     return "another stream, an event or a host callback"

@@ -28,15 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
+from gputop_trace.analysis.causes import CAUSES, cause_label
 from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS, GapColumns, attribute_gaps
 from gputop_trace.analysis.gap_detail import gap_detail
 from gputop_trace.analysis.intervals import holes
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
 
-#: What to do about a cause, in one sentence.
+#: What to do about a cause, in one sentence (on a CUDA GPU; :func:`cause_fix` says it of any device).
 CAUSE_FIX: dict[str, str] = {
     "sync_stall": "remove the host synchronization from the step (avoid .item()/.cpu()/print of GPU values, "
     "log every N steps, use non_blocking copies and events) so the host can queue work ahead of the GPU",
@@ -51,6 +52,29 @@ CAUSE_FIX: dict[str, str] = {
     "gpu_dependency": "the GPU waited on another stream, event, collective or graph dependency: check stream "
     "ordering, and whether another rank or stream is late",
 }
+
+
+def cause_fix(cause: str, words: DeviceWords) -> str:
+    """What to do about a cause on one device: :data:`CAUSE_FIX` on a CUDA GPU; elsewhere the same advice said
+    of the device, with HIP graphs and roctx on ROCm and no vendor-specific API on other accelerators."""
+    if words.accelerator == "cuda":
+        return CAUSE_FIX[cause]
+    if cause == "cpu_bound":
+        graphs = f"torch.compile or {words.graphs}s" if words.graphs else "torch.compile"
+        return f"cut host overhead per step: larger batches or fused ops, {graphs}, less Python per kernel"
+    if cause == "untraced":
+        ranges = "record_function/roctx" if words.runtime == "HIP" else "record_function"
+        return (
+            f"the launching thread did something the profiler did not record: add {ranges} ranges (or Python stack "
+            "tracing) around it to see what"
+        )
+    if cause == "data_loading" and not words.is_gpu:
+        return (
+            "overlap input loading with compute: more DataLoader workers, pinned host buffers, prefetching, or a "
+            "faster input pipeline"
+        )
+    return words.say(CAUSE_FIX[cause])
+
 
 DEFAULT_THRESHOLD_NS = 20_000
 #: Gap-length histogram bin edges (ns); the last bin is open-ended.
@@ -139,6 +163,7 @@ class Gap:
     window_ns: int
     breakdown_ns: dict[str, int]
     detail: str
+    words: DeviceWords = field(default=DeviceWords(), repr=False)
 
     @property
     def end_ns(self) -> int:
@@ -147,8 +172,8 @@ class Gap:
 
     @property
     def cause_label(self) -> str:
-        """Display label of the cause."""
-        return CAUSE_LABELS[self.cause]
+        """Display label of the cause, said of the gap's device."""
+        return cause_label(self.cause, self.words)
 
 
 @dataclass(frozen=True, eq=False)
@@ -312,10 +337,11 @@ def find_gaps(
     for st, n in zip(staged, sizes, strict=True):
         part = cols.take(slice(offset, offset + n))
         offset += n
+        words = trace.device_words(int(st["rank"]), int(st["device"]))
         code_counts = np.bincount(part.cause, minlength=len(CAUSES))
         code_ns = np.bincount(part.cause, weights=part.dur_ns, minlength=len(CAUSES)).astype(np.int64)
         by_cause = {
-            c: CauseTotal(c, CAUSE_LABELS[c], int(code_counts[i]), int(code_ns[i])) for i, c in enumerate(CAUSES)
+            c: CauseTotal(c, cause_label(c, words), int(code_counts[i]), int(code_ns[i])) for i, c in enumerate(CAUSES)
         }
         public = {k: v for k, v in st.items() if not k.startswith("_")}
         out.append(
@@ -372,4 +398,5 @@ def _gap_object(dg: DeviceGaps, i: int) -> Gap:
             int(c.launch_event[i]),
             int(c.start_ns[i]),
         ),
+        words=t.device_words(dg.rank, dg.device),
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
+from gputop_trace.analysis.causes import CAUSES, cause_label
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
-from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps
+from gputop_trace.analysis.gaps import DeviceGaps, cause_fix
 from gputop_trace.analysis.kernels import short_name
-from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS
+from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS, lazy_loading_words
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -55,10 +55,7 @@ def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draf
     worst = int(longest[0])
     api = int(c.launch_event[worst])
     n = len(idx)
-    if name_of(trace, api).startswith("hip"):
-        loading, eager = "code object (HIP deferred loading)", "set HIP_ENABLE_DEFERRED_LOADING=0"
-    else:
-        loading, eager = "module (CUDA_MODULE_LOADING=LAZY)", "set CUDA_MODULE_LOADING=EAGER"
+    loading, eager = lazy_loading_words(trace, api, trace.device_words(dg.rank, dg.device))
     return Draft(
         kind="slow_launch",
         title=f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {n} gap{'s' if n > 1 else ''} "
@@ -66,8 +63,7 @@ def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draf
         f"{format_ns(int(trace.dur_ns[api]))} for {short_name(name_of(trace, int(c.next_op[worst])))})",
         detail="In each of these gaps most of the host's time went to the launch call of the next kernel itself, "
         f"not to framework or Python work: one-time work inside the call, usually lazy loading of the kernel's "
-        f"{loading}, a driver stall, autotuning or allocator growth. Fix: warm up before profiling, or {eager} if "
-        "it happens every run.",
+        f"{loading}, a driver stall, autotuning or allocator growth. Fix: warm up before profiling{eager}.",
         time_ns=total,
         span_ns=dg.span_ns,
         evidence={
@@ -169,7 +165,8 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
         longest = idx[np.argsort(-c.dur_ns[idx], kind="stable")]
         s_main = f"`{top[0]}`" if top else "(unknown)"
         s_in = f", mostly in {', '.join(f'`{s}`' for s in top[:2])}" if top else ""
-        phrase = _CAUSE_PHRASE[cause].format(s=s_main, s_in=s_in)
+        words = trace.device_words(dg.rank, dg.device)
+        phrase = words.say(_CAUSE_PHRASE[cause]).format(s=s_main, s_in=s_in)
         n = len(idx)
         lengths = ", ".join(format_ns(int(x)) for x in c.dur_ns[longest[:3]].tolist())
         mean = total / n
@@ -179,15 +176,15 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
             f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
             f"({format_ns(total)}) {phrase}"
         )
-        why = _CAUSE_WHY[cause]
-        fix = CAUSE_FIX[cause]
+        why = words.say(_CAUSE_WHY[cause])
+        fix = cause_fix(cause, words)
         if cause == "blocked_os" and top and "sleep" in top[0].lower():
-            why = "The thread that feeds the GPU sleeps."
-            fix = "remove the sleep from the launching thread, or issue the next GPU work before sleeping"
+            why = words.say("The thread that feeds the GPU sleeps.")
+            fix = words.say("remove the sleep from the launching thread, or issue the next GPU work before sleeping")
         detail = (
             f"{gpu} is idle {dg.idle_pct:.1f}% of its active span ({format_ns(dg.idle_ns)} of "
             f"{format_ns(dg.span_ns)}); {format_ns(total)} of it is in {n} gap{'s' if n > 1 else ''} of at least "
-            f"{format_ns(dg.threshold_ns)} attributed to {CAUSE_LABELS[cause]} (longest: {lengths}). "
+            f"{format_ns(dg.threshold_ns)} attributed to {cause_label(cause, words)} (longest: {lengths}). "
             f"{why + ' ' if why else ''}Fix: {fix}."
         )
         first = int(longest[0])

@@ -9,6 +9,7 @@ from gputop_trace.analysis.finding_draft import Draft, name_of, pct
 from gputop_trace.analysis.gaps import LAUNCH_GAP_NS, SHORT_OP_NS, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launches import LaunchReport
+from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns
@@ -20,16 +21,34 @@ MIN_TINY_SHARE = 0.3
 VERY_SLOW_LAUNCH_NS = 1_000_000
 
 
+def lazy_loading_words(trace: Trace, api: int, words: DeviceWords) -> tuple[str, str]:
+    """(what is loaded lazily, the fix's second half) for a slow launch call ``api`` on a device: CUDA's
+    lazy module loading, HIP's deferred code-object loading (told by a ``hip*`` call or a ROCm device), and
+    on other accelerators only the kernel's code (their loaders have no switch this tool knows)."""
+    if name_of(trace, api).startswith("hip") or words.runtime == "HIP":
+        return "code object (HIP deferred loading)", ", or set HIP_ENABLE_DEFERRED_LOADING=0 if it happens every run"
+    if words.runtime == "CUDA":
+        return "module (CUDA_MODULE_LOADING=LAZY)", ", or set CUDA_MODULE_LOADING=EAGER if it happens every run"
+    return "code", ""
+
+
+def _graph_fix(words: DeviceWords) -> str:
+    """``capture the step in a CUDA graph, `` (a HIP graph on ROCm; nothing where there are no graphs)."""
+    return f"capture the step in a {words.graphs}, " if words.graphs else ""
+
+
 def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
     """The finding for a launch-bound GPU (:attr:`~gputop_trace.analysis.gaps.DeviceGaps.launch_bound`)."""
-    gpu = f"GPU {dg.device}" if not multi else f"rank {dg.rank} GPU {dg.device}"
+    label = dg.trace.device_label(dg.rank, dg.device)
+    gpu = f"rank {dg.rank} {label}" if multi else label
+    words = dg.trace.device_words(dg.rank, dg.device)
     return Draft(
         kind="launch_bound",
         title=f"{gpu} is launch-bound: {dg.short_gaps:,} gaps under {format_ns(LAUNCH_GAP_NS)} between short "
         f"kernels ({format_ns(dg.short_gaps_ns)}, {pct(dg.short_gaps_ns, dg.span_ns)} of its active time)",
         detail=f"Kernels shorter than {format_ns(SHORT_OP_NS)} run back to back with small idle gaps between them: "
-        "launch overhead, not GPU work, sets the pace. Fix: fuse small ops (torch.compile), capture the step in a "
-        "CUDA graph, or make each kernel do more work (larger batch).",
+        f"launch overhead, not {words.noun} work, sets the pace. Fix: fuse small ops (torch.compile), "
+        f"{_graph_fix(words)}or make each kernel do more work (larger batch).",
         time_ns=dg.short_gaps_ns,
         span_ns=dg.span_ns,
         evidence={"rank": dg.rank, "device": dg.device, "short_gaps": dg.short_gaps, "short_gaps_ns": dg.short_gaps_ns},
@@ -52,6 +71,7 @@ def launch_findings(
     span_all = max(spans.values(), default=trace.span_ns)
     kernels = int((trace.kind[rep.op] == Kind.KERNEL).sum())
     tiny = rep.shorter_than_launch
+    words = trace.device_words()
     if len(tiny) >= MIN_TINY_KERNELS and kernels and len(tiny) >= MIN_TINY_SHARE * kernels:
         lost = int((rep.launch_ns[tiny] - trace.dur_ns[rep.op[tiny]]).sum())
         out.append(
@@ -60,9 +80,9 @@ def launch_findings(
                 title=f"{len(tiny):,} of {kernels:,} kernels ({pct(len(tiny), kernels)}) run shorter than their own "
                 f"launch call (median launch {format_ns(float(np.median(rep.launch_ns[tiny])))}, median kernel "
                 f"{format_ns(float(np.median(trace.dur_ns[rep.op[tiny]])))})",
-                detail="The host spends longer launching these kernels than the GPU spends running them, so the GPU "
-                "cannot get ahead of the host. Fix: fuse them (torch.compile), capture the step in a CUDA graph, or "
-                "batch more work per kernel.",
+                detail=f"The host spends longer launching these kernels than the {words.noun} spends running them, "
+                f"so the {words.noun} cannot get ahead of the host. Fix: fuse them (torch.compile), "
+                f"{_graph_fix(words)}or batch more work per kernel.",
                 time_ns=lost,
                 span_ns=span_all,
                 evidence={"kernels": kernels, "shorter_than_launch": len(tiny), "excess_launch_ns": lost},
@@ -78,6 +98,12 @@ def launch_findings(
     if len(slow):
         worst = int(slow[np.argmax(rep.launch_ns[slow])])
         total = int(rep.launch_ns[slow].sum())
+        op = int(rep.op[worst])
+        loading, eager = lazy_loading_words(
+            trace,
+            int(rep.api[worst]),
+            trace.device_words(int(trace.event_rank[op]), int(trace.event_device[op])),
+        )
         out.append(
             Draft(
                 kind="slow_launch",
@@ -85,8 +111,7 @@ def launch_findings(
                 f"{format_ns(VERY_SLOW_LAUNCH_NS)} (worst: `{name_of(trace, int(rep.api[worst]))}` "
                 f"{format_ns(int(rep.launch_ns[worst]))} for {short_name(name_of(trace, int(rep.op[worst])))})",
                 detail="A launch this slow is usually one-time work inside the call: lazy loading of the kernel's "
-                "module (CUDA_MODULE_LOADING=LAZY), autotuning, or allocator growth. Fix: warm up before profiling, "
-                "or set CUDA_MODULE_LOADING=EAGER if it happens every run.",
+                f"{loading}, autotuning, or allocator growth. Fix: warm up before profiling{eager}.",
                 time_ns=total,
                 span_ns=span_all,
                 evidence={

@@ -11,6 +11,7 @@ from gputop_trace.analysis.finding_draft import Draft, family_label, name_family
 from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.host import HostClass, cpu_lanes, host_classes, pageable_copy_calls
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns
@@ -87,19 +88,23 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
         span = max((v for (r, _), v in spans.items() if r == rank), default=trace.span_ns)
         where = f" in `{range_name}`" if range_name else ""
         n = len(members)
+        words = trace.device_words(rank)
         what = (
             "reads a GPU value on the host (.item(), .cpu(), .tolist(), print of a tensor)"
             if call in ("aten::item", "aten::_local_scalar_dense")
             else ("copies a device array to the host" if call.startswith("np.asarray") else "waits for the GPU")
         )
+        what = words.say(what)
         who = f"Rank {rank}: host" if len(trace.meta.ranks) > 1 else "Host"
-        title = f"{who} waits for the GPU: {n} × `{call}`{where} ({format_ns(waited)} blocked)"
+        title = f"{who} waits for the {words.noun}: {n} × `{call}`{where} ({format_ns(waited)} blocked)"
         idle_after = (
-            f" (the GPU then sat idle {format_ns(followed[key])} in the gaps that followed)" if followed[key] else ""
+            f" (the {words.noun} then sat idle {format_ns(followed[key])} in the gaps that followed)"
+            if followed[key]
+            else ""
         )
         detail = (
             f"`{call}`{where} {what}; the host blocks until every queued kernel has finished, which also empties the "
-            f"GPU queue{idle_after}. Fix: {_sync_fix(call)}"
+            f"{words.noun} queue{idle_after}. Fix: {_sync_fix(call, words)}"
         )
         out.append(
             Draft(
@@ -126,20 +131,23 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
     return out
 
 
-def _sync_fix(call: str) -> str:
-    """One sentence on how to avoid a synchronizing call, by framework."""
+def _sync_fix(call: str, words: DeviceWords) -> str:
+    """One sentence on how to avoid a synchronizing call, by framework and device (a CUDA event and
+    ``cudaStreamWaitEvent`` on CUDA, HIP's on ROCm, a plain event elsewhere)."""
+    event = f"a {words.runtime} event" if words.runtime else "an event"
     if call in ("aten::item", "aten::_local_scalar_dense"):
         return (
-            "keep values on the GPU and read them every N steps (accumulate losses in a tensor), or copy with "
-            "non_blocking=True into pinned memory and wait on a CUDA event later."
+            f"keep values on the {words.noun} and read them every N steps (accumulate losses in a tensor), or copy "
+            f"with non_blocking=True into pinned memory and wait on {event} later."
         )
     if call.startswith("np.asarray") or "block_until_ready" in call or "ToLiteral" in call:
         return (
             "fetch device values less often (every N steps), or start the transfer early with "
             "jax.Array.copy_to_host_async() and read it a step later."
         )
+    wait_event = f" ({words.runtime.lower()}StreamWaitEvent)" if words.runtime else ""
     return (
-        "synchronize less often; order work between streams with events (cudaStreamWaitEvent) instead of "
+        f"synchronize less often; order work between streams with events{wait_event} instead of "
         "waiting on the host, and wait on a specific event rather than the whole device."
     )
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, plain_name
 from gputop_trace.analysis.transfers import TransferReport
+from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_bytes, format_ns
@@ -47,7 +48,7 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
             Draft(
                 kind=flag.flag,
                 title=title,
-                detail=f"{_FLAG_WHY[flag.flag]} {_copy_groups(trace, rows)} Fix: {flag.fix}",
+                detail=f"{_flag_why(flag.flag, trace.device_words())} {_copy_groups(trace, rows)} Fix: {flag.fix}",
                 time_ns=exposed,
                 span_ns=span,
                 evidence={
@@ -115,6 +116,14 @@ _FLAG_WHY = {
 }
 
 
+def _flag_why(flag: str, words: DeviceWords) -> str:
+    """Why a flag matters, said of the device (``hipMemcpy`` on ROCm, a synchronous copy call elsewhere)."""
+    why = words.say(_FLAG_WHY[flag])
+    if words.runtime != "CUDA":
+        why = why.replace("cudaMemcpy", f"{words.runtime.lower()}Memcpy" if words.runtime else "copy call")
+    return why
+
+
 def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
     """How much of the copies on streams that run no kernels (copy side streams) is hidden behind kernels."""
     cols = rep.columns
@@ -157,9 +166,10 @@ def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int
             )
         )
     first = trace.lanes[int(lanes[sel[0]])]
+    noun = trace.device_words(first.rank, first.device).noun
     advice = (
-        "A side stream only helps while kernels run on another stream; these copies were issued while the GPU had "
-        "nothing else to do. Issue them earlier (prefetch the next batch while the current step computes)."
+        f"A side stream only helps while kernels run on another stream; these copies were issued while the {noun} "
+        "had nothing else to do. Issue them earlier (prefetch the next batch while the current step computes)."
         if pct < 50
         else "Most of the copy time overlaps with kernels, as intended."
     )

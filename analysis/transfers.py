@@ -33,6 +33,7 @@ import numpy.typing as npt
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.intervals import overlap_with_union, union
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import COPY_KIND_LABEL, CopyKind, Kind, MemKind
 from gputop_trace.model.trace import Trace
 
@@ -54,6 +55,34 @@ FLAG_FIX: dict[str, str] = {
     "overlaps with the kernels instead of running between them.",
     "sync_memset": "Use cudaMemsetAsync on a stream instead of the synchronous cudaMemset on pinned or managed memory.",
 }
+
+
+def flag_fix(flag: str, words: DeviceWords) -> str:
+    """The fix of a flag on a device: :data:`FLAG_FIX` on CUDA; HIP's calls on ROCm; no vendor API elsewhere."""
+    rt = words.runtime
+    if rt == "CUDA":
+        return FLAG_FIX[flag]
+    api = rt.lower() if rt else ""
+    if flag == "pageable_async":
+        return (
+            f"Pin the host buffer (tensor.pin_memory(), DataLoader(pin_memory=True), {words.pinned_alloc}) so the "
+            "copy is truly asynchronous and can overlap with kernels."
+        )
+    if flag == "sync_copy":
+        call = f"{api}MemcpyAsync" if api else "an asynchronous copy"
+        return (
+            f"Use {call} on a stream (in PyTorch: .to(device, non_blocking=True) from pinned memory) so the host "
+            "does not block on the copy."
+        )
+    if flag == "copy_on_compute_stream":
+        return (
+            "Issue the copy on a side stream (a second stream, ordered with wait_stream/events) so it overlaps with "
+            "the kernels instead of running between them."
+        )
+    if api:
+        return f"Use {api}MemsetAsync on a stream instead of the synchronous {api}Memset on pinned or managed memory."
+    return "Use an asynchronous memset on a stream instead of the synchronous one on pinned or managed memory."
+
 
 _ASYNC = re.compile(r"Async", re.IGNORECASE)
 _COPY_API = re.compile(r"^(?:cuda|cu|hip)Mem(?:cpy|set)", re.IGNORECASE)
@@ -230,7 +259,8 @@ class TransferReport:
             if not len(sel):
                 continue
             order = sel[np.lexsort((self.columns.event[sel], -self.columns.exposed_ns[sel]))]
-            out.append(TransferFlag(name, FLAG_TITLES[name], FLAG_FIX[name], [_row(self, int(i)) for i in order]))
+            fix = flag_fix(name, self.trace.device_words())
+            out.append(TransferFlag(name, FLAG_TITLES[name], fix, [_row(self, int(i)) for i in order]))
         return out
 
 

@@ -130,8 +130,9 @@ def check_filters(trace: Trace, args: argparse.Namespace) -> Trace:
     if device is not None and not any(d == device and (rank is None or r == rank) for r, d in gpus):
         where = f" on rank {rank}" if rank is not None else ""
         have = sorted({d for r, d in gpus if rank is None or r == rank})
+        noun = trace.device_words(rank).noun
         raise TraceError(
-            f"--device {device}: this trace has no GPU {device}{where}; its GPUs{where} are {_listed(have)}."
+            f"--device {device}: this trace has no {noun} {device}{where}; its {noun}s{where} are {_listed(have)}."
         )
     return trace
 

@@ -121,7 +121,7 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
     """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
     from rich.text import Text
 
-    from gputop_trace.analysis.causes import CAUSE_SHORT
+    from gputop_trace.analysis.causes import cause_label
     from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.cli.tables import add_number_columns, compact_table
@@ -131,13 +131,15 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
 
     con = common.stdout_console()
     if not gaps:
-        where = "on the selected GPU/rank" if filtered else "in this profile"
-        con.print(Text(f"No GPU activity {where} (no kernel, copy or memset): no gaps to find.", style="yellow"))
+        noun = trace.device_words().noun
+        where = f"on the selected {noun}/rank" if filtered else "in this profile"
+        con.print(Text(f"No {noun} activity {where} (no kernel, copy or memset): no gaps to find.", style="yellow"))
         common.print_warnings(con, trace)
         return
     multi_rank = len({d.rank for d in gaps}) > 1
     for d in gaps:
-        label = f"rank {d.rank} GPU {d.device}" if multi_rank else f"GPU {d.device}"
+        label = trace.device_label(d.rank, d.device)
+        label = f"rank {d.rank} {label}" if multi_rank else label
         con.print(
             Text(f"{label} (pid {d.pid})", style="bold")
             + Text(
@@ -186,9 +188,9 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
             t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=24)
         t.add_column("what happened", overflow="fold", ratio=1)
         if wide:
-            t.add_column("next GPU op", overflow="ellipsis", no_wrap=True, max_width=32)
+            t.add_column(f"next {trace.device_words().noun} op", overflow="ellipsis", no_wrap=True, max_width=32)
         for g in shown:
-            cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), CAUSE_SHORT[g.cause]]
+            cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), cause_label(g.cause, g.words, short=True)]
             if wide:
                 cells.append(Text(clean(g.range_name or "")))
             cells.append(Text(clean(g.detail)))

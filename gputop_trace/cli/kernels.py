@@ -93,11 +93,19 @@ def rows(trace: Trace, args: argparse.Namespace) -> list[KernelRow]:
 
 def build(trace: Trace, paths: list[str], args: argparse.Namespace) -> dict[str, Any]:
     """The ``kernels`` JSON-contract document."""
+    from gputop_trace.analysis.profiler_ranges import profiler_ranges
     from gputop_trace.report.envelope import envelope
     from gputop_trace.report.kernels_json import kernel_row_json
+    from gputop_trace.report.profiler_json import profiled_kernel_json
 
     table = rows(trace, args)
     shown = table if args.limit is None else table[: max(args.limit, 0)]
+    prof = profiler_ranges(trace)
+    profiled = [
+        k
+        for k in (prof.kernels if prof else [])
+        if (args.device is None or k.device == args.device) and (args.rank is None or k.rank == args.rank)
+    ]
     return envelope(
         "kernels",
         trace,
@@ -108,6 +116,11 @@ def build(trace: Trace, paths: list[str], args: argparse.Namespace) -> dict[str,
         total_ns=sum(r.total_ns for r in table),
         rows_total=len(table),
         kernels=[kernel_row_json(r) for r in shown],
+        mode="range_profiler" if prof is not None and not table else "activity",
+        counters=list(prof.metrics) if prof else [],
+        profiled_kernels=[
+            profiled_kernel_json(k) for k in (profiled if args.limit is None else profiled[: max(args.limit, 0)])
+        ],
     )
 
 
@@ -126,7 +139,14 @@ def run(args: argparse.Namespace) -> int:
 
         from gputop_trace.report.envelope import to_csv
 
-        sys.stdout.write(to_csv(build(trace, args.paths, args)["kernels"], CSV_COLUMNS))
+        doc = build(trace, args.paths, args)
+        if doc["mode"] == "range_profiler":
+            from gputop_trace.report.profiler_json import profiled_kernel_csv_rows
+
+            cols = ("name", "device", "rank", "ranges", *doc["counters"])
+            sys.stdout.write(to_csv(profiled_kernel_csv_rows(doc["profiled_kernels"], doc["counters"]), cols))
+            return 0
+        sys.stdout.write(to_csv(doc["kernels"], CSV_COLUMNS))
         return 0
     if args.limit is None:
         args.limit = TABLE_ROWS
@@ -179,6 +199,10 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
     src = doc["source"]
     con.print(Text("gputop-trace kernels  ", style="bold") + Text(clean(str(src["path"]))))
     con.print(Text(f"format: {src['format']} — ") + Text(clean(src["producer"])))
+    if doc["mode"] == "range_profiler":
+        _render_profiled(con, doc, full_names=full_names)
+        common.print_warnings(con, trace)
+        return
     if not doc["kernels"]:
         con.print(Text("No kernels in this profile (or none match the filters).", style="yellow"))
         common.print_warnings(con, trace)
@@ -217,3 +241,36 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
     con.print(t)
     con.print(Text(f"total kernel time: {format_ns(doc['total_ns'])}", style="dim"))
     common.print_warnings(con, trace)
+
+
+def _render_profiled(con: Any, doc: dict[str, Any], *, full_names: bool) -> None:
+    """The kernel table of a CUPTI range-profiler trace: ranges per kernel and each counter summed (SI units;
+    the heads are the counters' short names, their full names under the table)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.analysis.kernels import short_name
+    from gputop_trace.analysis.profiler_ranges import short_metric
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_si
+
+    rows = doc["profiled_kernels"]
+    metrics = doc["counters"]
+    con.print(
+        Text(
+            "CUPTI range-profiler trace: one range per profiled kernel with its hardware counters, no kernel "
+            "activity (no durations: a range's length is the profiler's replay window).",
+            style="yellow",
+        )
+    )
+    t = Table(title=f"{len(rows)} kernel rows by profiled ranges, counters summed per row", title_justify="left")
+    t.add_column("kernel", overflow="fold" if full_names else "ellipsis", no_wrap=not full_names)
+    for c in ("dev", "ranges", *(short_metric(m) for m in metrics)):
+        t.add_column(c, justify="right", no_wrap=True)
+    for r in rows:
+        name = r["name"] if full_names else short_name(r["name"])
+        cells: list[Any] = [Text(clean(name)), str(r["device"]), f"{r['ranges']:,}"]
+        cells += [format_si(r["counters"].get(m, 0.0), "").strip() for m in metrics]
+        t.add_row(*cells)
+    con.print(t)
+    con.print(Text("counters: " + ", ".join(metrics), style="dim"))

@@ -137,7 +137,8 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     if has_domain:
         t.add_column("domain", overflow="ellipsis", no_wrap=True, max_width=12)
     add_number_columns(t, "n", width=3)
-    add_number_columns(t, "CPU", "mean", "GPU", "span")
+    noun = trace.device_words().noun
+    add_number_columns(t, "CPU", "mean", noun, "span")
     add_number_columns(t, "depth", width=5)
     if has_annot:
         add_number_columns(t, "annot")
@@ -159,8 +160,8 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     con.print(t)
     con.print(
         Text(
-            "CPU = total time in the range; GPU = busy time of the GPU work launched inside it on its thread; span = "
-            "first start to last end of that work"
+            f"CPU = total time in the range; {noun} = busy time of the {noun} work launched inside it on its thread; "
+            "span = first start to last end of that work"
             + ("; annot = Kineto gpu_user_annotation time" if has_annot else "")
             + ".",
             style="dim",

@@ -57,7 +57,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     if "job" in doc["source"]:
         con.print(Text(doc["source"]["job"]["note"], style="bold yellow"))
     t = Table(title="Ranks", title_justify="left", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
-    for c in ("rank", "steps", "step", "GPU busy", "collect.", "exposed", "hidden", "waiting", "last"):
+    words = trace.device_words()
+    for c in ("rank", "steps", "step", f"{words.noun} busy", "collect.", "exposed", "hidden", "waiting", "last"):
         t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
     for r in doc["ranks"]:
         mean_step = sum(r["step_ns"]) / len(r["step_ns"]) if r["step_ns"] else None
@@ -84,7 +85,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     if doc["verdict"]:
         con.print(Text(doc["verdict"]))
     elif len(doc["ranks"]) > 1 and not any(r["collectives"] for r in doc["ranks"]):
-        con.print(Text("No collective kernels in this trace: the ranks do not communicate through NCCL/RCCL here."))
+        lib = "NCCL/RCCL" if words.is_gpu else "a collective library"
+        con.print(Text(f"No collective kernels in this trace: the ranks do not communicate through {lib} here."))
     elif len(doc["ranks"]) > 1:
         con.print(Text("No rank stands out: collectives start within noise of each other on every rank."))
     else:

@@ -77,21 +77,26 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     if "job" in src:
         con.print(Text(src["job"]["note"], style="bold yellow"))
     render_findings(con, doc["findings"])
+    noun = trace.device_words().noun
     active = {(d["rank"], d["device"]) for d in doc["devices"]}
     shown = [g for g in doc["gpus"] if (g["rank"], g["device"]) in active] or doc["gpus"]
     multi = len(src["ranks"]) > 1
     gpus = ", ".join(
         (f"rank {g['rank']} " if multi else "")
-        + f"GPU {g['device']}: {clean(g['name'])}"
-        + (f" ({g['sm_count']} SMs)" if g["sm_count"] else "")
+        + f"{trace.device_label(g['rank'], g['device'])}: {clean(g['name'])}"
+        + (
+            f" ({g['sm_count']} {'CUs' if trace.device_words(g['rank'], g['device']).runtime == 'HIP' else 'SMs'})"
+            if g["sm_count"]
+            else ""
+        )
         for g in shown
     )
     idle_listed = len(doc["gpus"]) - len(shown)
     more = f"; {idle_listed} more listed without activity" if active and idle_listed > 0 else ""
     if not gpus and active:  # busy devices, but the trace names none of them (no deviceProperties)
-        gpus = ", ".join((f"rank {r} " if multi else "") + f"GPU {d}" for r, d in sorted(active))
+        gpus = ", ".join((f"rank {r} " if multi else "") + trace.device_label(r, d) for r, d in sorted(active))
         more = " (model not recorded: the trace has no deviceProperties)"
-    con.print(Text(f"GPUs: {gpus or 'none recorded'}{more}"))
+    con.print(Text(f"{noun}s: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
     for s in doc["steps"]:
         who = f"rank {s['rank']} " if multi else ""
@@ -100,7 +105,7 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
     if doc["devices"]:
-        t = Table(title="GPU busy time", title_justify="left")
+        t = Table(title=f"{noun} busy time", title_justify="left")
         for c in ("rank", "device", "busy", "idle", "busy %", "active span"):
             t.add_column(c, justify="right")
         for d in doc["devices"]:
@@ -113,6 +118,10 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
                 format_ns(d["span_ns"]),
             )
         con.print(t)
+    elif doc.get("range_profiler"):
+        con.print(
+            Text(f"No {noun} busy time: a CUPTI range-profiler trace (finding 1 says what it holds).", style="yellow")
+        )
     else:
         con.print(Text("No GPU activity in this profile.", style="yellow"))
     if doc["top_kernels"]:
@@ -130,10 +139,15 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
                 f"{r['pct']:.1f}",
             )
         con.print(t)
-    render_gaps(con, doc)
-    render_transfers(con, doc)
-    render_ranges(con, doc)
+    render_gaps(con, doc, trace)
+    render_transfers(con, doc, trace)
+    render_ranges(con, doc, noun)
     common.print_warnings(con, trace)
+
+
+def _units_of(trace: Trace, g: dict[str, Any]) -> str:
+    """What a GPU's ``sm_count`` counts: compute units on ROCm, streaming multiprocessors elsewhere."""
+    return "CUs" if trace.device_words(g["rank"], g["device"]).runtime == "HIP" else "SMs"
 
 
 def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
@@ -160,8 +174,8 @@ def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:
     con.print()
 
 
-def render_gaps(con: Console, doc: dict[str, Any]) -> None:
-    """Per-GPU idle time by cause, one line each, and the longest gaps."""
+def render_gaps(con: Console, doc: dict[str, Any], trace: Trace) -> None:
+    """Per-device idle time by cause, one line each, and the longest gaps."""
     from rich.text import Text
 
     from gputop_trace.safe_text import clean
@@ -176,7 +190,8 @@ def render_gaps(con: Console, doc: dict[str, Any]) -> None:
         parts = ", ".join(f"{c['label']} {format_ns(c['total_ns'])} ({c['count']})" for c in causes)
         con.print(
             Text(
-                f"  rank {d['rank']} GPU {d['device']}: idle {format_ns(d['idle_ns'])} ({d['idle_pct']:.1f}%), "
+                f"  rank {d['rank']} {trace.device_label(d['rank'], d['device'])}: idle {format_ns(d['idle_ns'])} "
+                f"({d['idle_pct']:.1f}%), "
                 f"{d['gap_count']:,} gaps = {format_ns(d['gaps_ns'])}"
                 + (f": {parts}" if parts else "")
                 + ("; launch-bound" if d["launch_bound"] else "")
@@ -186,8 +201,8 @@ def render_gaps(con: Console, doc: dict[str, Any]) -> None:
             con.print(Text(f"    {format_ns(g['dur_ns'])} {g['cause_label']}: ") + Text(clean(g["detail"])))
 
 
-def render_transfers(con: Console, doc: dict[str, Any]) -> None:
-    """Exposed copy time per GPU and the copy flags."""
+def render_transfers(con: Console, doc: dict[str, Any], trace: Trace) -> None:
+    """Exposed copy time per device and the copy flags."""
     from rich.text import Text
 
     from gputop_trace.units import format_ns
@@ -196,7 +211,8 @@ def render_transfers(con: Console, doc: dict[str, Any]) -> None:
     if not tr.get("devices"):
         return
     per = ", ".join(
-        f"rank {d['rank']} GPU {d['device']} {format_ns(d['exposed_ns'])} of {format_ns(d['copy_ns'])}"
+        f"rank {d['rank']} {trace.device_label(d['rank'], d['device'])} {format_ns(d['exposed_ns'])} of "
+        f"{format_ns(d['copy_ns'])}"
         for d in tr["devices"]
     )
     con.print(Text("Exposed copy time (not under any kernel): ", style="bold") + Text(per))
@@ -207,8 +223,8 @@ def render_transfers(con: Console, doc: dict[str, Any]) -> None:
         )
 
 
-def render_ranges(con: Console, doc: dict[str, Any]) -> None:
-    """The top annotation ranges with their GPU time."""
+def render_ranges(con: Console, doc: dict[str, Any], noun: str = "GPU") -> None:
+    """The top annotation ranges with the time of the device work they launched (``noun``: ``GPU``, ``MTIA``)."""
     from rich.text import Text
 
     from gputop_trace.cli.tables import add_number_columns, compact_table
@@ -221,7 +237,7 @@ def render_ranges(con: Console, doc: dict[str, Any]) -> None:
     t = compact_table(f"Top {len(rows)} ranges by CPU time")
     t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=max(8, con.width - 50))
     add_number_columns(t, "n", width=3)
-    add_number_columns(t, "CPU", "GPU", "GPU span")
+    add_number_columns(t, "CPU", noun, f"{noun} span")
     for r in rows:
         t.add_row(
             Text(clean(r["name"])),

@@ -101,7 +101,8 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         return
     multi_rank = len({d.rank for d in rep.devices}) > 1
     for d in rep.devices:
-        label = f"rank {d.rank} GPU {d.device}" if multi_rank else f"GPU {d.device}"
+        label = trace.device_label(d.rank, d.device)
+        label = f"rank {d.rank} {label}" if multi_rank else label
         con.print(
             Text(f"{label}", style="bold")
             + Text(

@@ -19,6 +19,8 @@ class Lane:
 
     ``pid``/``tid`` identify a CPU thread (tid is ``-1`` for GPU lanes); ``device``/``stream`` a GPU stream
     (``-1`` on CPU lanes). ``sort_key`` orders lanes on screen; lane ids are positions in ``Trace.lanes``.
+    ``accelerator`` is the kind of device a device lane belongs to (:mod:`gputop_trace.model.devices`; ``""`` on
+    CPU lanes, and on a device lane it means a CUDA GPU).
     """
 
     kind: LaneKind
@@ -30,6 +32,7 @@ class Lane:
     stream: int = -1
     process_name: str = ""
     sort_key: tuple[Any, ...] = ()
+    accelerator: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.arrays import I16, I32, I64, U8
+from gputop_trace.model.devices import DeviceWords, common_words, words_for
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import (
     CollectiveTable,
@@ -216,6 +217,31 @@ class Trace:
         """(rank, device) of every GPU that has a lane, sorted."""
         pairs = {(ln.rank, ln.device) for ln in self.lanes if ln.device >= 0}
         return sorted(pairs)
+
+    @cached_property
+    def _accelerators(self) -> dict[tuple[int, int], str]:
+        out: dict[tuple[int, int], str] = {}
+        for ln in self.lanes:
+            if ln.device >= 0:
+                acc = words_for(ln.accelerator).accelerator
+                if out.setdefault((ln.rank, ln.device), acc) != acc:
+                    out[(ln.rank, ln.device)] = "other"
+        return out
+
+    def accelerator(self, rank: int, device: int) -> str:
+        """The kind of one device (:mod:`gputop_trace.model.devices`: ``cuda``, ``rocm``, ``mtia`` ...)."""
+        return self._accelerators.get((rank, device), words_for("").accelerator)
+
+    def device_words(self, rank: int | None = None, device: int | None = None) -> DeviceWords:
+        """The words for one device, or with ``device`` ``None`` for every device of the trace (or of ``rank``)
+        together: ``GPU``/``MTIA``/``device`` and the advice that applies to it."""
+        if device is not None:
+            return words_for(self.accelerator(rank if rank is not None else 0, device))
+        return common_words({a for (r, _), a in self._accelerators.items() if rank is None or r == rank})
+
+    def device_label(self, rank: int, device: int) -> str:
+        """A device by its own name: ``GPU 0`` (CUDA, ROCm), ``MTIA 9``, ``device 3``."""
+        return self.device_words(rank, device).label(device)
 
     def gpu_info(self, rank: int, device: int) -> GpuInfo | None:
         """What the profile says about one GPU, if anything."""

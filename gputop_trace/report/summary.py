@@ -60,6 +60,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
     )
     from gputop_trace.report.envelope import envelope
     from gputop_trace.report.kernels_json import kernel_row_json
+    from gputop_trace.report.profiler_json import range_profiler_json
 
     a = analyses if analyses is not None else analyse(trace)
 
@@ -73,6 +74,8 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
             {
                 "rank": d.rank,
                 "device": d.device,
+                "label": d.label,
+                "accelerator": d.accelerator,
                 "name": info.name if info else None,
                 "sm_count": info.sm_count if info else None,
                 "span_ns": d.span_ns,
@@ -102,6 +105,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
         steps=steps_json(trace),
         transfers=transfers_json(trace, a.transfers, copies=False),
         top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
+        range_profiler=range_profiler_json(trace),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from gputop_trace.model import devices
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane
 from gputop_trace.parsers.chrome.conventions import (
@@ -20,6 +21,7 @@ from gputop_trace.parsers.chrome.conventions import (
     JAX_STREAM,
     MTIA_COPY_NAME,
     MTIA_DEVICE_CAT,
+    PROFILER_RANGE_CAT,
 )
 from gputop_trace.parsers.chrome.state import PH_ASYNC, PH_ASYNC_I, PH_I, PH_X, State
 from gputop_trace.parsers.chrome.values import int_or, stable_int
@@ -32,6 +34,34 @@ def detect_format(st: State, header: dict[str, Any]) -> str:
     if "schemaVersion" in header or "deviceProperties" in header or kineto_cats & {c.lower() for c in st.cats}:
         return "kineto"
     return "chrome"
+
+
+_ACCEL_CATS = (("mtia", devices.MTIA), ("xpu", devices.XPU), ("hpu", devices.HPU), ("privateuse1", devices.OTHER))
+_AMD_NAMES = ("AMD", "RADEON", "INSTINCT")
+
+
+def detect_accelerator(st: State, header: dict[str, Any]) -> str:
+    """The kind of accelerator a file's device work ran on (:mod:`gputop_trace.model.devices`), from the
+    categories (``mtia_*``, ``xpu_*``, ``hpu_*``), the device process' name (``MTIA 9``), ``deviceProperties``
+    (an AMD model name) and the runtime calls (``hip*``: ROCm writes Kineto's CUDA categories); a CUDA GPU
+    otherwise."""
+    cats = {c.lower() for c in st.cats}
+    for prefix, acc in _ACCEL_CATS:
+        if any(c.startswith(prefix) for c in cats):
+            return acc
+    for pname in st.proc_name.values():
+        word = pname.split()[0].upper() if pname.split() else ""
+        if word in ("MTIA", "XPU", "HPU"):
+            return word.lower()
+    props = header.get("deviceProperties")
+    models = [str(p.get("name", "")).upper() for p in props if isinstance(p, dict)] if isinstance(props, list) else []
+    if any(w in m for m in models for w in _AMD_NAMES) or any(
+        p.get("gcnArchName") for p in props or [] if isinstance(p, dict)
+    ):
+        return devices.ROCM
+    if any(n.startswith("hip") for n in st.builder.names.strings):
+        return devices.ROCM
+    return devices.CUDA
 
 
 class _Classifier:
@@ -105,11 +135,11 @@ class _Classifier:
 
     def _device_name(self, device: int, pid: Any) -> str:
         """The device's own name where its process names an accelerator that is not a GPU (``"MTIA 9"``), else
-        ``"GPU <device>"``."""
+        its own name (``"GPU <device>"``, ``"device <device>"``: :mod:`gputop_trace.model.devices`)."""
         pname = self.st.proc_name.get(pid, "") if pid is not None else ""
         if pname and not pname.upper().startswith("GPU") and pname.split()[-1] == str(device):
             return pname
-        return f"GPU {device}"
+        return devices.words_for(self.st.accelerator).label(device)
 
     def gpu_lane(self, device: int, stream: int, pid: Any, tid: Any) -> int:
         tname = self.st.thread_name.get((pid, tid), "")
@@ -127,6 +157,7 @@ class _Classifier:
                 stream=stream,
                 process_name=self._device_name(device, pid),
                 sort_key=(self.rank, 1, device, 1, stream),
+                accelerator=self.st.accelerator,
             ),
         )
 
@@ -140,6 +171,23 @@ class _Classifier:
                 device=device,
                 process_name=self._device_name(device, None),
                 sort_key=(self.rank, 1, device, 0, 0),
+                accelerator=self.st.accelerator,
+            ),
+        )
+
+    def profiler_lane(self, device: int, pid: Any) -> int:
+        """The lane of a device's CUPTI range-profiler ranges (one range per profiled kernel)."""
+        return self.b.lane(
+            ("profiler", device),
+            Lane(
+                kind=LaneKind.GPU_RANGES,
+                name=devices.PROFILER_LANE,
+                rank=self.rank,
+                pid=stable_int(pid),
+                device=device,
+                process_name=self._device_name(device, None),
+                sort_key=(self.rank, 1, device, 0, 1),
+                accelerator=self.st.accelerator,
             ),
         )
 
@@ -161,6 +209,8 @@ class _Classifier:
             return kind, self.gpu_lane(device, stream, pid, tid)
         if kind == Kind.GPU_RANGE:
             device = device_arg if device_arg >= 0 else max(int_or(pid, 0), 0)
+            if cat == PROFILER_RANGE_CAT:
+                return kind, self.profiler_lane(device, pid)
             return kind, self.gpu_ranges_lane(device)
         if kind == Kind.OVERHEAD or not isinstance(pid, int) or pid < 0:
             return kind, self.other_lane(pid, tid)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from gputop_trace.model.devices import PROFILER_SERIES
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
 from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, dense_ids, one_ns, to_ns
@@ -99,6 +100,8 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
         st.builder.warn(f"The file is not strict JSON: {note}.")
     if chunk.counters:
         _process_counters(st, chunk.counters, chunk.exact)
+    if chunk.profiler_ranges:
+        _process_profiler_ranges(st, chunk.profiler_ranges, chunk.exact)
     n = len(evs)
     if n == 0:
         return
@@ -345,6 +348,24 @@ def _metadata(st: State, e: Any) -> None:
         st.thread_name[(e.pid, e.tid)] = a.name.strip()
     elif e.name == "thread_sort_index" and a.sort_index is not None:
         st.thread_sort[(e.pid, e.tid)] = a.sort_index
+
+
+def _process_profiler_ranges(st: State, ranges: list[Any], exact: bool) -> None:
+    """The hardware counters of CUPTI range-profiler ranges: one sample per range and counter, at the range's
+    start, in a series named :data:`~gputop_trace.model.devices.PROFILER_SERIES` + the counter's name (the
+    ranges themselves are events on the device's profiler lane)."""
+    for r in ranges:
+        if not isinstance(r.args, dict):
+            continue
+        ts = one_ns(r.ts, exact)
+        if ts == OUT_OF_RANGE_NS:
+            continue
+        for key, value in r.args.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            ts_list, values = st.counters[(r.pid, PROFILER_SERIES + key)]
+            ts_list.append(ts)
+            values.append(float(value))
 
 
 def _process_counters(st: State, counters: list[Any], exact: bool) -> None:

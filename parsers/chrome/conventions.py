@@ -9,6 +9,8 @@ from gputop_trace.model.kinds import CopyKind, Kind, MemKind
 
 #: Meta MTIA's category of device work (ops and DMA copies)
 MTIA_DEVICE_CAT = "mtia_ccp_events"
+#: Kineto's category of a CUPTI range-profiler range: one profiled kernel, its hardware counters in ``args``
+PROFILER_RANGE_CAT = "cuda_profiler_range"
 
 # Kineto categories (lower-cased) → kind. Old PyTorch (≤ 1.10) wrote capitalised names.
 CAT_KIND: dict[str, Kind] = {
@@ -26,6 +28,7 @@ CAT_KIND: dict[str, Kind] = {
     "operator": Kind.CPU_OP,
     "user_annotation": Kind.RANGE,
     "gpu_user_annotation": Kind.GPU_RANGE,
+    PROFILER_RANGE_CAT: Kind.GPU_RANGE,
     "python_function": Kind.PYTHON,
     "python": Kind.PYTHON,
     "overhead": Kind.OVERHEAD,

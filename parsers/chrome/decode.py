@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from gputop_trace.parsers.chrome.conventions import PROFILER_RANGE_CAT
 from gputop_trace.parsers.chrome.lenient import lenient_chunk, python_chunk
 from gputop_trace.parsers.chrome.structs import (
     DEC_ANY,
@@ -59,6 +60,7 @@ def decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
 
 
 _ERR_POS = re.compile(r"byte (\d+)")
+_PROFILED = re.compile(re.escape(PROFILER_RANGE_CAT.encode()))
 
 
 def decode_chunk(text: bytes | memoryview) -> Chunk:
@@ -123,12 +125,13 @@ def _finish_chunk(chunk: Chunk, text: bytes | memoryview) -> None:
             pass
     if not chunk.exact:
         chunk.ts = ts
-    if "C" in chunk.phs:
+    profiled = _PROFILED.search(text) is not None  # a regex reads a memoryview without copying it
+    if "C" in chunk.phs or profiled:
         raws = DEC_RAW_LIST.decode(bytes(text))
-        for raw, ph in zip(raws, chunk.phs, strict=True):
-            if ph == "C":
+        for raw, ph, ev in zip(raws, chunk.phs, events, strict=True):
+            if ph == "C" or (profiled and ph == "X" and ev.cat == PROFILER_RANGE_CAT):
                 try:
-                    chunk.counters.append(DEC_COUNTER.decode(raw))
+                    (chunk.counters if ph == "C" else chunk.profiler_ranges).append(DEC_COUNTER.decode(raw))
                 except msgspec.MsgspecError:
                     pass
 

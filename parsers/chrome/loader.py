@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import PYTHON_LEFT_OUT, Trace
-from gputop_trace.parsers.chrome.classify import classify_all, detect_format
+from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
 from gputop_trace.parsers.chrome.flows import bind_flow_events, launch_flows
@@ -108,6 +109,7 @@ def _finish(
 
     fmt = detect_format(st, header)
     b.format = fmt
+    st.accelerator = detect_accelerator(st, header) if fmt != "jax" else devices.CUDA
     kind = _add_events(st, fmt, rank)
     _add_counters(st, rank)
     meta = TraceMeta(

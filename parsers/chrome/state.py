@@ -99,6 +99,7 @@ class State:
         self.counters: dict[tuple[Any, str], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
         self.other_phases: dict[str, int] = defaultdict(int)
         self.skipped = 0
+        self.accelerator = ""  # the kind of device the file's device lanes belong to (model.devices)
         self.python_left_out = 0  # python_function events left out on request (include_python=False)
         self.skipped_example = ""
         self.repaired = 0

@@ -112,6 +112,8 @@ class Chunk:
 
     events: list[Any]
     counters: list[CounterEvent] = field(default_factory=list)
+    #: CUPTI range-profiler ranges (``cuda_profiler_range``), decoded again with every arg: their counters
+    profiler_ranges: list[CounterEvent] = field(default_factory=list)
     exact: bool = False
     skipped: int = 0
     skipped_example: str = ""

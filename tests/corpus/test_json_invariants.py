@@ -4,7 +4,8 @@ On each Kineto, JAX, nsys (``.sqlite``) and external trace (each file alone, and
 job), ``summary``, ``kernels``, ``gaps``, ``transfers``, ``ranges`` and ``ranks --json`` must hold: every
 percentage (``*_pct``, ``pct``, and any "N% of" in the words) within 0–100 and every share/severity within 0–1;
 busy + idle = span per device; no rank waits for itself and a rank's collective wait is at most its collective
-time; the clock offsets in the JSON are those the loader applied (``clock_offset_ns == -rank_shift_ns``).
+time; the clock offsets in the JSON are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a
+CUPTI range-profiler trace's kernel table and summary keep their mode (no timed rows, every counter per row).
 Loads go through the trace cache (one parse per file for the module); files that are not traces are refused.
 """
 
@@ -73,6 +74,24 @@ def _check_devices(doc: dict[str, Any], errors: list[str]) -> None:
                 errors.append(f"{key}: busy {d['busy_ns']} + idle {d['idle_ns']} != span {d['span_ns']}")
 
 
+def _check_profiler(doc: dict[str, Any], errors: list[str]) -> None:
+    """A range-profiler kernel table has no timed rows, and every profiled row has every counter the document
+    names; an activity table has no profiled rows; ``summary`` says the same mode."""
+    if doc.get("command") == "kernels":
+        if doc["mode"] not in ("activity", "range_profiler"):
+            errors.append(f"kernels: mode {doc['mode']!r}")
+        if doc["mode"] == "range_profiler" and doc["kernels"]:
+            errors.append("kernels: timed rows in a range-profiler trace")
+        if doc["mode"] == "activity" and doc["profiled_kernels"] and doc["kernels"]:
+            errors.append("kernels: profiled rows next to timed rows")
+        for r in doc["profiled_kernels"]:
+            if r["ranges"] < 1 or list(r["counters"]) != doc["counters"]:
+                errors.append(f"kernels: profiled row {r['name'][:60]!r} lacks counters or ranges")
+    profiled = doc.get("command") == "summary" and doc["range_profiler"] is not None
+    if profiled and (doc["devices"] or not any(f["kind"] == "range_profiler_only" for f in doc["findings"])):
+        errors.append("summary: a range-profiler trace with device busy time or without its finding")
+
+
 def _check_waits(doc: dict[str, Any], errors: list[str]) -> None:
     for r in doc.get("ranks") or []:
         if isinstance(r, dict) and "collective_wait_ns" in r and r["collective_wait_ns"] > r["collective_ns"]:
@@ -110,6 +129,7 @@ def test_every_command_json_keeps_its_invariants(rel: str, capsys: pytest.Captur
         _walk(doc, cmd, errors)
         _check_devices(doc, errors)
         _check_waits(doc, errors)
+        _check_profiler(doc, errors)
         if cmd == "ranks":
             offsets = doc["stragglers"]["clock_offset_ns"]
             applied = _applied_shift(rel)

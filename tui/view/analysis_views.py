@@ -99,7 +99,8 @@ def gap_summary(devices: list[DeviceGaps]) -> list[str]:
     lines = []
     multi = len({d.rank for d in devices}) > 1
     for dg in devices:
-        where = f"rank {dg.rank} GPU {dg.device}" if multi else f"GPU {dg.device}"
+        label = dg.trace.device_label(dg.rank, dg.device)
+        where = f"rank {dg.rank} {label}" if multi else label
         causes = sorted((c for c in dg.by_cause.values() if c.count), key=lambda c: -c.total_ns)
         parts = ", ".join(f"{cause_short(c.cause)} {format_ns(c.total_ns)} ({c.count})" for c in causes)
         line = (
@@ -118,9 +119,14 @@ def gap_details(data: TimelineData, g: Gap) -> list[tuple[str, str]]:
     """The details-pane rows of a gap."""
     t = data.trace
     rows: list[tuple[str, str]] = [
-        ("GPU", f"rank {g.rank} · GPU {g.device}" if len(t.meta.ranks) > 1 else f"GPU {g.device}"),
+        (
+            g.words.noun,
+            f"rank {g.rank} · {t.device_label(g.rank, g.device)}"
+            if len(t.meta.ranks) > 1
+            else t.device_label(g.rank, g.device),
+        ),
         ("when", f"{format_ns(g.start_ns, precision=6)} for {format_ns(g.dur_ns)}"),
-        ("cause", CAUSE_LABELS.get(g.cause, g.cause)),
+        ("cause", g.cause_label),
         ("why", clean(g.detail)),
         ("fix", CAUSE_FIX.get(g.cause, "")),
     ]
@@ -205,7 +211,8 @@ def transfer_summary(report: TransferReport) -> list[str]:
     lines = []
     multi = len({d.rank for d in report.devices}) > 1
     per_gpu = ", ".join(
-        f"{'rank ' + str(d.rank) + ' ' if multi else ''}GPU {d.device} {format_ns(d.exposed_ns)} of "
+        f"{'rank ' + str(d.rank) + ' ' if multi else ''}{report.trace.device_label(d.rank, d.device)} "
+        f"{format_ns(d.exposed_ns)} of "
         f"{format_ns(d.copy_ns)}"
         for d in report.devices
     )

@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -46,8 +47,9 @@ def lane_description(trace: Trace, lane: int) -> str:
     if len(trace.meta.ranks) > 1 or ln.rank:
         parts.append(f"rank {ln.rank}")
     if ln.kind in (LaneKind.GPU_STREAM, LaneKind.GPU_RANGES, LaneKind.UVM):
-        parts.append(f"GPU {ln.device}")
-        parts.append("annotations" if ln.kind == LaneKind.GPU_RANGES else clean(ln.name))
+        parts.append(trace.device_label(ln.rank, ln.device))
+        ranges = PROFILER_LANE if ln.name == PROFILER_LANE else "annotations"
+        parts.append(ranges if ln.kind == LaneKind.GPU_RANGES else clean(ln.name))
     else:
         if ln.pid >= 0:
             parts.append(f"pid {ln.pid}")

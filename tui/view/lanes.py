@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -77,7 +78,7 @@ def _gpu_label(trace: Trace, rank: int, device: int) -> str:
     name = clean(info.name).replace("NVIDIA ", "") if info and info.name else ""
     if name.startswith("GPU") or "not recorded" in name:
         name = ""
-    return f"GPU {device}" + (f" · {name}" if name else "")
+    return trace.device_label(rank, device) + (f" · {name}" if name else "")
 
 
 def _process_label(name: str, pid: int) -> str:
@@ -136,7 +137,15 @@ class LaneLayout:
             for dev in sorted(gpu):
                 g = _Node(RowKind.GROUP, f"{prefix}gpu{dev}", _gpu_label(t, rank, dev), rank=rank, device=dev)
                 if (rank, dev) in busy_devices:
-                    g.children.append(_Node(RowKind.UTIL, util_key(rank, dev), "GPU busy", rank=rank, device=dev))
+                    g.children.append(
+                        _Node(
+                            RowKind.UTIL,
+                            util_key(rank, dev),
+                            f"{t.device_words(rank, dev).noun} busy",
+                            rank=rank,
+                            device=dev,
+                        )
+                    )
                 order = {LaneKind.GPU_RANGES: 0, LaneKind.GPU_STREAM: 1, LaneKind.UVM: 2}
                 for lane in sorted(gpu[dev], key=lambda x: (order.get(t.lanes[x].kind, 3), t.lanes[x].stream, x)):
                     g.children.append(self._lane_node(lane))
@@ -160,8 +169,8 @@ class LaneLayout:
 
     def _lane_node(self, lane: int) -> _Node:
         ln = self.trace.lanes[lane]
-        if ln.kind == LaneKind.GPU_RANGES:
-            label = "annotations"
+        if ln.kind == LaneKind.GPU_RANGES:  # annotation bands, or a device's CUPTI range-profiler ranges
+            label = PROFILER_LANE if ln.name == PROFILER_LANE else "annotations"
         elif ln.kind in (LaneKind.CPU_THREAD, LaneKind.ASYNC):
             label = _thread_label(ln.name, ln.process_name)
         else:

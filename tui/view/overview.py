@@ -10,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop_trace.analysis.busy import DeviceBusy
+from gputop_trace.analysis.profiler_ranges import RANGE_PROFILER_TITLE
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.analysis_views import FindingItem
 from gputop_trace.units import format_ns
@@ -33,14 +34,16 @@ def busy_line(busy: list[DeviceBusy], multi_rank: bool) -> Text:
         return Text("No GPU work in this trace.")
     if len(busy) == 1:
         d = busy[0]
-        who = f"rank {d.rank} GPU {d.device}" if multi_rank else f"GPU {d.device}"
+        label = d.label or f"GPU {d.device}"
+        who = f"rank {d.rank} {label}" if multi_rank else label
         line = Text(f"{who} busy ")
         line.append(f"{d.busy_pct:.0f}%", style="bold")
         line.append(f" · idle {100 - d.busy_pct:.0f}% ({format_ns(d.idle_ns)}) of its {format_ns(d.span_ns)} span")
         return line
     pcts = [d.busy_pct for d in busy]
     idle = sum(d.idle_ns for d in busy)
-    line = Text(f"{len(busy)} GPUs busy ")
+    nouns = {(d.label or "GPU").rsplit(" ", 1)[0] for d in busy}
+    line = Text(f"{len(busy)} {nouns.pop() if len(nouns) == 1 else 'device'}s busy ")
     line.append(f"{min(pcts):.0f}–{max(pcts):.0f}%", style="bold")
     line.append(f" (mean {sum(pcts) / len(pcts):.0f}%) · idle {format_ns(idle)} in all")
     return line
@@ -68,7 +71,11 @@ def overview_text(view: Overview, *, multi_rank: bool, width: int = 0, limit: in
     ``width`` columns when ``width`` > 0) with a click action that jumps to its evidence
     (``screen.open_finding(i)``), then how to see them all."""
     text = Text("Where the time went: ", style="bold")
-    text.append_text(busy_line(view.busy, multi_rank))
+    profiled = next((f for f in view.findings if f.title.startswith(RANGE_PROFILER_TITLE)), None)
+    if not view.busy and profiled is not None:  # no activity to time: say what the trace holds instead
+        text.append(clean(profiled.detail))
+    else:
+        text.append_text(busy_line(view.busy, multi_rank))
     steps = step_line(view.steps)
     if steps is not None:
         text.append(" · ")

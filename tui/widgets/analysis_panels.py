@@ -64,13 +64,14 @@ class GapsPanel(SummaryTablePanel):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.multi_rank = False
+        self.noun = "GPU"  # what the gaps' devices are called (``MTIA`` ...), for the device column
         self.details: Any = None  # callable: Gap -> rows for the details pane
 
     def columns(self) -> Sequence[Column]:
         return (
             Column("idle", 9),
             Column("at", 11, min_panel=60),
-            Column("GPU", 5, min_panel=70),
+            Column(self.noun, 5, min_panel=70),
             Column("cause", 14, right=False),
             Column("inside", 16, right=False, min_panel=90),
             Column("ended by", None, right=False, distinct=True),
@@ -115,6 +116,8 @@ class GapsPanel(SummaryTablePanel):
 
     def show(self, items: list[GapItem], total: int, summary: list[str]) -> None:
         self.multi_rank = len({it.gap.rank for it in items}) > 1
+        nouns = {it.gap.words.noun for it in items}
+        self.noun = nouns.pop() if len(nouns) == 1 else ("device" if nouns else "GPU")
         self.set_summary(summary)
         if not items:
             self.set_message("No idle gap on any GPU is as long as the threshold.")

@@ -15,6 +15,7 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 
 from gputop_trace.analysis.kernels import KernelRow
+from gputop_trace.analysis.profiler_ranges import profiler_lanes
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.histogram import histogram_text
@@ -41,6 +42,7 @@ class KernelTable(TablePanel):
         self.descending = True
         self.multi_rank = False
         self.multi_gpu = False
+        self.noun = "GPU"  # what the kernels' devices are called (``MTIA`` ...), for the device column
         self._names: dict[str, str] = {}
 
     def display_name(self, row: KernelRow) -> str:
@@ -63,7 +65,7 @@ class KernelTable(TablePanel):
             Column(lab("max", "max"), 9, min_panel=90),
             Column("family", 11, right=False, min_panel=110),
             # with several GPUs one kernel has a row per GPU: the column that tells them apart always shows
-            Column("GPU", 5, min_panel=0 if self.multi_gpu else 100),
+            Column(self.noun, 5, min_panel=0 if self.multi_gpu else 100),
             Column(lab("name", "kernel"), None, right=False, distinct=True),
         )
 
@@ -170,8 +172,14 @@ class KernelsPanel(Horizontal):
         tp = self.table_panel
         tp.multi_rank = len({r.rank for r in rows}) > 1
         tp.multi_gpu = len({(r.rank, r.device) for r in rows}) > 1
+        tp.noun = trace.device_words().noun
         if not rows:
-            tp.set_message("This trace has no kernels: no GPU kernel activity was recorded.")
+            tp.set_message(
+                "No kernel activity: a CUPTI range-profiler trace (one range per kernel with hardware counters; "
+                "`gputop-trace kernels` lists them). Re-record with ProfilerActivity.CUDA for kernel times."
+                if profiler_lanes(trace)
+                else f"This trace has no kernels: no {tp.noun} kernel activity was recorded."
+            )
             self.query_one("#kernel-histogram", Static).update("")
             return
         tp.items = list(rows)
