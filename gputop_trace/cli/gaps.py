@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.gaps import DeviceGaps
@@ -142,7 +143,8 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
             Text(f"{label} (pid {d.pid})", style="bold")
             + Text(
                 f"  active {format_ns(d.span_ns)}, busy {format_ns(d.busy_ns)} ({d.busy_pct:.1f}%), idle "
-                f"{format_ns(d.idle_ns)} ({d.idle_pct:.1f}%); {len(d.columns):,} gaps ≥ {format_ns(threshold_ns)} = "
+                f"{format_ns(d.idle_ns)} ({d.idle_pct:.1f}%); {plural(len(d.columns), 'gap')} ≥ "
+                f"{format_ns(threshold_ns)} = "
                 f"{format_ns(d.gaps_ns)}"
             )
         )

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.transfers import TransferReport
@@ -105,8 +106,8 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         con.print(
             Text(f"{label}", style="bold")
             + Text(
-                f"  {d.copies:,} copies/memsets, {format_ns(d.copy_ns)} of copy time, {format_ns(d.exposed_ns)} "
-                "exposed (not under any kernel)"
+                f"  {plural(d.copies, 'copy/memset', 'copies/memsets')}, {format_ns(d.copy_ns)} of copy time, "
+                f"{format_ns(d.exposed_ns)} exposed (not under any kernel)"
             )
         )
     t = compact_table("By direction and host memory")
@@ -132,7 +133,7 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         for f in rep.flags:
             con.print(
                 Text(f"  {f.title}: ", style="yellow")
-                + Text(f"{f.count:,} cop{'ies' if f.count > 1 else 'y'}, {format_ns(f.exposed_ns)} exposed. ")
+                + Text(f"{plural(f.count, 'copy', 'copies')}, {format_ns(f.exposed_ns)} exposed. ")
                 + Text(f.fix)
             )
     else:

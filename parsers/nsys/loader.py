@@ -43,6 +43,7 @@ from gputop_trace.parsers.nsys.schema import (
     row_count,
 )
 from gputop_trace.parsers.source import Progress
+from gputop_trace.units import plural
 
 #: ``progress(rows_read, rows_total, events_so_far)``; may raise :class:`LoadCancelled`.
 
@@ -130,7 +131,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     if reader.slow_tables:
         ctx.properties["tables_read_row_by_row"] = sorted(set(reader.slow_tables))
     for table, columns in sorted(reader.not_integers.items()):
-        what = ", ".join(f"{c} ({n:,} row{'s' if n != 1 else ''})" for c, n in sorted(columns.items()))
+        what = ", ".join(f"{c} ({plural(n, 'row')})" for c, n in sorted(columns.items()))
         builder.warn(
             f"Table {table} holds values that are not integers where nsys writes integers: {what}. They were read "
             "as whole numbers (text that is no number as 0), so those rows may be misplaced; the export was "

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind
+from gputop_trace.model.kinds import COPY_KIND_LABEL, KIND_WORDS, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
@@ -20,23 +20,8 @@ from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ran
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import format_bytes, format_ns, format_rate
 
-KIND_LABEL: dict[int, str] = {
-    Kind.KERNEL: "kernel",
-    Kind.MEMCPY: "memcpy",
-    Kind.MEMSET: "memset",
-    Kind.API: "CUDA API call",
-    Kind.SYNC: "synchronization (host waits)",
-    Kind.CPU_OP: "CPU operator",
-    Kind.RANGE: "annotation range",
-    Kind.GPU_RANGE: "GPU annotation",
-    Kind.PYTHON: "Python frame",
-    Kind.GRAPH: "CUDA graph",
-    Kind.MARKER: "marker",
-    Kind.OSRT: "OS runtime call",
-    Kind.OVERHEAD: "profiler overhead",
-    Kind.UVM: "unified-memory migration",
-    Kind.OTHER: "event",
-}
+#: Each kind in words (singular), as the details pane names what is selected.
+KIND_LABEL: dict[int, str] = {k: words[0] for k, words in KIND_WORDS.items()}
 
 
 def lane_description(trace: Trace, lane: int) -> str:
