@@ -125,6 +125,7 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
     from gputop_trace.analysis.causes import CAUSE_SHORT
     from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
+    from gputop_trace.cli.pipe_output import cut_at
     from gputop_trace.cli.tables import add_number_columns, compact_table
     from gputop_trace.model.kinds import Kind
     from gputop_trace.safe_text import clean
@@ -185,10 +186,10 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
         add_number_columns(t, "at", "length")
         t.add_column("cause", no_wrap=True, min_width=10)
         if wide:
-            t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=24)
+            t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=cut_at(con.is_terminal, 24))
         t.add_column("what happened", overflow="fold", ratio=1)
         if wide:
-            t.add_column("next GPU op", overflow="ellipsis", no_wrap=True, max_width=32)
+            t.add_column("next GPU op", overflow="ellipsis", no_wrap=True, max_width=cut_at(con.is_terminal, 32))
         for g in shown:
             cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), CAUSE_SHORT[g.cause]]
             if wide:

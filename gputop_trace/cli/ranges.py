@@ -115,6 +115,7 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     """Print the range table."""
     from rich.text import Text
 
+    from gputop_trace.cli.pipe_output import cut_at
     from gputop_trace.cli.tables import add_number_columns, compact_table
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
@@ -135,7 +136,7 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     room = max(8, con.width - others - 3 * (n_cols - 1))
     t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=room)
     if has_domain:
-        t.add_column("domain", overflow="ellipsis", no_wrap=True, max_width=12)
+        t.add_column("domain", overflow="ellipsis", no_wrap=True, max_width=cut_at(con.is_terminal, 12))
     add_number_columns(t, "n", width=3)
     add_number_columns(t, "CPU", "mean", "GPU", "span")
     add_number_columns(t, "depth", width=5)

@@ -144,10 +144,11 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         wide = con.width >= 120
         ct = compact_table(f"Most exposed copies ({len(shown)} of {len(rows):,})")
         add_number_columns(ct, "at", "dur", "exposed")
-        ct.add_column("dir", no_wrap=True)
-        ct.add_column("host", no_wrap=True)
+        # headers never shrink (a narrow terminal cut "strm" to "s…")
+        ct.add_column("dir", no_wrap=True, min_width=len("dir"))
+        ct.add_column("host", no_wrap=True, min_width=len("host"))
         add_number_columns(ct, "bytes", width=8)
-        ct.add_column("strm", justify="right", no_wrap=True)
+        ct.add_column("strm", justify="right", no_wrap=True, min_width=len("strm"))
         ct.add_column("range", overflow="ellipsis", no_wrap=True, min_width=8)
         if wide:
             ct.add_column("hid %", justify="right", no_wrap=True)

@@ -179,12 +179,13 @@ def _warn_about_unread(st: State, info: DocumentInfo, gz_truncated: bool, corrup
     if st.repaired:
         b.warn(
             f"{plural(st.repaired, 'event')} had fields of the wrong type or out of range (e.g. numbers beyond 64 "
-            f"bits); those fields were ignored and the events kept; first one: {st.repaired_example}"
+            f"bits); those fields were ignored and the {'event' if st.repaired == 1 else 'events'} kept; first one: "
+            f"{st.repaired_example}"
         )
     if st.skipped:
         b.warn(
-            f"{plural(st.skipped, 'event')} had unreadable fields (wrong types, NaN, bad numbers) and were skipped; "
-            f"first one: {st.skipped_example}"
+            f"{plural(st.skipped, 'event')} had unreadable fields (wrong types, NaN, bad numbers) and "
+            f"{'was' if st.skipped == 1 else 'were'} skipped; first one: {st.skipped_example}"
         )
     if st.negative_dur:
         b.warn(f"{plural(st.negative_dur, 'event')} had a negative duration; shown with duration 0.")

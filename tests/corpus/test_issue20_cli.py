@@ -73,3 +73,60 @@ def test_straggler_verdict_names_the_operator_not_the_step(capsys: pytest.Captur
     code, out, _ = run_cli(capsys, "gaps", DDP, "--rank", "1", "--json")
     longest = json.loads(out)["devices"][0]["gaps"][:4]
     assert {g["cause_event"]["name"] for g in longest} == {"aten::randn"}
+
+
+GPT = corpus_file("kineto/h200_gpt_train_small.json.gz")
+
+
+def _piped(*args: str, columns: str | None = None) -> str:
+    """``gputop-trace ARGS`` in a child process with stdout a pipe (not a terminal), as ``| grep`` or ``> file``
+    see it; ``COLUMNS`` removed unless given."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns:
+        env["COLUMNS"] = columns
+    proc = subprocess.run(
+        [sys.executable, "-m", "gputop_trace", *args], check=False, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_piped_kernel_names_are_whole_and_lines_unpadded(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20.5, command-line side: to a pipe the kernel table was 80 columns wide, names cut to 28 characters
+    (`at::native::multi_tensor_ap…`) and every row padded with spaces."""
+    from gputop_trace.analysis.kernels import short_name
+
+    _, out, _ = run_cli(capsys, "kernels", GPT, "--json", "--limit", "100")
+    names = [short_name(k["name"]) for k in json.loads(out)["kernels"]]
+    text = _piped("kernels", GPT, "--limit", "100")
+    lines = text.splitlines()
+    assert not [ln for ln in lines if ln != ln.rstrip(" ")]
+    assert "…" not in text
+    for name in names:  # every row's name whole, in its own cell
+        assert any(f" {name} " in ln for ln in lines), name
+    assert max(len(n) for n in names) > 28
+    # --full-names: the whole demangled name of every row on one line
+    full = _piped("kernels", GPT, "--full-names", "--limit", "100")
+    longest = max((k["name"] for k in json.loads(out)["kernels"]), key=len)
+    assert len(longest) > 200 and any(longest in ln for ln in full.splitlines())
+    # COLUMNS still asks for a terminal's layout, still without trailing spaces
+    narrow = _piped("kernels", GPT, columns="80").splitlines()
+    assert max(len(ln) for ln in narrow) <= 80 and not [ln for ln in narrow if ln != ln.rstrip(" ")]
+
+
+def test_piped_transfers_keep_their_headers_and_ranges() -> None:
+    """To a pipe, `transfers` cut its headers (`strm` → `s…`) and range names at 80 columns; now the table is as
+    wide as its contents, with the hidden-share and flags columns a wide terminal shows."""
+    text = _piped("transfers", JAX)
+    lines = text.splitlines()
+    (head,) = [ln for ln in lines if ln.split()[:3] == ["at", "dur", "exposed"]]
+    assert head.split() == ["at", "dur", "exposed", "dir", "host", "bytes", "strm", "range", "hid", "%", "flags"]
+    assert not [ln for ln in lines if ln != ln.rstrip(" ")]
+    table = text[text.index("Most exposed copies") : text.index("'at' is the time")]
+    assert "…" not in table and "command_buffer::execute" in table
+    (by_dir,) = [ln for ln in lines if ln.split()[:2] == ["dir", "host"]]
+    assert by_dir.split() == ["dir", "host", "n", "bytes", "time", "exposed", "hid", "%", "GB/s"]

@@ -34,7 +34,8 @@ def test_sort_and_name_filter(capsys: pytest.CaptureFixture[str]) -> None:
     assert sorted(r["name"] for r in json.loads(out)["ranges"]) == ["layer_0", "layer_1"]
 
 
-def test_csv_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+def test_csv_and_text(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the layout of an 80-column terminal (a pipe is as wide as it needs)
     code, out, _ = run_cli(capsys, "ranges", GPT, "--csv")
     lines = out.strip().splitlines()
     assert code == 0 and lines[0].startswith("name,domain,count,total_ns") and len(lines) == 14
