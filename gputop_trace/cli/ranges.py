@@ -75,10 +75,17 @@ def _sorted(rows: list[RangeRow], key: str) -> list[RangeRow]:
 
 def build(trace: Trace, paths: list[str], rows: list[RangeRow]) -> dict[str, Any]:
     """The ``ranges`` JSON document."""
-    from gputop_trace.report.analysis_json import range_json
+    from gputop_trace.analysis.autograd import autograd_threads
+    from gputop_trace.report.analysis_json import autograd_threads_json, range_json
     from gputop_trace.report.envelope import envelope
 
-    return envelope("ranges", trace, paths, ranges=[range_json(r) for r in rows])
+    return envelope(
+        "ranges",
+        trace,
+        paths,
+        ranges=[range_json(r) for r in rows],
+        autograd_threads=autograd_threads_json(trace, autograd_threads(trace)),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,6 +134,9 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
         )
         common.print_warnings(con, trace)
         return
+    from gputop_trace.analysis.autograd import autograd_note, autograd_threads
+
+    notes = autograd_note(trace, autograd_threads(trace))
     shown = rows[: limit if limit > 0 else len(rows)]
     has_domain = any(r.domain for r in rows)
     has_annot = any(r.gpu_annotation_ns is not None for r in rows)
@@ -160,11 +170,25 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     con.print(t)
     con.print(
         Text(
-            "CPU = total time in the range; GPU = busy time of the GPU work launched inside it on its thread; span = "
-            "first start to last end of that work"
+            "CPU = total time in the range; GPU = busy time of the GPU work launched inside it on its thread"
+            + (" (or on the autograd thread running its backward pass)" if notes else "")
+            + "; span = first start to last end of that work"
             + ("; annot = Kineto gpu_user_annotation time" if has_annot else "")
             + ".",
             style="dim",
         )
     )
+    for note in notes:
+        con.print(Text(clean(note) + ".", style="dim"))
+    borrowed = [r for r in shown if r.gpu_ops_autograd]
+    if borrowed:
+        con.print(
+            Text(
+                "GPU ops launched by an autograd thread: "
+                + ", ".join(f"{clean(r.name)} {r.gpu_ops_autograd:,} of {r.gpu_ops:,}" for r in borrowed[:6])
+                + (f" (+{len(borrowed) - 6} more ranges)" if len(borrowed) > 6 else "")
+                + ".",
+                style="dim",
+            )
+        )
     common.print_warnings(con, trace)

@@ -99,3 +99,29 @@ def test_ranks_panel_and_rank_headers_name_the_operator(size: tuple[int, int]) -
             assert "aten::randn" in flat
 
     run(body())
+
+
+GPT = corpus_file("kineto/h200_gpt_train_small.json.gz")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_ranges_panel_gives_backward_its_autograd_gpu_time_and_says_how(size: tuple[int, int]) -> None:
+    """Issue 20.4 in the app: panel 4's `backward` row shows 3.54 ms of GPU time (was 2.27 µs), the line above
+    the table names the autograd thread, and the highlighted row says how many ops came from it and why."""
+
+    async def body() -> None:
+        app = GputopApp([GPT])
+        async with app.run_test(size=size) as pilot:
+            await wait_loaded(app, pilot)
+            await press(pilot, "4")
+            text = await wait_text(pilot, app, "Backward pass: thread 496 (python3)")
+            await press(pilot, "slash", *"^backward$", "enter")
+            await wait_until(pilot, lambda: "285 launched by its" in " ".join(screen_text(app).split()))
+            text = screen_text(app)
+            flat = " ".join(text.split())
+            assert "backward: 3.54 ms of GPU time from 288 GPU ops; 285 launched by its autograd thread" in flat
+            assert "(Kineto fwdbwd flows)." in flat
+            (row,) = [ln for ln in text.splitlines() if ln.split()[-1:] == ["backward"] and "ms" in ln]
+            assert "3.54 ms" in row
+
+    run(body())
