@@ -18,6 +18,7 @@ start (the ``backward`` range, and ``step_<n>`` around it); see :func:`gputop_tr
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 
@@ -47,7 +48,18 @@ class AutogradThread:
 
 def autograd_threads(trace: Trace) -> dict[int, AutogradThread]:
     """The autograd threads of a trace, keyed by lane (empty when backward ran on its forward thread or the
-    trace has no PyTorch backward)."""
+    trace has no PyTorch backward). Computed once per trace."""
+    found = _CACHE.get(trace)
+    if found is None:
+        found = _CACHE[trace] = _find(trace)
+    return found
+
+
+#: per trace (held weakly): its autograd threads
+_CACHE: weakref.WeakKeyDictionary[Trace, dict[int, AutogradThread]] = weakref.WeakKeyDictionary()
+
+
+def _find(trace: Trace) -> dict[int, AutogradThread]:
     out: dict[int, AutogradThread] = {}
     sel = trace.flows.kind == FlowKind.FWDBWD
     if sel.any():

@@ -268,3 +268,41 @@ def _annotation_ns(trace: Trace, rank: int | None) -> dict[str, int]:
     tot = segmented_union_total(grp, s, s + trace.dur_ns[ga], len(ids) * len(dk))
     per_name = tot.reshape(len(ids), len(dk)).sum(axis=1)
     return {trace.names[int(i)]: int(v) for i, v in zip(ids.tolist(), per_name.tolist(), strict=True)}
+
+
+@dataclass(frozen=True)
+class InstanceGpu:
+    """The GPU work of one range instance (see the module text): busy ns, op count, and how many of those ops an
+    autograd thread of the range's thread launched (``via``: how that thread was tied, ``""`` when none)."""
+
+    gpu_ns: int
+    gpu_ops: int
+    gpu_ops_autograd: int
+    via: str
+
+
+def instance_gpu(trace: Trace, event: int) -> InstanceGpu:
+    """The GPU work launched inside one range instance ``event`` (a trace index), as :func:`range_summary`
+    counts it; O(GPU ops), for the details of one selected range."""
+    lane = int(trace.lane[event])
+    s = int(trace.start_ns[event])
+    e = s + int(trace.dur_ns[event])
+    owned = [th for th in autograd_threads(trace).values() if th.owner == lane]
+    ops = trace.of_kind(*GPU_BUSY_KINDS)
+    api = trace.launch_of[ops]
+    has = api >= 0
+    ops, api = ops[has], api[has]
+    a_lane = trace.lane[api]
+    a_time = trace.start_ns[api]
+    inside = (a_time >= s) & (a_time < e)
+    mine = inside & (a_lane == lane)
+    theirs = inside & np.isin(a_lane, np.array([th.lane for th in owned], dtype=a_lane.dtype))
+    sel = ops[mine | theirs]
+    starts = trace.start_ns[sel]
+    busy = segmented_union_total(np.zeros(len(sel), dtype=np.int64), starts, starts + trace.dur_ns[sel], 1)
+    return InstanceGpu(
+        gpu_ns=int(busy[0]),
+        gpu_ops=len(sel),
+        gpu_ops_autograd=int(theirs.sum()),
+        via=" and ".join(sorted({th.via for th in owned})),
+    )

@@ -12,6 +12,7 @@ import pytest
 
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import PromptScreen
+from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.units import parse_duration_ns
 from tests.conftest import corpus_file
 from tests.tui_helpers import press, run, screen_text, timeline, wait_loaded, wait_text, wait_until
@@ -123,5 +124,15 @@ def test_ranges_panel_gives_backward_its_autograd_gpu_time_and_says_how(size: tu
             assert "(Kineto fwdbwd flows)." in flat
             (row,) = [ln for ln in text.splitlines() if ln.split()[-1:] == ["backward"] and "ms" in ln]
             assert "3.54 ms" in row
+            # Enter: the first instance on the timeline, its details say what it launched and how it was counted
+            await press(pilot, "enter")
+            main = app.screen
+            assert isinstance(main, MainScreen)
+            await wait_until(pilot, lambda: main.timeline.selected >= 0)
+            assert app.trace.event_name(main.timeline.selected) == "backward"
+            await press(pilot, "4")  # the same panel key again: back to the details of the selection
+            await wait_until(pilot, lambda: "by its thread's autograd" in " ".join(screen_text(app).split()))
+            flat = " ".join(screen_text(app).split())
+            assert "1.18 ms busy from 96 GPU ops launched inside it; 95 by its thread's autograd thread" in flat
 
     run(body())

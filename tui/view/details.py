@@ -18,7 +18,7 @@ from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
-from gputop_trace.units import format_bytes, format_ns, format_rate
+from gputop_trace.units import format_bytes, format_ns, format_rate, plural
 
 #: Each kind in words (singular), as the details pane names what is selected.
 KIND_LABEL: dict[int, str] = {k: words[0] for k, words in KIND_WORDS.items()}
@@ -38,6 +38,20 @@ def lane_description(trace: Trace, lane: int) -> str:
             parts.append(f"pid {ln.pid}")
         parts.append(clean(ln.name))
     return " · ".join(parts)
+
+
+def range_gpu_text(trace: Trace, event: int) -> str:
+    """What a range instance launched on the GPU, and how it was counted: ``1.18 ms busy from 96 GPU ops
+    launched inside it; 95 by its thread's autograd thread (Kineto fwdbwd flows)``."""
+    from gputop_trace.analysis.ranges import instance_gpu
+
+    g = instance_gpu(trace, event)
+    if not g.gpu_ops:
+        return "none launched inside it"
+    text = f"{format_ns(g.gpu_ns)} busy from {plural(g.gpu_ops, 'GPU op')} launched inside it"
+    if g.gpu_ops_autograd:
+        text += f"; {g.gpu_ops_autograd:,} by its thread's autograd thread ({g.via})"
+    return text
 
 
 def _tuple(v: np.ndarray) -> str:  # type: ignore[type-arg]
@@ -94,6 +108,8 @@ def describe_event(
                     f"{format_ns(int(t.start_ns[first]) - start)} later{more} (x)",
                 )
             )
+    if kind == Kind.RANGE and t.lanes[int(t.lane[i])].kind == LaneKind.CPU_THREAD:
+        rows.append(("GPU work", range_gpu_text(t, i)))
     for enc in enclosing_ranges(t, data.rows, i):
         chain = " › ".join(clean(t.event_name(e)) for e in enc.events)
         lk = t.lanes[enc.lane].kind
