@@ -427,7 +427,7 @@ def _most_waited_on(
     detail = (
         "The last rank to arrive at a collective makes every other rank of its group wait inside the collective "
         "kernel; the time is the others' waiting while each of these ranks was the last"
-        f" ({format_ns(total)} of waiting in all, over {coll.instances} matched collectives). "
+        f" ({format_ns(total)} of waiting in all, over {plural(coll.instances, 'matched collective')}). "
         + "; ".join(f"rank {r.rank} was last at {r.times_last} of {r.instances}" for r in top)
         + "."
     )

@@ -101,7 +101,7 @@ def _copy_groups(trace: Trace, rows: list[Any]) -> str:
             f"{stream}{compute}, "
             f"{format_ns(sum(r.exposed_ns for r in members))} exposed"
         )
-    more = f"; {len(groups) - 4} more groups" if len(groups) > 4 else ""
+    more = f"; {plural(len(groups) - 4, 'more group')}" if len(groups) > 4 else ""
     return "Copies: " + "; ".join(parts) + more + "."
 
 

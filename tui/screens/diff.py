@@ -110,7 +110,7 @@ class DiffScreen(Screen[None]):
             text.append(f"\n! {x.what}: BASE {clean(x.base)}, TEST {clean(x.test)}: {x.weakens}", style="yellow")
         self.query_one("#diff-verdict", Static).update(text)
         rows = panel_rows(d.rows)
-        per = "whole span" if d.pairs.matched_by == "span" else f"mean of {len(d.pairs)} compared steps"
+        per = "whole span" if d.pairs.matched_by == "span" else f"mean of {plural(len(d.pairs), 'compared step')}"
         note = f"{plural(len(rows), 'row')} · Δ/step: {per} · noise: 95 % interval · bold: beyond noise · / filter"
         if rows:
             self.panel.set_items(rows, note)

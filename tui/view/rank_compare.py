@@ -31,7 +31,7 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: Rows of the main CPU thread shown per rank (from the step range down) when there is room, and at least.
 MAX_THREAD_ROWS = 5
@@ -501,7 +501,7 @@ def step_sentence(cmp: StepComparison) -> str:
     op = op_label(cmp.worst_op)
     if not cmp.has_late_rank or cmp.late_rank is None:
         return (
-            f"{what}, every rank reaches the {cmp.instances} matched collectives within "
+            f"{what}, every rank reaches the {plural(cmp.instances, 'matched collective')} within "
             f"{format_ns(cmp.spread_ns)} of the first: no rank is late here."
         )
     waiting = sorted(
