@@ -129,7 +129,7 @@ def test_ranges_panel_gives_backward_its_autograd_gpu_time_and_says_how(size: tu
             main = app.screen
             assert isinstance(main, MainScreen)
             await wait_until(pilot, lambda: main.timeline.selected >= 0)
-            assert app.trace.event_name(main.timeline.selected) == "backward"
+            assert app.trace is not None and app.trace.event_name(main.timeline.selected) == "backward"
             await press(pilot, "4")  # the same panel key again: back to the details of the selection
             await wait_until(pilot, lambda: "by its thread's autograd" in " ".join(screen_text(app).split()))
             flat = " ".join(screen_text(app).split())
