@@ -8,6 +8,7 @@ import numpy as np
 
 from gputop_trace.analysis.stragglers import clock_offsets, match_collectives
 from gputop_trace.model.trace import Trace
+from gputop_trace.units import plural
 
 #: offsets smaller than this are clock noise between processes on one host and are left alone (ns)
 ALIGN_THRESHOLD_NS = 500_000
@@ -39,8 +40,8 @@ def align_rank_clocks(trace: Trace, threshold_ns: int = ALIGN_THRESHOLD_NS) -> T
     start.flags.writeable = False
     warnings = [
         f"Rank {r}'s clock was {abs(s) / 1e6:.3f} ms {'ahead of' if s < 0 else 'behind'} rank "
-        f"{min(trace.meta.ranks)}'s (estimated from the end times of {matched} matched collectives); its events "
-        "are shifted so that collectives line up."
+        f"{min(trace.meta.ranks)}'s (estimated from the end times of {plural(matched, 'matched collective')}); its "
+        "events are shifted so that collectives line up."
         for r, s in sorted(shifts.items())
     ]
     new_shift = {**trace.meta.rank_shift_ns}

@@ -9,7 +9,7 @@ from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.stragglers import RankWait, StragglerReport, find_stragglers
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: Collective wait: report a rank that waits at least this share of its active span.
 MIN_COLLECTIVE_SHARE = 0.05
@@ -51,7 +51,8 @@ def _cross_rank_detail(
     """The explanation of one rank's cross-rank collective wait (see :func:`collective_wait_findings`)."""
     s = rep.straggler
     head = (
-        f"Rank {w.rank} spends {format_ns(total_ns)} in {count} collective kernels; {format_ns(w.wait_ns)} of that is"
+        f"Rank {w.rank} spends {format_ns(total_ns)} in {plural(count, 'collective kernel')}; "
+        f"{format_ns(w.wait_ns)} of that is"
     )
     if s is None:
         return (
@@ -59,7 +60,8 @@ def _cross_rank_detail(
             "work between ranks (data, sequence lengths)."
         )
     late = format_ns(next((x.late_median_ns for x in rep.ranks if x.rank == s), 0))
-    last_in = f"rank {s} arrived last in {rep.straggler_share * 100:.0f}% of {rep.instances} matched collectives"
+    matched = plural(rep.instances, "matched collective")
+    last_in = f"rank {s} arrived last in {rep.straggler_share * 100:.0f}% of {matched}"
     if w.rank == s:
         return (
             f"{head} waiting, inside the kernel, for {waited_on(w, s)}, in the collectives where rank {s} was not "
@@ -153,11 +155,12 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
             kind="collective_wait",
             title=f"{colls[0].upper()}{colls[1:]} run ~{format_ns(wait)} longer than a usual call of their size "
             f"({pct(wait, span)} of the active time): likely waiting for other ranks (an estimate from one rank)",
-            detail=f"The {count[r]} collective kernels take {format_ns(total[r])}; an estimated {format_ns(wait)} of "
-            "that is time above a usual call of the same kernel and message size (the lower quartile of those "
-            "calls' durations, so one unusually fast call does not count the rest as waiting), usually spent "
-            "waiting for a slower rank. It is an estimate: one rank's trace cannot show who was late. Open all "
-            "ranks' traces together (a directory) to see which rank is late.",
+            detail=f"The {plural(count[r], 'collective kernel')} {'takes' if count[r] == 1 else 'take'} "
+            f"{format_ns(total[r])}; an estimated {format_ns(wait)} of that is time above a usual call of the same "
+            "kernel and message size (the lower quartile of those calls' durations, so one unusually fast call does "
+            "not count the rest as waiting), usually spent waiting for a slower rank. It is an estimate: one rank's "
+            "trace cannot show who was late. Open all ranks' traces together (a directory) to see which rank is "
+            "late.",
             time_ns=wait,
             span_ns=span,
             evidence={

@@ -1,9 +1,10 @@
 """Findings: the few things to fix first, in plain words, each with its evidence and the thresholds used.
 
 Each detector turns one analysis into findings with a ``time_ns`` at stake (GPU time lost or exposed) and a
-``severity`` = that time / the active span of the GPU concerned (0–1). Findings are ranked by severity; ``rank``
-is the 1-based position. Times in ``evidence`` are int64 ns relative to the trace start, like everything in
-:mod:`gputop_trace.analysis` (the command layer converts them to the file's time base).
+``severity`` = that time / the active span of the GPU concerned (0–1). Findings are ranked by time at stake, most
+first (severity, then the kind's order, break ties); ``priority`` is the 1-based position. Times in ``evidence``
+are int64 ns relative to the trace start, like everything in :mod:`gputop_trace.analysis` (the command layer
+converts them to the file's time base).
 
 Detectors, one module each: idle gaps grouped by cause (§2, :mod:`~gputop_trace.analysis.idle_findings`), host
 synchronizations (§2.4, :mod:`~gputop_trace.analysis.sync_findings`), transfer flags and side-stream copy hiding
@@ -27,8 +28,9 @@ from gputop_trace.analysis.launches import LaunchReport, launch_behaviour
 from gputop_trace.analysis.sync_findings import sync_findings
 from gputop_trace.analysis.transfer_findings import transfer_findings
 from gputop_trace.analysis.transfers import TransferReport, transfer_overlap
-from gputop_trace.model.kinds import GPU_BUSY_KINDS
+from gputop_trace.model.kinds import GPU_BUSY_KINDS, KIND_WORDS
 from gputop_trace.model.trace import Trace
+from gputop_trace.units import plural
 
 #: At most this many findings are returned.
 MAX_FINDINGS = 10
@@ -108,8 +110,14 @@ def find_findings(
     named = frozenset(e for d in drafts if d.kind == "slow_launch" for e in d.evidence["launch_events"])
     drafts.extend(launch_findings(trace, launches, spans, named))
     drafts = [d for d in drafts if d.time_ns > 0 or d.kind in ("side_stream_copy",)]
-    drafts.sort(key=lambda d: (-d.severity, -d.time_ns, _KIND_ORDER.get(d.kind, 99)))
+    drafts.sort(key=lambda d: at_stake_order(d.time_ns, d.severity, d.kind, _KIND_ORDER))
     return [_rank(i + 1, d) for i, d in enumerate(drafts[:limit])]
+
+
+def at_stake_order(time_ns: int, severity: float, kind: str, kind_order: dict[str, int]) -> tuple[int, float, int]:
+    """The sort key of a finding: most time at stake (ns) first, then the larger share of its GPU's span, then
+    ``kind_order`` (the root cause before its consequences). The one ordering of every findings list."""
+    return (-int(time_ns), -severity, kind_order.get(kind, 99))
 
 
 def _rank(i: int, d: Draft) -> Finding:
@@ -153,7 +161,7 @@ def _no_gpu(trace: Trace) -> list[Draft]:
                 interval=(0, trace.span_ns),
             )
         ]
-    what = ", ".join(f"{n:,} {k.name.lower().replace('_', ' ')}" for k, n in counts.items()) or "no events"
+    what = ", ".join(plural(n, *KIND_WORDS[k]) for k, n in counts.items()) or "no events"
     return [
         Draft(
             kind="no_gpu_activity",

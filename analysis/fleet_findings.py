@@ -23,12 +23,12 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
-from gputop_trace.analysis.findings import Finding
+from gputop_trace.analysis.findings import Finding, at_stake_order
 from gputop_trace.analysis.fleet_collectives import FleetCollectives, match_fleet
 from gputop_trace.analysis.gaps import CAUSE_FIX
 from gputop_trace.analysis.rank_summary import RankSummary
 from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 F64 = npt.NDArray[np.float64]
 
@@ -186,7 +186,7 @@ def analyse_fleet(summaries: Sequence[RankSummary]) -> FleetReport:
     drafts = [d for d in drafts if d.time_ns > 0]
     for i, d in enumerate(drafts):
         drafts[i] = _weighed(d, span)
-    drafts.sort(key=lambda d: (-d.severity, -d.time_ns, _KIND_ORDER.get(d.kind, 99)))
+    drafts.sort(key=lambda d: at_stake_order(d.time_ns, d.severity, d.kind, _KIND_ORDER))
     findings = [_numbered(i + 1, d) for i, d in enumerate(drafts[:MAX_FINDINGS])]
     stats = {
         "ranks": len(ok),
@@ -304,8 +304,8 @@ def _late_arrival(
         "A collective kernel starts on a rank's GPU when the rank is ready for it (its host launched it and its "
         "stream is free), and it cannot finish before the last rank of the group has started it. "
         + ("This rank starts its collectives" if len(out) == 1 else "These ranks start their collectives")
-        + f" later than the median rank (mean over {out[0].instances} collectives; robust z ≥ {Z_OUTLIER} over "
-        f"{len(late_vals)} ranks, whose median is {format_ns(med_late)} with a MAD of "
+        + f" later than the median rank (mean over {plural(out[0].instances, 'collective')}; robust z ≥ "
+        f"{Z_OUTLIER} over {len(late_vals)} ranks, whose median is {format_ns(med_late)} with a MAD of "
         f"{format_ns(_mad(late_vals) or 0)}). Every other rank waits inside the kernel meanwhile: "
         f"{format_ns(sum(r.imposed_wait_ns for r in out))} of waiting while one of them was the last"
         + (
@@ -417,7 +417,7 @@ def _most_waited_on(
     if coll.straggler is not None:
         r = ranks[coll.straggler]
         title = (
-            f"Rank {r.rank} is the last to arrive at {r.times_last} of {r.instances} collectives; the others "
+            f"Rank {r.rank} is the last to arrive at {r.times_last} of {plural(r.instances, 'collective')}; the others "
             f"wait {format_ns(r.imposed_wait_ns)} for it"
         )
     elif len(top) == 1:
@@ -427,7 +427,7 @@ def _most_waited_on(
     detail = (
         "The last rank to arrive at a collective makes every other rank of its group wait inside the collective "
         "kernel; the time is the others' waiting while each of these ranks was the last"
-        f" ({format_ns(total)} of waiting in all, over {coll.instances} matched collectives). "
+        f" ({format_ns(total)} of waiting in all, over {plural(coll.instances, 'matched collective')}). "
         + "; ".join(f"rank {r.rank} was last at {r.times_last} of {r.instances}" for r in top)
         + "."
     )
@@ -541,12 +541,13 @@ def _dominant_causes(ok: list[RankSummary]) -> list[Finding]:
         )[:3]
         title = (
             f"{CAUSE_LABELS[c][0].upper() + CAUSE_LABELS[c][1:]} holds {100 * share:.0f}% of GPU idle time "
-            f"across the fleet ({format_ns(totals[c])} over {len(ok)} ranks"
+            f"across the fleet ({format_ns(totals[c])} over {plural(len(ok), 'rank')}"
             + (f"; the largest cause on {on} of them)" if on else ")")
         )
         detail = (
             f"Idle gaps of at least {format_ns(ok[0].gap_threshold_ns)} summed over every rank's GPUs: "
-            f"{format_ns(totals[c])} of {format_ns(all_gaps)} ({counts[c]:,} gaps) are {CAUSE_LABELS[c]}; worst on "
+            f"{format_ns(totals[c])} of {format_ns(all_gaps)} ({plural(counts[c], 'gap')}) are {CAUSE_LABELS[c]}; "
+            "worst on "
             + ", ".join(f"rank {s.rank} ({format_ns(s.idle_by_cause.get(c, {}).get('total_ns', 0))})" for s in worst)
             + f". Fix: {CAUSE_FIX[c]}."
         )

@@ -18,7 +18,7 @@ from gputop_trace.analysis.causes import CAUSES
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.host import HostClass, host_classes
 from gputop_trace.analysis.intervals import overlap_with_union, union
-from gputop_trace.analysis.overlap import largest_overlap
+from gputop_trace.analysis.overlap import largest_overlap, outermost_only
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -134,7 +134,7 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
             want = rows[(code == _CAUSE_CODE[cname])]
             if not len(want):
                 continue
-            cand = _outermost_only(l_end, np.flatnonzero(cls == c)) + base
+            cand = outermost_only(l_end, np.flatnonzero(cls == c)) + base
             best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], cand)
             cause_event[want] = best
         stall = rows[drained]
@@ -154,18 +154,6 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
         window_ns=window.astype(np.int64),
         breakdown_ns=breakdown,
     )
-
-
-def _outermost_only(ends: I64, pos: I64) -> I64:
-    """The positions (in one lane, in trace order) whose event is not contained in an earlier one of the set
-    (``ends``: the lane's event ends). An event inside another never overlaps a window more than its container
-    does, so these are the only candidates for "the event that overlaps the window longest" (the outer one
-    also wins ties)."""
-    if len(pos) < 2:
-        return pos
-    e = ends[pos]
-    keep = np.concatenate(([True], e[1:] > np.maximum.accumulate(e)[:-1]))
-    return pos[keep]
 
 
 def _latest_ending(trace: Trace, events: I64, upto: I64) -> I64:

@@ -13,7 +13,7 @@ from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS, lazy_load
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: A cause group of gaps becomes a finding when it holds at least this share of the device's active span ...
 MIN_IDLE_SHARE = 0.02
@@ -58,7 +58,7 @@ def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draf
     loading, eager = lazy_loading_words(trace, api, trace.device_words(dg.rank, dg.device))
     return Draft(
         kind="slow_launch",
-        title=f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {n} gap{'s' if n > 1 else ''} "
+        title=f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {plural(n, 'gap')} "
         f"({format_ns(total)}) while the host sat inside one slow launch call (worst: `{name_of(trace, api)}` "
         f"{format_ns(int(trace.dur_ns[api]))} for {short_name(name_of(trace, int(c.next_op[worst])))})",
         detail="In each of these gaps most of the host's time went to the launch call of the next kernel itself, "
@@ -172,7 +172,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
         mean = total / n
         title = (
             # the share is this cause's, not the GPU's whole idle time (the detail gives that)
-            f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {n} gap{'s' if n > 1 else ''}"
+            f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {plural(n, 'gap')}"
             f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
             f"({format_ns(total)}) {phrase}"
         )
@@ -183,7 +183,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
             fix = words.say("remove the sleep from the launching thread, or issue the next GPU work before sleeping")
         detail = (
             f"{gpu} is idle {dg.idle_pct:.1f}% of its active span ({format_ns(dg.idle_ns)} of "
-            f"{format_ns(dg.span_ns)}); {format_ns(total)} of it is in {n} gap{'s' if n > 1 else ''} of at least "
+            f"{format_ns(dg.span_ns)}); {format_ns(total)} of it is in {plural(n, 'gap')} of at least "
             f"{format_ns(dg.threshold_ns)} attributed to {cause_label(cause, words)} (longest: {lengths}). "
             f"{why + ' ' if why else ''}Fix: {fix}."
         )

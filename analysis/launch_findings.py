@@ -12,7 +12,7 @@ from gputop_trace.analysis.launches import LaunchReport
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: Launch overhead: kernels shorter than their launch call, at least this many and this share of kernels.
 MIN_TINY_KERNELS = 100
@@ -44,7 +44,7 @@ def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
     words = dg.trace.device_words(dg.rank, dg.device)
     return Draft(
         kind="launch_bound",
-        title=f"{gpu} is launch-bound: {dg.short_gaps:,} gaps under {format_ns(LAUNCH_GAP_NS)} between short "
+        title=f"{gpu} is launch-bound: {plural(dg.short_gaps, 'gap')} under {format_ns(LAUNCH_GAP_NS)} between short "
         f"kernels ({format_ns(dg.short_gaps_ns)}, {pct(dg.short_gaps_ns, dg.span_ns)} of its active time)",
         detail=f"Kernels shorter than {format_ns(SHORT_OP_NS)} run back to back with small idle gaps between them: "
         f"launch overhead, not {words.noun} work, sets the pace. Fix: fuse small ops (torch.compile), "
@@ -107,7 +107,7 @@ def launch_findings(
         out.append(
             Draft(
                 kind="slow_launch",
-                title=f"{len(slow)} kernel launch call{'s' if len(slow) > 1 else ''} took over "
+                title=f"{plural(len(slow), 'kernel launch call')} took over "
                 f"{format_ns(VERY_SLOW_LAUNCH_NS)} (worst: `{name_of(trace, int(rep.api[worst]))}` "
                 f"{format_ns(int(rep.launch_ns[worst]))} for {short_name(name_of(trace, int(rep.op[worst])))})",
                 detail="A launch this slow is usually one-time work inside the call: lazy loading of the kernel's "

@@ -75,3 +75,15 @@ def largest_overlap(
         best[target[better]] = row[w_pos[better]]
         best_ns[target[better]] = w_ov[better]
     return best, best_ns
+
+
+def outermost_only(ends: I64, pos: I64) -> I64:
+    """The positions (in one lane, in trace order) whose event is not contained in an earlier one of the set
+    (``ends``: the lane's event ends). An event inside another never overlaps a window more than its container
+    does, so these are the only candidates for "the event that overlaps the window longest" (the outer one
+    also wins ties)."""
+    if len(pos) < 2:
+        return pos
+    e = ends[pos]
+    keep = np.concatenate(([True], e[1:] > np.maximum.accumulate(e)[:-1]))
+    return pos[keep]

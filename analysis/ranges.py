@@ -3,11 +3,12 @@
 Per range name (and NVTX domain): how many instances, their CPU duration (total, mean, min, max), the deepest
 nesting level at which the name occurs (computed per thread among annotation ranges only; 0 = outermost), and
 the GPU time projected onto the range: the GPU ops whose launch call falls inside an instance of the range on
-the same thread (``nsys`` semantics). ``gpu_ns`` is the busy time of those ops (the union of their intervals,
-per instance, so concurrent kernels are not counted twice), ``gpu_span_ns`` the first-op-start to
-last-op-end span per instance (what Kineto's ``gpu_user_annotation`` bands and nsys' projected NVTX ranges
-show), ``gpu_annotation_ns`` the union of the Kineto ``gpu_user_annotation`` bands of the same name (``None``
-when the trace has none). Times in int64 ns.
+the same thread (``nsys`` semantics), or on an autograd thread that thread owns (PyTorch's backward kernels are
+launched from the autograd engine's thread: :mod:`~gputop_trace.analysis.autograd`). ``gpu_ns`` is the busy
+time of those ops (the union of their intervals, per instance, so concurrent kernels are not counted twice),
+``gpu_span_ns`` the first-op-start to last-op-end span per instance (what Kineto's ``gpu_user_annotation`` bands
+and nsys' projected NVTX ranges show), ``gpu_annotation_ns`` the union of the Kineto ``gpu_user_annotation``
+bands of the same name (``None`` when the trace has none). Times in int64 ns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gputop_trace.analysis.autograd import autograd_threads
 from gputop_trace.analysis.intervals import segmented_union_total
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind, LaneKind
@@ -41,6 +43,8 @@ class RangeRow:
     max_depth: int
     threads: int
     events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
+    #: of ``gpu_ops``, those launched by an autograd thread this range's thread owns (see the module text)
+    gpu_ops_autograd: int = 0
 
 
 #: PyTorch ``emit_nvtx`` / DLProf suffixes that make every operator range name unique.
@@ -89,13 +93,15 @@ def range_depths(trace: Trace, events: I64) -> I64:
     return out
 
 
-def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I64, I64, I64]:
-    """Per range instance: GPU busy ns, GPU span ns and GPU op count of the ops launched inside it on its thread
-    (only ops on ``device`` when given)."""
+def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I64, I64, I64, I64]:
+    """Per range instance: GPU busy ns, GPU span ns, GPU op count of the ops launched inside it on its thread or
+    on an autograd thread it owns (:mod:`~gputop_trace.analysis.autograd`), and how many of those ops came from
+    an autograd thread (only ops on ``device`` when given)."""
     n = len(ranges)
     busy = np.zeros(n, dtype=np.int64)
     span = np.zeros(n, dtype=np.int64)
     count = np.zeros(n, dtype=np.int64)
+    borrowed_count = np.zeros(n, dtype=np.int64)
     ops = trace.of_kind(*GPU_BUSY_KINDS)
     if device is not None:
         ops = ops[trace.event_device[ops] == device]
@@ -103,11 +109,23 @@ def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I
     has = api >= 0
     ops, api = ops[has], api[has]
     if not len(ops) or not n:
-        return busy, span, count
+        return busy, span, count, borrowed_count
     a_lane = trace.lane[api].astype(np.int64)
     a_time = trace.start_ns[api]
+    borrowed = np.zeros(len(ops), dtype=bool)
+    owners = autograd_threads(trace)
+    if owners:
+        # a launch on an autograd thread also counts on the forward thread that owns it
+        lane_owner = np.full(len(trace.lanes), -1, dtype=np.int64)
+        for th in owners.values():
+            lane_owner[th.lane] = th.owner
+        extra = np.flatnonzero(lane_owner[a_lane] >= 0)
+        ops = np.concatenate((ops, ops[extra]))
+        a_time = np.concatenate((a_time, a_time[extra]))
+        a_lane = np.concatenate((a_lane, lane_owner[a_lane[extra]]))
+        borrowed = np.concatenate((borrowed, np.ones(len(extra), dtype=bool)))
     order = np.lexsort((a_time, a_lane))
-    ops, a_lane, a_time = ops[order], a_lane[order], a_time[order]
+    ops, a_lane, a_time, borrowed = ops[order], a_lane[order], a_time[order], borrowed[order]
     r_lane = trace.lane[ranges].astype(np.int64)
     r_s = trace.start_ns[ranges]
     r_e = r_s + trace.dur_ns[ranges]
@@ -125,11 +143,12 @@ def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I
     count[:] = k
     total = int(k.sum())
     if not total:
-        return busy, span, count
+        return busy, span, count, borrowed_count
     owner = np.repeat(np.arange(n, dtype=np.int64), k)
     first = np.repeat(np.cumsum(k) - k, k)
     pos = lo[owner] + (np.arange(total, dtype=np.int64) - first)
     op = ops[pos]
+    borrowed_count[:] = np.bincount(owner, weights=borrowed[pos], minlength=n).astype(np.int64)
     s = trace.start_ns[op]
     e = s + trace.dur_ns[op]
     busy[:] = segmented_union_total(owner, s, e, n)
@@ -138,7 +157,7 @@ def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I
     np.minimum.at(mins, owner, s)
     np.maximum.at(maxs, owner, e)
     span[:] = np.where(k > 0, maxs - mins, 0)
-    return busy, span, count
+    return busy, span, count, borrowed_count
 
 
 def range_summary(
@@ -184,7 +203,7 @@ def range_summary(
     for code in np.unique(dom_of_group[inv]).tolist():
         m = np.flatnonzero(dom_of_group[inv] == code)
         depth[m] = range_depths(trace, rng[m])
-    busy, span, nops = _projection(trace, rng, device)
+    busy, span, nops, nborrowed = _projection(trace, rng, device)
     g = len(label_list)
     dur = trace.dur_ns[rng]
     count = np.bincount(inv, minlength=g)
@@ -198,6 +217,7 @@ def range_summary(
     gpu = np.bincount(inv, weights=busy, minlength=g).astype(np.int64)
     gspan = np.bincount(inv, weights=span, minlength=g).astype(np.int64)
     gops = np.bincount(inv, weights=nops, minlength=g).astype(np.int64)
+    gborrowed = np.bincount(inv, weights=nborrowed, minlength=g).astype(np.int64)
     annot = _annotation_ns(trace, rank)
     order = np.argsort(inv, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(count)))
@@ -223,6 +243,7 @@ def range_summary(
                 max_depth=int(maxd[j]),
                 threads=len(np.unique(trace.lane[members])),
                 events=np.sort(members),
+                gpu_ops_autograd=int(gborrowed[j]),
             )
         )
     rows.sort(key=lambda r: (-r.total_ns, r.name, r.domain))
@@ -247,3 +268,41 @@ def _annotation_ns(trace: Trace, rank: int | None) -> dict[str, int]:
     tot = segmented_union_total(grp, s, s + trace.dur_ns[ga], len(ids) * len(dk))
     per_name = tot.reshape(len(ids), len(dk)).sum(axis=1)
     return {trace.names[int(i)]: int(v) for i, v in zip(ids.tolist(), per_name.tolist(), strict=True)}
+
+
+@dataclass(frozen=True)
+class InstanceGpu:
+    """The GPU work of one range instance (see the module text): busy ns, op count, and how many of those ops an
+    autograd thread of the range's thread launched (``via``: how that thread was tied, ``""`` when none)."""
+
+    gpu_ns: int
+    gpu_ops: int
+    gpu_ops_autograd: int
+    via: str
+
+
+def instance_gpu(trace: Trace, event: int) -> InstanceGpu:
+    """The GPU work launched inside one range instance ``event`` (a trace index), as :func:`range_summary`
+    counts it; O(GPU ops), for the details of one selected range."""
+    lane = int(trace.lane[event])
+    s = int(trace.start_ns[event])
+    e = s + int(trace.dur_ns[event])
+    owned = [th for th in autograd_threads(trace).values() if th.owner == lane]
+    ops = trace.of_kind(*GPU_BUSY_KINDS)
+    api = trace.launch_of[ops]
+    has = api >= 0
+    ops, api = ops[has], api[has]
+    a_lane = trace.lane[api]
+    a_time = trace.start_ns[api]
+    inside = (a_time >= s) & (a_time < e)
+    mine = inside & (a_lane == lane)
+    theirs = inside & np.isin(a_lane, np.array([th.lane for th in owned], dtype=a_lane.dtype))
+    sel = ops[mine | theirs]
+    starts = trace.start_ns[sel]
+    busy = segmented_union_total(np.zeros(len(sel), dtype=np.int64), starts, starts + trace.dur_ns[sel], 1)
+    return InstanceGpu(
+        gpu_ns=int(busy[0]),
+        gpu_ops=len(sel),
+        gpu_ops_autograd=int(theirs.sum()),
+        via=" and ".join(sorted({th.via for th in owned})),
+    )

@@ -11,7 +11,6 @@ Times are int64 ns relative to the trace start.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -19,9 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.collectives import Collectives, find_collectives
-from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.analysis.host_activity import host_activity, host_activity_weights
 from gputop_trace.model.arrays import I64
-from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
 I32 = npt.NDArray[np.int32]
@@ -289,19 +287,14 @@ def find_stragglers(trace: Trace) -> StragglerReport:
     )
 
 
-def _generic(name: str) -> str:
-    """``step_3`` → ``step_<n>``: the same range in different steps counts as one activity."""
-    return re.sub(r"(?<=\D)\d+$", "<n>", name)
-
-
 def _host_activity(
     trace: Trace, groups: list[MatchedGroup], rank: int, offsets: dict[int, int]
 ) -> list[tuple[str, int]]:
-    """What the straggler's host was inside at the moment the first other rank arrived, tallied over the
-    instances where it was last: the innermost annotation range and operator on the launching thread, or on
-    another thread of the same process when the launching thread was idle (DDP launches its all-reduces from
-    the autograd thread while the main thread runs the step)."""
-    times: list[int] = []
+    """What the straggler's host was doing while the others waited for it (:mod:`~gputop_trace.analysis.
+    host_activity`: from the first other rank's arrival to its own), tallied by the others' waiting over the
+    instances where it was last."""
+    starts: list[int] = []
+    ends: list[int] = []
     weights: list[int] = []
     launch_lanes: list[int] = []
     for g in groups:
@@ -311,38 +304,10 @@ def _host_activity(
         for i in np.flatnonzero(g.last == c).tolist():
             api = int(trace.launch_of[int(g.event[i, c])])
             others = np.delete(g.arrival_ns[i], c)
-            times.append(int(others.min()) + offsets.get(rank, 0))
+            starts.append(int(others.min()) + offsets.get(rank, 0))
+            ends.append(int(g.arrival_ns[i, c]) + offsets.get(rank, 0))
             weights.append(int(np.delete(g.wait_ns[i], c).max()))
             launch_lanes.append(int(trace.lane[api]) if api >= 0 else -1)
-    if not times:
+    if not starts:
         return []
-    pid = next((trace.lanes[ln].pid for ln in launch_lanes if ln >= 0), None)
-    threads = [
-        i
-        for i, ln in enumerate(trace.lanes)
-        if ln.kind == LaneKind.CPU_THREAD and ln.rank == rank and (pid is None or ln.pid == pid)
-    ]
-    t = np.array(times, dtype=np.int64)
-    found: list[str | None] = [None] * len(t)
-    # launching thread first, then the other threads of the process, busiest first
-    candidates = sorted(set(threads), key=lambda ln: -(trace.lane_offsets[ln + 1] - trace.lane_offsets[ln]))
-    for lane_list in ([np.array(launch_lanes)], [np.full(len(t), ln) for ln in candidates]):
-        for lanes in lane_list:
-            todo = np.array([f is None for f in found]) & (lanes >= 0)
-            if not todo.any():
-                continue
-            r_ev = innermost_enclosing(trace, lanes[todo], t[todo], (Kind.RANGE,))
-            o_ev = innermost_enclosing(trace, lanes[todo], t[todo], (Kind.CPU_OP, Kind.PYTHON, Kind.SYNC, Kind.OSRT))
-            for j, (re_, oe) in zip(
-                np.flatnonzero(todo).tolist(), zip(r_ev.tolist(), o_ev.tolist(), strict=True), strict=True
-            ):
-                if re_ >= 0 and oe >= 0 and trace.start_ns[oe] >= trace.start_ns[re_]:
-                    found[j] = f"{_generic(trace.event_name(re_))} › {trace.event_name(oe)}"
-                elif re_ >= 0:
-                    found[j] = _generic(trace.event_name(re_))
-                elif oe >= 0:
-                    found[j] = trace.event_name(oe)
-    tally: Counter[str] = Counter()
-    for f, w in zip(found, weights, strict=True):
-        tally[f or "(no traced host activity)"] += w
-    return tally.most_common(5)
+    return host_activity_weights(host_activity(trace, rank, launch_lanes, starts, ends), weights)

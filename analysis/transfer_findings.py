@@ -13,7 +13,7 @@ from gputop_trace.analysis.transfers import TransferReport
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
-from gputop_trace.units import format_bytes, format_ns
+from gputop_trace.units import format_bytes, format_ns, plural
 
 
 def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
@@ -41,7 +41,7 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
         )
         n = len(rows)
         title = (
-            f"{flag.title[0].upper()}{flag.title[1:]}: {n} cop{'ies' if n > 1 else 'y'}, "
+            f"{flag.title[0].upper()}{flag.title[1:]}: {plural(n, 'copy', 'copies')}, "
             f"{format_ns(exposed)} exposed ({biggest})"
         )
         out.append(
@@ -102,13 +102,13 @@ def _copy_groups(trace: Trace, rows: list[Any]) -> str:
             f"{stream}{compute}, "
             f"{format_ns(sum(r.exposed_ns for r in members))} exposed"
         )
-    more = f"; {len(groups) - 4} more groups" if len(groups) > 4 else ""
+    more = f"; {plural(len(groups) - 4, 'more group')}" if len(groups) > 4 else ""
     return "Copies: " + "; ".join(parts) + more + "."
 
 
 _FLAG_WHY = {
-    "pageable_async": "An *Async copy to or from pageable (not pinned) host memory is staged by the driver: the "
-    "host call blocks and the copy cannot overlap with kernels.",
+    "pageable_async": "An asynchronous copy (a MemcpyAsync call) to or from pageable (not pinned) host memory is "
+    "staged by the driver: the host call blocks and the copy cannot overlap with kernels.",
     "sync_copy": "A synchronous cudaMemcpy blocks the host until the copy is done.",
     "copy_on_compute_stream": "These copies run on a stream that also runs kernels before and after them, so the "
     "GPU serializes them between the kernels instead of overlapping them.",

@@ -107,3 +107,9 @@ def format_si(x: float, unit: str) -> str:
         if abs(x) >= factor:
             return f"{x / factor:.3g} {prefix}{unit}"
     return f"{x:.3g} {unit}"
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """A count with its noun in the right number: ``"1 kernel"``, ``"0 kernels"``, ``"1,024 copies"`` (thousands
+    separated). ``many`` is the plural when it is not ``noun + "s"`` (``plural(n, "copy", "copies")``)."""
+    return f"{n:,} {noun if n == 1 else (many if many is not None else noun + 's')}"

@@ -17,8 +17,8 @@ Rules (the fast loader must give the same result):
   event other than ``M`` without ``ts`` is skipped (counted in a warning);
 - args: ``correlation`` (else the text ``correlation_id``), ``External id``, ``device``; a slice with a ``grid``
   or ``registers per thread`` has a kernel row, else one with ``bytes`` a copy row; JAX ``kernel_details`` /
-  ``memcpy_details`` strings are kept for the side tables; Kineto's ``Collective name`` and message sizes make
-  a collective row;
+  ``memcpy_details`` / ``Memset_details`` strings are kept for the side tables; Kineto's ``Collective name`` and
+  message sizes make a collective row;
 - a copy without ``bytes`` takes its own ``size`` (MTIA's DMA copies, with their ``direction`` words), else the
   ``size`` of the runtime call of the same correlation id (HIP writes it as text); ``stream`` and ``kind`` are
   not read, and a text ``grid``/``block`` (Triton's CPU op) is no launch grid: neither is a field of the wrong
@@ -72,7 +72,7 @@ _INT_ARGS = (
 _FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %")
 _STR_ARGS = (
     "Collective name", "Process Group Name", "dtype", "name", "labels", "correlation_id", "memcpy_details",
-    "kernel_details",
+    "kernel_details", "Memset_details",
 )  # fmt: skip
 _INT_TEXT = re.compile(r"-?[0-9]+")
 
@@ -265,6 +265,8 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
                 st.details.append((event, "kernel", a["kernel_details"]))
             elif _str_arg(a, "memcpy_details") is not None:
                 st.details.append((event, "memcpy", a["memcpy_details"]))
+            elif _str_arg(a, "Memset_details") is not None:
+                st.details.append((event, "memset", a["Memset_details"]))
         elif ph in ("B", "E"):
             st.be.append((src, _ns(e.get("ts", 0)), seq, name_id, cat_id, ph))
         elif ph in _FLOW:

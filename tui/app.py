@@ -34,6 +34,7 @@ from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.units import plural
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 PROGRESS_INTERVAL_S = 0.05
@@ -288,7 +289,7 @@ class GputopApp(App[int]):
             more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
             self.notify(
                 f"{first}{more} — all warnings are in panel 6 (Findings).",
-                title=f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading",
+                title=f"{plural(len(warnings), 'warning')} while loading",
                 severity="warning",
                 timeout=6,
             )

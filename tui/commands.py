@@ -13,7 +13,7 @@ from textual.fuzzy import Matcher
 
 from gputop_trace.model.trace import python_left_out
 from gputop_trace.safe_text import clean
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 if TYPE_CHECKING:
     from gputop_trace.tui.screens.main import MainScreen
@@ -92,7 +92,7 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
             out.append(
                 (
                     f"Go to kernel: {name}",
-                    f"{r.pct:.1f}% of kernel time, {r.count:,} launches, "
+                    f"{r.pct:.1f}% of kernel time, {plural(r.count, 'launch', 'launches')}, "
                     f"first at {format_ns(int(main.trace.start_ns[r.events[0]]))}",
                     partial(main.select_and_show, int(r.events[0]), rezoom=True),
                 )
@@ -103,8 +103,7 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
         out.append(
             (
                 f"Go to range: {clean(t.names[rn.name_id])}",
-                f"{what}, {rn.count:,} instance{'s' if rn.count != 1 else ''}; "
-                f"first at {format_ns(int(t.start_ns[rn.first]))}",
+                f"{what}, {plural(rn.count, 'instance')}; first at {format_ns(int(t.start_ns[rn.first]))}",
                 partial(main.select_and_show, rn.first, rezoom=True),
             )
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gputop_trace.analysis.diff.steps import RunSteps, StepPairs, step_key
 from gputop_trace.model.trace import Trace
+from gputop_trace.units import plural
 
 #: Below this share of the kernel names in common (normalised names, Jaccard), the kernel sets are called different.
 KERNEL_OVERLAP_MIN_PCT = 90.0
@@ -103,8 +104,8 @@ def comparability(
     elif base.steps != test.steps or pairs.unmatched_base or pairs.unmatched_test:
         diffs.append(Difference("step_count", f"{base.steps} ({base.steady_steps} steady)",
                                 f"{test.steps} ({test.steady_steps} steady)",
-                                f"only the {len(pairs)} steps both runs have are compared; whole-run totals cover "
-                                "different amounts of work, so read the per-step columns"))  # fmt: skip
+                                f"only the {plural(len(pairs), 'step')} both runs have are compared; whole-run "
+                                "totals cover different amounts of work, so read the per-step columns"))  # fmt: skip
     if base.steps and test.steps and base.step_naming != test.step_naming:
         diffs.append(Difference("step_names", ", ".join(base.step_naming), ", ".join(test.step_naming),
                                 f"steps are matched by {pairs.matched_by}: check that step k of one run is step k of "

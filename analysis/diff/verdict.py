@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.units import plural
+
 F64 = npt.NDArray[np.float64]
 
 #: Fewest matched steady steps for a verdict.
@@ -94,7 +96,7 @@ def step_verdict(base_ns: F64, test_ns: F64, *, whole_span: str = "", identical:
             nan,
             nan,
             len(ratios),
-            f"No verdict: only {len(ratios)} matched steady step{'s' if len(ratios) != 1 else ''} (at least "
+            f"No verdict: only {plural(len(ratios), 'matched steady step')} (at least "
             f"{MIN_STEPS} are needed to tell a change from step-to-step noise); the median change is {said} per "
             "step. Profile more steps.",
         )

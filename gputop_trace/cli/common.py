@@ -76,10 +76,17 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
 
 
 def stdout_console() -> Console:
-    """A Rich console for results (no markup or highlighting of untrusted names)."""
+    """A Rich console for results (no markup or highlighting of untrusted names). To a pipe or a file, it is
+    :data:`~gputop_trace.cli.pipe_output.PIPE_WIDTH` wide and writes no trailing spaces (nothing is cut for a
+    terminal that is not there)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    from gputop_trace.cli.pipe_output import NoTrailingSpaces, is_terminal, pipe_width
+
+    if is_terminal(sys.stdout):
+        return Console(highlight=False, soft_wrap=False)
+    out = NoTrailingSpaces(sys.stdout)
+    return Console(highlight=False, soft_wrap=False, width=pipe_width(), file=out)  # type: ignore[arg-type]
 
 
 def load(args: argparse.Namespace) -> Trace:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -131,7 +132,8 @@ def _run_line(con: Console, side: str, src: dict[str, Any], facts: dict[str, Any
 
     gpus = ", ".join(facts["gpu_models"])
     what = (
-        f"{src['format']} · {gpus} × {facts['gpu_count']} · world size {facts['world_size']} · {facts['steps']} steps"
+        f"{src['format']} · {gpus} × {facts['gpu_count']} · world size {facts['world_size']} · "
+        f"{plural(facts['steps'], 'step')}"
     )
     con.print(Text(f"{side}: ", style="bold") + Text(clean(str(src["path"]))) + Text(f"  ({what})", style="dim"))
 

@@ -15,7 +15,7 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gputop_trace.units import format_ns, parse_duration_ns
+from gputop_trace.units import format_ns, parse_duration_ns, plural
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.findings import Finding
@@ -121,5 +121,5 @@ def failed_conditions(
         if any(f.kind == k for f in findings):
             out.append(f"finding {k} present")
     if cond.any_finding and findings:
-        out.append(f"{len(findings)} finding{'s' if len(findings) > 1 else ''} present")
+        out.append(f"{plural(len(findings), 'finding')} present")
     return out

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -216,15 +217,16 @@ def render(doc: dict[str, Any], *, top: int = 20, out: str | None = None, consol
     con.print(
         Text("gputop-trace fleet  ", style="bold")
         + Text(
-            f"{len(doc['ranks'])} ranks analysed, {fl['failed']} failed, {format_bytes(fl['bytes'])} of traces "
-            f"in {fl['elapsed_s']:.1f} s on {clean(fl['executor'])} ({fl['ranks_per_min']:.0f} ranks/min)"
+            f"{plural(len(doc['ranks']), 'rank')} analysed, {fl['failed']} failed, "
+            f"{format_bytes(fl['bytes'])} of traces in {fl['elapsed_s']:.1f} s on {clean(fl['executor'])} "
+            f"({fl['ranks_per_min']:.0f} ranks/min)"
         )
     )
     if fl.get("median_step_ns") is not None:
         con.print(
             Text(
-                f"median step {format_ns(fl['median_step_ns'])}; {fl['collective_instances']} collectives "
-                f"matched across {fl['ranks_with_collectives']} ranks"
+                f"median step {format_ns(fl['median_step_ns'])}; {plural(fl['collective_instances'], 'collective')} "
+                f"matched across {plural(fl['ranks_with_collectives'], 'rank')}"
             )
         )
     render_findings(con, doc["findings"])

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.gaps import DeviceGaps
@@ -124,6 +125,7 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
     from gputop_trace.analysis.causes import cause_label
     from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
+    from gputop_trace.cli.pipe_output import cut_at
     from gputop_trace.cli.tables import add_number_columns, compact_table
     from gputop_trace.model.kinds import Kind
     from gputop_trace.safe_text import clean
@@ -144,7 +146,8 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
             Text(f"{label} (pid {d.pid})", style="bold")
             + Text(
                 f"  active {format_ns(d.span_ns)}, busy {format_ns(d.busy_ns)} ({d.busy_pct:.1f}%), idle "
-                f"{format_ns(d.idle_ns)} ({d.idle_pct:.1f}%); {len(d.columns):,} gaps ≥ {format_ns(threshold_ns)} = "
+                f"{format_ns(d.idle_ns)} ({d.idle_pct:.1f}%); {plural(len(d.columns), 'gap')} ≥ "
+                f"{format_ns(threshold_ns)} = "
                 f"{format_ns(d.gaps_ns)}"
             )
         )
@@ -185,10 +188,15 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
         add_number_columns(t, "at", "length")
         t.add_column("cause", no_wrap=True, min_width=10)
         if wide:
-            t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=24)
+            t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=cut_at(con.is_terminal, 24))
         t.add_column("what happened", overflow="fold", ratio=1)
         if wide:
-            t.add_column(f"next {trace.device_words().noun} op", overflow="ellipsis", no_wrap=True, max_width=32)
+            t.add_column(
+                f"next {trace.device_words().noun} op",
+                overflow="ellipsis",
+                no_wrap=True,
+                max_width=cut_at(con.is_terminal, 32),
+            )
         for g in shown:
             cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), cause_label(g.cause, g.words, short=True)]
             if wide:

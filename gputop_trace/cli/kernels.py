@@ -193,7 +193,7 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
 
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
-    from gputop_trace.units import format_ns
+    from gputop_trace.units import format_ns, plural
 
     con = common.stdout_console()
     src = doc["source"]
@@ -208,7 +208,7 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
         common.print_warnings(con, trace)
         return
     shown, total = len(doc["kernels"]), doc["rows_total"]
-    title = f"{'All' if shown == total else f'Top {shown} of'} {total} kernel rows by total time"
+    title = f"{'All' if shown == total else f'Top {shown} of'} {plural(total, 'kernel row')} by total time"
     merged = doc["merged_devices"]
     cols = _columns_that_fit(con.width, merged)
     t = Table(title=title, title_justify="left")

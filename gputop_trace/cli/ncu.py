@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.ncu_launches import LaunchSpread
@@ -275,7 +276,7 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
     from gputop_trace.tui.view.ncu_verdict import spread_table
 
     for s in launch_spreads(report.kernels):
-        con.print(Rule(f"{len(s.indices)} launches of {clean(s.name)}"))
+        con.print(Rule(f"{plural(len(s.indices), 'launch', 'launches')} of {clean(s.name)}"))
         con.print(spread_table(s))
 
 

@@ -75,10 +75,17 @@ def _sorted(rows: list[RangeRow], key: str) -> list[RangeRow]:
 
 def build(trace: Trace, paths: list[str], rows: list[RangeRow]) -> dict[str, Any]:
     """The ``ranges`` JSON document."""
-    from gputop_trace.report.analysis_json import range_json
+    from gputop_trace.analysis.autograd import autograd_threads
+    from gputop_trace.report.analysis_json import autograd_threads_json, range_json
     from gputop_trace.report.envelope import envelope
 
-    return envelope("ranges", trace, paths, ranges=[range_json(r) for r in rows])
+    return envelope(
+        "ranges",
+        trace,
+        paths,
+        ranges=[range_json(r) for r in rows],
+        autograd_threads=autograd_threads_json(trace, autograd_threads(trace)),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,6 +122,7 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     """Print the range table."""
     from rich.text import Text
 
+    from gputop_trace.cli.pipe_output import cut_at
     from gputop_trace.cli.tables import add_number_columns, compact_table
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
@@ -126,6 +134,9 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
         )
         common.print_warnings(con, trace)
         return
+    from gputop_trace.analysis.autograd import autograd_note, autograd_threads
+
+    notes = autograd_note(trace, autograd_threads(trace))
     shown = rows[: limit if limit > 0 else len(rows)]
     has_domain = any(r.domain for r in rows)
     has_annot = any(r.gpu_annotation_ns is not None for r in rows)
@@ -135,7 +146,7 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     room = max(8, con.width - others - 3 * (n_cols - 1))
     t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=room)
     if has_domain:
-        t.add_column("domain", overflow="ellipsis", no_wrap=True, max_width=12)
+        t.add_column("domain", overflow="ellipsis", no_wrap=True, max_width=cut_at(con.is_terminal, 12))
     add_number_columns(t, "n", width=3)
     noun = trace.device_words().noun
     add_number_columns(t, "CPU", "mean", noun, "span")
@@ -160,11 +171,25 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     con.print(t)
     con.print(
         Text(
-            f"CPU = total time in the range; {noun} = busy time of the {noun} work launched inside it on its thread; "
-            "span = first start to last end of that work"
+            f"CPU = total time in the range; {noun} = busy time of the {noun} work launched inside it on its thread"
+            + (" (or on the autograd thread running its backward pass)" if notes else "")
+            + "; span = first start to last end of that work"
             + ("; annot = Kineto gpu_user_annotation time" if has_annot else "")
             + ".",
             style="dim",
         )
     )
+    for note in notes:
+        con.print(Text(clean(note) + ".", style="dim"))
+    borrowed = [r for r in shown if r.gpu_ops_autograd]
+    if borrowed:
+        con.print(
+            Text(
+                "GPU ops launched by an autograd thread: "
+                + ", ".join(f"{clean(r.name)} {r.gpu_ops_autograd:,} of {r.gpu_ops:,}" for r in borrowed[:6])
+                + (f" (+{len(borrowed) - 6} more ranges)" if len(borrowed) > 6 else "")
+                + ".",
+                style="dim",
+            )
+        )
     common.print_warnings(con, trace)

@@ -18,6 +18,7 @@ from typing import Any
 
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
+from gputop_trace.units import plural
 
 
 def register(sub: Any) -> None:
@@ -67,7 +68,8 @@ def _open(path: str, no_open: bool) -> int:
 
         trace = load_file(path)
         steps = sum(len(s.events) for s in find_steps(trace))
-        print(f"{path}: {trace.n_events:,} events, {steps} steps. Open it with: gputop-trace view {path}")
+        counts = f"{plural(trace.n_events, 'event')}, {plural(steps, 'step')}"
+        print(f"{path}: {counts}. Open it with: gputop-trace view {path}")
         return 0
     from gputop_trace.cli import view
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
 from gputop_trace.cli.fail_on import add_fail_on, failed_conditions
+from gputop_trace.model.kinds import JSON_KEY_WORDS
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,8 +103,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     for s in doc["steps"]:
         who = f"rank {s['rank']} " if multi else ""
         spread = f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})" if s["count"] > 1 else ""
-        con.print(Text(f"{who}step time: {format_ns(s['mean_ns'])} mean over {s['count']} steps{spread}"))
-    ev = ", ".join(f"{k} {v:,}" for k, v in doc["events"].items() if v)
+        con.print(Text(f"{who}step time: {format_ns(s['mean_ns'])} mean over {plural(s['count'], 'step')}{spread}"))
+    ev = ", ".join(plural(v, *JSON_KEY_WORDS.get(k, (k, k))) for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
     if doc["devices"]:
         t = Table(title=f"{noun} busy time", title_justify="left")
@@ -125,7 +127,7 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     else:
         con.print(Text("No GPU activity in this profile.", style="yellow"))
     if doc["top_kernels"]:
-        t = Table(title=f"Top {len(doc['top_kernels'])} kernels by total time", title_justify="left")
+        t = Table(title=f"Top {plural(len(doc['top_kernels']), 'kernel')} by total time", title_justify="left")
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, con.width - 50))
         for c in ("dev", "count", "total", "mean", "%"):
             t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
@@ -191,8 +193,7 @@ def render_gaps(con: Console, doc: dict[str, Any], trace: Trace) -> None:
         con.print(
             Text(
                 f"  rank {d['rank']} {trace.device_label(d['rank'], d['device'])}: idle {format_ns(d['idle_ns'])} "
-                f"({d['idle_pct']:.1f}%), "
-                f"{d['gap_count']:,} gaps = {format_ns(d['gaps_ns'])}"
+                f"({d['idle_pct']:.1f}%), {plural(d['gap_count'], 'gap')} = {format_ns(d['gaps_ns'])}"
                 + (f": {parts}" if parts else "")
                 + ("; launch-bound" if d["launch_bound"] else "")
             )
@@ -218,7 +219,7 @@ def render_transfers(con: Console, doc: dict[str, Any], trace: Trace) -> None:
     con.print(Text("Exposed copy time (not under any kernel): ", style="bold") + Text(per))
     for f in tr["flags"]:
         con.print(
-            Text(f"  {f['title']}: {f['count']:,} cop{'ies' if f['count'] > 1 else 'y'}, ")
+            Text(f"  {f['title']}: {plural(f['count'], 'copy', 'copies')}, ")
             + Text(f"{format_ns(f['exposed_ns'])} exposed")
         )
 
@@ -234,7 +235,7 @@ def render_ranges(con: Console, doc: dict[str, Any], noun: str = "GPU") -> None:
     rows = doc.get("top_ranges") or []
     if not rows:
         return
-    t = compact_table(f"Top {len(rows)} ranges by CPU time")
+    t = compact_table(f"Top {plural(len(rows), 'range')} by CPU time")
     t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=max(8, con.width - 50))
     add_number_columns(t, "n", width=3)
     add_number_columns(t, "CPU", noun, f"{noun} span")

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
+from gputop_trace.units import plural
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.transfers import TransferReport
@@ -106,8 +107,8 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         con.print(
             Text(f"{label}", style="bold")
             + Text(
-                f"  {d.copies:,} copies/memsets, {format_ns(d.copy_ns)} of copy time, {format_ns(d.exposed_ns)} "
-                "exposed (not under any kernel)"
+                f"  {plural(d.copies, 'copy/memset', 'copies/memsets')}, {format_ns(d.copy_ns)} of copy time, "
+                f"{format_ns(d.exposed_ns)} exposed (not under any kernel)"
             )
         )
     t = compact_table("By direction and host memory")
@@ -133,7 +134,7 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         for f in rep.flags:
             con.print(
                 Text(f"  {f.title}: ", style="yellow")
-                + Text(f"{f.count:,} cop{'ies' if f.count > 1 else 'y'}, {format_ns(f.exposed_ns)} exposed. ")
+                + Text(f"{plural(f.count, 'copy', 'copies')}, {format_ns(f.exposed_ns)} exposed. ")
                 + Text(f.fix)
             )
     else:
@@ -144,10 +145,11 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         wide = con.width >= 120
         ct = compact_table(f"Most exposed copies ({len(shown)} of {len(rows):,})")
         add_number_columns(ct, "at", "dur", "exposed")
-        ct.add_column("dir", no_wrap=True)
-        ct.add_column("host", no_wrap=True)
+        # headers never shrink (a narrow terminal cut "strm" to "s…")
+        ct.add_column("dir", no_wrap=True, min_width=len("dir"))
+        ct.add_column("host", no_wrap=True, min_width=len("host"))
         add_number_columns(ct, "bytes", width=8)
-        ct.add_column("strm", justify="right", no_wrap=True)
+        ct.add_column("strm", justify="right", no_wrap=True, min_width=len("strm"))
         ct.add_column("range", overflow="ellipsis", no_wrap=True, min_width=8)
         if wide:
             ct.add_column("hid %", justify="right", no_wrap=True)

@@ -44,6 +44,32 @@ KIND_JSON_KEY: dict[Kind, str] = {
 }
 
 
+#: Each kind in words, singular and plural, for text a user reads (the ``events`` counts of a profile, details).
+KIND_WORDS: dict[Kind, tuple[str, str]] = {
+    Kind.KERNEL: ("kernel", "kernels"),
+    Kind.MEMCPY: ("memcpy", "memcpys"),
+    Kind.MEMSET: ("memset", "memsets"),
+    Kind.API: ("CUDA API call", "CUDA API calls"),
+    Kind.SYNC: ("synchronization (host waits)", "synchronizations (host waits)"),
+    Kind.CPU_OP: ("CPU operator", "CPU operators"),
+    Kind.RANGE: ("annotation range", "annotation ranges"),
+    Kind.GPU_RANGE: ("GPU annotation", "GPU annotations"),
+    Kind.PYTHON: ("Python frame", "Python frames"),
+    Kind.GRAPH: ("CUDA graph", "CUDA graphs"),
+    Kind.MARKER: ("marker", "markers"),
+    Kind.OSRT: ("OS runtime call", "OS runtime calls"),
+    Kind.OVERHEAD: ("profiler overhead event", "profiler overhead events"),
+    Kind.UVM: ("unified-memory migration", "unified-memory migrations"),
+    Kind.OTHER: ("event", "events"),
+}
+
+#: The words of each key of the JSON ``events`` counts (:data:`KIND_JSON_KEY`; ``other`` for the rest).
+JSON_KEY_WORDS: dict[str, tuple[str, str]] = {
+    **{key: KIND_WORDS[k] for k, key in reversed(KIND_JSON_KEY.items())},
+    "other": ("other event", "other events"),
+}
+
+
 class LaneKind(IntEnum):
     """What a lane shows."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gputop_trace.analysis.autograd import AutogradThread
     from gputop_trace.analysis.findings import Finding
     from gputop_trace.analysis.gaps import DeviceGaps, Gap
     from gputop_trace.analysis.ranges import RangeRow
@@ -231,7 +232,30 @@ def range_json(r: RangeRow) -> dict[str, Any]:
         "gpu_ns": r.gpu_ns,
         "gpu_span_ns": r.gpu_span_ns,
         "gpu_ops": r.gpu_ops,
+        "gpu_ops_autograd": r.gpu_ops_autograd,
         "gpu_annotation_ns": r.gpu_annotation_ns,
         "max_depth": r.max_depth,
         "threads": r.threads,
     }
+
+
+def autograd_threads_json(trace: Trace, threads: dict[int, AutogradThread]) -> list[dict[str, Any]]:
+    """The ``ranges`` document's ``autograd_threads``: each thread whose launches count in another thread's
+    ranges (``rank``, ``pid``, ``thread``, ``owner_thread``, ``via``, ``evidence``, ``note``)."""
+    from gputop_trace.analysis.autograd import autograd_note
+
+    out = []
+    for th in sorted(threads.values(), key=lambda t: t.lane):
+        ln, owner = trace.lanes[th.lane], trace.lanes[th.owner]
+        out.append(
+            {
+                "rank": ln.rank,
+                "pid": ln.pid,
+                "thread": ln.name,
+                "owner_thread": owner.name,
+                "via": th.via,
+                "evidence": th.evidence,
+                "note": autograd_note(trace, {th.lane: th})[0],
+            }
+        )
+    return out

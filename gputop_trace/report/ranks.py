@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gputop_trace.units import plural
+
 if TYPE_CHECKING:
     from gputop_trace.analysis.ranks import RankRow
     from gputop_trace.analysis.stragglers import StragglerReport
@@ -71,7 +73,7 @@ def straggler_sentence(s: StragglerReport, rows: list[RankRow]) -> str | None:
     waiting = sorted(waits, key=lambda r: (-waits[r], r))
     who = ", ".join(f"rank {r} waits {format_ns(waits[r])}" for r in waiting[:3] if waits[r])
     text = (
-        f"Rank {s.straggler} is the last to arrive at {me.times_last} of {me.instances} collectives "
+        f"Rank {s.straggler} is the last to arrive at {me.times_last} of {plural(me.instances, 'collective')} "
         f"(late by {format_ns(me.late_median_ns)} median, {format_ns(me.late_max_ns)} at most); {who} in total "
         "inside collective kernels for it."
     )

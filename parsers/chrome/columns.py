@@ -57,6 +57,7 @@ _A_SIZE = attrgetter("size")
 _A_KDETAILS = attrgetter("kernel_details")
 _A_COLLECTIVE = attrgetter("collective")
 _A_MDETAILS = attrgetter("memcpy_details")
+_A_SDETAILS = attrgetter("memset_details")
 _A_KERNEL = attrgetter("grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy")
 _NO_ARGS = Args()
 
@@ -310,12 +311,15 @@ def _add_kernel_and_copy_rows(st: State, argl: list[Any], ev_x: np.ndarray[Any, 
                 st.coll_rows.append((int(ev_x[i]), name, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
     kd = list(map(_A_KDETAILS, argl))
     md = list(map(_A_MDETAILS, argl))
-    if kd.count(None) != nx or md.count(None) != nx:
-        for i, (kt, mt) in enumerate(zip(kd, md, strict=True)):
+    sd = list(map(_A_SDETAILS, argl))
+    if kd.count(None) != nx or md.count(None) != nx or sd.count(None) != nx:
+        for i, (kt, mt, stx) in enumerate(zip(kd, md, sd, strict=True)):
             if kt is not None:
                 st.details.append((int(ev_x[i]), "kernel", kt))
             elif mt is not None:
                 st.details.append((int(ev_x[i]), "memcpy", mt))
+            elif stx is not None:
+                st.details.append((int(ev_x[i]), "memset", stx))
 
 
 def _process_other(

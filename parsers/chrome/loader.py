@@ -33,6 +33,7 @@ from gputop_trace.parsers.chrome.stream import stream_events
 from gputop_trace.parsers.chrome.structs import DocumentInfo
 from gputop_trace.parsers.chrome.values import int_or, stable_int
 from gputop_trace.parsers.source import ByteStream
+from gputop_trace.units import plural
 
 #: ``progress(bytes_read_from_disk, file_size, events_so_far)``; may raise :class:`LoadCancelled`.
 Progress = Callable[[int, int, int], None]
@@ -179,16 +180,17 @@ def _warn_about_unread(st: State, info: DocumentInfo, gz_truncated: bool, corrup
         b.warn("The keys after the traceEvents array nest JSON too deeply to read; that metadata was skipped.")
     if st.repaired:
         b.warn(
-            f"{st.repaired} events had fields of the wrong type or out of range (e.g. numbers beyond 64 bits); "
-            f"those fields were ignored and the events kept; first one: {st.repaired_example}"
+            f"{plural(st.repaired, 'event')} had fields of the wrong type or out of range (e.g. numbers beyond 64 "
+            f"bits); those fields were ignored and the {'event' if st.repaired == 1 else 'events'} kept; first one: "
+            f"{st.repaired_example}"
         )
     if st.skipped:
         b.warn(
-            f"{st.skipped} events had unreadable fields (wrong types, NaN, bad numbers) and were skipped; "
-            f"first one: {st.skipped_example}"
+            f"{plural(st.skipped, 'event')} had unreadable fields (wrong types, NaN, bad numbers) and "
+            f"{'was' if st.skipped == 1 else 'were'} skipped; first one: {st.skipped_example}"
         )
     if st.negative_dur:
-        b.warn(f"{st.negative_dur} events had a negative duration; shown with duration 0.")
+        b.warn(f"{plural(st.negative_dur, 'event')} had a negative duration; shown with duration 0.")
     if st.other_phases:
         phases = ", ".join(f"{k} ×{v}" for k, v in sorted(st.other_phases.items()))
         b.warn(f"Events of phases this viewer does not draw were ignored: {phases}.")

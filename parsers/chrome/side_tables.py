@@ -95,8 +95,9 @@ def _details_rows(
     has_kineto_row: set[int],
     copies: _CopyRows,
 ) -> tuple[dict[str, np.ndarray[Any, Any]] | None, set[int]]:
-    """Rows from JAX details strings: the builder's kernel columns (None when there are none), and the copies
-    (added to ``copies``; their events are returned, as they get no other copy row)."""
+    """Rows from JAX details strings: the builder's kernel columns (None when there are none), and the copies and
+    memsets (``num_bytes`` of ``Memset_details``; added to ``copies``; their events are returned, as they get no
+    other copy row)."""
     kern_events: list[int] = []
     grid: list[tuple[int, int, int]] = []
     block: list[tuple[int, int, int]] = []
@@ -125,6 +126,14 @@ def _details_rows(
             copy_dir.append(DIRECTION.get(m.group(1).lower(), CopyKind.UNKNOWN) if m else CopyKind.UNKNOWN)
             copy_src.append(MEMKIND.get(d.get("kind_src", "").lower(), MemKind.UNKNOWN))
             copy_dst.append(MEMKIND.get(d.get("kind_dst", "").lower(), MemKind.UNKNOWN))
+            copy_async.append(int_or(d.get("async"), -1))
+        elif what == "memset" and kind[ev] == Kind.MEMSET:
+            seen_copy.add(ev)
+            copy_ev.append(ev)
+            copy_bytes.append(max(int_or(d.get("num_bytes"), 0), 0))
+            copy_dir.append(CopyKind.UNKNOWN)
+            copy_src.append(MemKind.UNKNOWN)
+            copy_dst.append(MEMKIND.get(d.get("kind", "").lower(), MemKind.UNKNOWN))
             copy_async.append(int_or(d.get("async"), -1))
     if not kern_events:
         return None, seen_copy

@@ -91,7 +91,7 @@ class State:
         # (bytes, direction words or None) of events whose own args give a size (MTIA's DMA copies), by event
         self.own_size: dict[int, tuple[int, Any]] = {}
         self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
-        self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy", details text)
+        self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy"|"memset", details text)
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
         self.asyncs: list[tuple[Any, ...]] = []  # (ph, pid, cat, id, ts, name, seq)

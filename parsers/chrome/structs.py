@@ -49,6 +49,8 @@ class Args(msgspec.Struct, gc=False):
     labels: str | None = None
     correlation_id: str | None = None
     memcpy_details: str | None = None
+    #: a JAX (XLA/CUPTI) memset's details: ``"kind:unknown num_bytes:4 async:1"``
+    memset_details: str | None = msgspec.field(default=None, name="Memset_details")
     kernel_details: str | None = None
 
 

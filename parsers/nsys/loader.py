@@ -43,6 +43,7 @@ from gputop_trace.parsers.nsys.schema import (
     row_count,
 )
 from gputop_trace.parsers.source import Progress
+from gputop_trace.units import plural
 
 #: ``progress(rows_read, rows_total, events_so_far)``; may raise :class:`LoadCancelled`.
 
@@ -130,7 +131,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     if reader.slow_tables:
         ctx.properties["tables_read_row_by_row"] = sorted(set(reader.slow_tables))
     for table, columns in sorted(reader.not_integers.items()):
-        what = ", ".join(f"{c} ({n:,} row{'s' if n != 1 else ''})" for c, n in sorted(columns.items()))
+        what = ", ".join(f"{c} ({plural(n, 'row')})" for c, n in sorted(columns.items()))
         builder.warn(
             f"Table {table} holds values that are not integers where nsys writes integers: {what}. They were read "
             "as whole numbers (text that is no number as 0), so those rows may be misplaced; the export was "
@@ -188,9 +189,20 @@ def _drop_impossible_times(ctx: Context) -> None:
             too_long += int(long.sum())
             b.dur = np.where(long, 0, b.dur)
     if dropped:
-        ctx.warn(f"{dropped:,} rows have start times beyond ±73 years (damaged or edited values); they were left out.")
+        ctx.warn(
+            f"{_rows_have(dropped)} start times beyond ±73 years (damaged or edited values); "
+            f"{'it was' if dropped == 1 else 'they were'} left out."
+        )
     if too_long:
-        ctx.warn(f"{too_long:,} rows last longer than 73 years (damaged or edited values); shown with zero length.")
+        ctx.warn(
+            f"{plural(too_long, 'row')} {'lasts' if too_long == 1 else 'last'} longer than 73 years (damaged or "
+            "edited values); shown with zero length."
+        )
+
+
+def _rows_have(n: int) -> str:
+    """``1 row has`` / ``3 rows have``."""
+    return f"{plural(n, 'row')} {'has' if n == 1 else 'have'}"
 
 
 def _fix_durations(ctx: Context) -> None:
@@ -219,17 +231,17 @@ def _fix_durations(ctx: Context) -> None:
             negative += int(neg.sum())
     if open_ranges:
         ctx.warn(
-            f"{open_ranges:,} NVTX ranges never ended (the program stopped inside them); they are drawn to "
-            "the end of the profile."
+            f"{plural(open_ranges, 'NVTX range')} never ended (the program stopped inside "
+            f"{'it' if open_ranges == 1 else 'them'}); drawn to the end of the profile."
         )
     if lost_ends:
         ctx.warn(
-            f"{lost_ends:,} rows have no end time (the profiler lost their completion records); they are "
-            "shown with zero length."
+            f"{_rows_have(lost_ends)} no end time (the profiler lost their completion records); shown with zero length."
         )
     if negative:
         ctx.warn(
-            f"{negative:,} rows end before they start (clock errors in the export); they are shown with zero length."
+            f"{plural(negative, 'row')} {'ends' if negative == 1 else 'end'} before "
+            f"{'it starts' if negative == 1 else 'they start'} (clock errors in the export); shown with zero length."
         )
 
 

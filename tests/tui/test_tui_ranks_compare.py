@@ -223,9 +223,9 @@ def test_lateness_waiting_and_host_activity_in_a_step(pair: tuple[TimelineData, 
     )
     assert header_text(cmp, 0, 9_500 * US) == "rank 0 · ProfilerStep#2 9.50 ms · waited 2.10 ms in 2 all-reduces"
     assert step_sentence(cmp) == (
-        "In ProfilerStep#2, rank 1 arrives 2.00 ms after rank 0 at all-reduce 1 of 2; when rank 0 arrived, rank 1's "
-        "host was in ProfilerStep#<n> › aten::slow_op. Rank 1 began this step 500 µs after rank 0. Inside this "
-        "step's collectives rank 0 waits 2.10 ms."
+        "In ProfilerStep#2, rank 1 arrives 2.00 ms after rank 0 at all-reduce 1 of 2; while rank 0 waited for it, "
+        "rank 1's host was in ProfilerStep#<n> › aten::slow_op. Rank 1 began this step 500 µs after rank 0. Inside "
+        "this step's collectives rank 0 waits 2.10 ms."
     )
 
 

@@ -235,8 +235,9 @@ def test_the_bundled_sample_has_one_rank() -> None:
 
 
 def test_ddp_host_activity_per_step_agrees_with_the_straggler_analysis() -> None:
-    """The comparison looks up the late rank's host activity at one moment in the prepared rows (cheap enough for
-    a keypress); it must say what the straggler analysis says for that single collective."""
+    """The comparison names the late rank's host activity at the step's most uneven collective with the straggler
+    analysis's one definition (analysis/host_activity.py); it must say what that analysis says for that single
+    collective."""
     import dataclasses
 
     from gputop_trace.analysis.stragglers import _host_activity

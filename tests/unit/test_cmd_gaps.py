@@ -67,7 +67,10 @@ def test_csv_has_one_row_per_gap(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) - 1 == len(json.loads(js)["devices"][0]["gaps"])
 
 
-def test_text_output_shows_causes_and_the_longest_gaps(capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_output_shows_causes_and_the_longest_gaps(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the layout of an 80-column terminal (a pipe is as wide as it needs)
     code, out, _ = _run(capsys, "gaps", GPT, "--limit", "3")
     assert code == 0
     assert "GPU 0" in out and "Idle time by cause" in out and "data loading" in out

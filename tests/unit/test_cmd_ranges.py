@@ -19,7 +19,14 @@ def test_json_rows(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     doc = json.loads(out)
     rows = {r["name"]: r for r in doc["ranges"]}
-    assert set(doc["ranges"][0]) >= {"name", "domain", "count", "total_ns", "mean_ns", "gpu_ns", "max_depth"}
+    assert set(doc["ranges"][0]) >= {
+        "name", "domain", "count", "total_ns", "mean_ns", "gpu_ns", "gpu_ops", "gpu_ops_autograd", "max_depth"
+    }  # fmt: skip
+    assert all(
+        isinstance(r["gpu_ops_autograd"], int) and 0 <= r["gpu_ops_autograd"] <= r["gpu_ops"] for r in rows.values()
+    )
+    (th,) = doc["autograd_threads"]
+    assert set(th) == {"rank", "pid", "thread", "owner_thread", "via", "evidence", "note"}
     assert rows["checkpoint_d2h"]["gpu_ns"] == 23_992_976
     assert rows["layer_1"]["count"] == 3 and rows["layer_1"]["max_depth"] == 2
     totals = [r["total_ns"] for r in doc["ranges"]]
@@ -34,7 +41,8 @@ def test_sort_and_name_filter(capsys: pytest.CaptureFixture[str]) -> None:
     assert sorted(r["name"] for r in json.loads(out)["ranges"]) == ["layer_0", "layer_1"]
 
 
-def test_csv_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+def test_csv_and_text(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the layout of an 80-column terminal (a pipe is as wide as it needs)
     code, out, _ = run_cli(capsys, "ranges", GPT, "--csv")
     lines = out.strip().splitlines()
     assert code == 0 and lines[0].startswith("name,domain,count,total_ns") and len(lines) == 14

@@ -15,7 +15,8 @@ GPT = corpus_file("kineto/h200_gpt_train_small.json.gz")
 
 
 @pytest.mark.corpus
-def test_text_puts_the_findings_first(capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_puts_the_findings_first(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the layout of an 80-column terminal (a pipe is as wide as it needs)
     code, out, _ = run_cli(capsys, "summary", GPT)
     assert code == 0
     fix = out.index("What to fix first")

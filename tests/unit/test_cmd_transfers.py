@@ -40,7 +40,8 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         assert c["direction"] in ("HtoD", "DtoH", "DtoD", "PtoP", "memset")
 
 
-def test_csv_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+def test_csv_and_text(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # the layout of an 80-column terminal (a pipe is as wide as it needs)
     code, out, _ = run_cli(capsys, "transfers", GPT, "--csv")
     lines = out.strip().splitlines()
     assert code == 0 and lines[0].startswith("rank,device,stream,start_ns,dur_ns") and len(lines) == 50

@@ -53,7 +53,24 @@ def test_data_loading_gaps_become_the_top_finding_with_evidence() -> None:
     assert top.interval is not None and top.interval[1] - top.interval[0] > 8 * MS
     assert 0.7 < top.severity < 0.8  # 16 ms of a ~22 ms active span
     assert [f.priority for f in fs] == list(range(1, len(fs) + 1))
-    assert all(a.severity >= b.severity for a, b in itertools.pairwise(fs))
+    assert all(a.time_ns >= b.time_ns for a, b in itertools.pairwise(fs))
+
+
+def test_findings_are_ordered_by_time_at_stake_not_by_share() -> None:
+    """GPU 1 idles 6 ms of a 10 ms span (60 %), GPU 0 idles 20 ms of a 100 ms span (20 %): the documented order
+    is "most time at stake first", so GPU 0's 20 ms comes first although its share is smaller."""
+    s = Synth()
+    th = s.thread()
+    for device, busy_ms, gap_ms, span_ms in ((0, 80, 20, 100), (1, 4, 6, 10)):
+        st = s.stream(device=device)
+        la = s.launch(th, 0, 5 * US)
+        s.kernel(st, 10 * US, busy_ms * MS // 2, launch=la)
+        la = s.launch(th, (busy_ms // 2 + gap_ms) * MS, 5 * US)
+        s.kernel(st, (busy_ms // 2 + gap_ms) * MS, span_ms * MS - (busy_ms // 2 + gap_ms) * MS, launch=la)
+    fs = [f for f in find_findings(s.build()) if f.kind == "idle_gaps"]
+    assert [f.device for f in fs] == [0, 1]
+    assert fs[0].time_ns > fs[1].time_ns and fs[0].severity < fs[1].severity
+    assert fs[0].priority < fs[1].priority
 
 
 def test_gap_threshold_is_passed_through() -> None:
@@ -68,7 +85,9 @@ def test_no_gpu_activity_is_said_plainly() -> None:
     s.ev(th, Kind.OSRT, "poll", 0, 5 * MS)
     (f,) = find_findings(s.build())
     assert f.kind == "no_gpu_activity" and f.priority == 1 and f.severity == 1.0
-    assert "no kernel" in f.title and "osrt" in f.detail.lower()
+    # the kinds in the user's words, singular for one (not "1 range, 1 osrt")
+    assert "no kernel" in f.title and "1 annotation range, 1 OS runtime call" in f.detail
+    assert "osrt" not in f.detail.lower() and "1 range" not in f.detail
 
 
 def test_pageable_copy_finding_names_the_range_and_the_fix() -> None:

@@ -197,7 +197,7 @@ def test_null_ends_and_ends_before_starts_become_zero_length_with_warnings(tmp_p
     assert int(t.dur_ns[by_name["lost"]]) == 0 and int(t.dur_ns[by_name["backwards"]]) == 0
     assert t.file_time_ns(int(t.start_ns[by_name["lost"]])) == 8000
     text = " ".join(t.meta.warnings)
-    assert "1 rows have no end time" in text and "1 rows end before they start" in text
+    assert "1 row has no end time" in text and "1 row ends before it starts" in text
 
 
 def test_negative_starts_keep_the_file_time_base(tmp_path: Path) -> None:

@@ -137,3 +137,30 @@ def test_nvtx_domains_are_split_off_and_emit_nvtx_operator_ids_merged() -> None:
     assert rows[("MPI", "MPI_Send")].count == 2 and rows[("", "aten::mm")].total_ns == 15 * US
     exact = {r.name for r in range_summary(t, merge_operator_ids=False)}
     assert "aten::mm, seq = 3, op_id = 17" in exact
+
+
+def test_autograd_thread_launches_count_for_the_forward_threads_ranges() -> None:
+    """A `backward` range on the main thread and the kernels PyTorch's autograd thread launches meanwhile, tied
+    by a fwdbwd flow (stored either way round: the earlier end is the forward operator)."""
+    from gputop_trace.analysis.autograd import VIA_FLOWS, autograd_threads
+    from gputop_trace.model.kinds import FlowKind
+
+    us = 1_000
+    s = Synth()
+    main, autograd, st = s.thread(tid=1), s.thread(tid=2), s.stream()
+    fwd_op = s.ev(main, Kind.CPU_OP, "aten::mm", 10 * us, 5 * us)
+    s.ev(main, Kind.RANGE, "backward", 100 * us, 100 * us)
+    bwd_op = s.ev(autograd, Kind.CPU_OP, "autograd::engine::evaluate_function: MmBackward0", 110 * us, 50 * us)
+    for t in (120, 140):
+        la = s.launch(autograd, t * us, 2 * us)
+        s.kernel(st, (t + 5) * us, 10 * us, launch=la)
+    s.b.add_flows([bwd_op], [fwd_op], FlowKind.FWDBWD)  # stored end first, as the GPT trace's arrows are
+    trace = s.build()
+    (th,) = autograd_threads(trace).values()
+    assert (trace.lanes[th.lane].name, trace.lanes[th.owner].name, th.via) == (
+        trace.lanes[autograd].name,
+        trace.lanes[main].name,
+        VIA_FLOWS,
+    )
+    (row,) = [r for r in range_summary(trace) if r.name == "backward"]
+    assert row.gpu_ops == 2 and row.gpu_ops_autograd == 2 and row.gpu_ns == 20 * us

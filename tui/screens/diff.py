@@ -23,6 +23,7 @@ from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import fit_label
 from gputop_trace.tui.widgets.diff_panel import DiffPanel, panel_rows
 from gputop_trace.tui.widgets.diff_stack import DiffStack
+from gputop_trace.units import plural
 
 DIFF_BINDINGS: list[Binding] = [
     Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", tooltip="The previous compared step"),
@@ -109,8 +110,8 @@ class DiffScreen(Screen[None]):
             text.append(f"\n! {x.what}: BASE {clean(x.base)}, TEST {clean(x.test)}: {x.weakens}", style="yellow")
         self.query_one("#diff-verdict", Static).update(text)
         rows = panel_rows(d.rows)
-        per = "whole span" if d.pairs.matched_by == "span" else f"mean of {len(d.pairs)} compared steps"
-        note = f"{len(rows)} rows · Δ/step: {per} · noise: 95 % interval · bold: beyond noise · / filter"
+        per = "whole span" if d.pairs.matched_by == "span" else f"mean of {plural(len(d.pairs), 'compared step')}"
+        note = f"{plural(len(rows), 'row')} · Δ/step: {per} · noise: 95 % interval · bold: beyond noise · / filter"
         if rows:
             self.panel.set_items(rows, note)
         else:

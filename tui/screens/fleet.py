@@ -29,7 +29,7 @@ from textual.widgets import DataTable, Static
 from gputop_trace.analysis.causes import CAUSE_SHORT
 from gputop_trace.fleet.parquet import FleetFile, read_fleet
 from gputop_trace.safe_text import clean
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: Heat levels: step time / median rank's, upper bounds of each level (the last level is open).
 HEAT_BOUNDS = (0.97, 1.03, 1.10, 1.25)
@@ -182,7 +182,7 @@ class FleetScreen(Screen[None]):
         med = fl.get("median_step_ns")
         key = SORT_KEYS[self.sort_index]
         parts = [
-            f"{os.path.basename(self.fleet.path)}: {len(self.fleet.rows)} ranks",
+            f"{os.path.basename(self.fleet.path)}: {plural(len(self.fleet.rows), 'rank')}",
             f"{len(self.fleet.errors)} failed",
         ]
         if med is not None:

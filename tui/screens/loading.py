@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
 from gputop_trace.safe_text import clean
-from gputop_trace.units import format_bytes
+from gputop_trace.units import format_bytes, plural
 
 
 class LoadingScreen(Screen[None]):
@@ -64,7 +64,7 @@ class LoadingScreen(Screen[None]):
         counts = f"{stage}: {format_bytes(done)}"
         if total > 0:
             counts += f" of {format_bytes(total)}"
-        counts += f" · {events:,} events"
+        counts += f" · {plural(events, 'event')}"
         self.query_one("#loading-counts", Static).update(counts)
 
     def action_cancel(self) -> None:

@@ -16,7 +16,7 @@ from gputop_trace.analysis.transfers import FLAG_TITLES, FLAGS, TransferReport, 
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.view.timeline_math import RowData
-from gputop_trace.units import format_bytes, format_ns
+from gputop_trace.units import format_bytes, format_ns, plural
 
 #: Panels list at most this many rows (the longest gaps, the most exposed copies); the note says so.
 MAX_ROWS = 2000
@@ -105,7 +105,7 @@ def gap_summary(devices: list[DeviceGaps]) -> list[str]:
         parts = ", ".join(f"{cause_short(c.cause)} {format_ns(c.total_ns)} ({c.count})" for c in causes)
         line = (
             f"{where}: idle {format_ns(dg.idle_ns)} of {format_ns(dg.span_ns)} ({dg.idle_pct:.0f}%); "
-            f"{len(dg.columns):,} gaps ≥ {format_ns(dg.threshold_ns)}"
+            f"{plural(len(dg.columns), 'gap')} ≥ {format_ns(dg.threshold_ns)}"
         )
         if parts:
             line += f": {parts}"
@@ -219,8 +219,7 @@ def transfer_summary(report: TransferReport) -> list[str]:
     if per_gpu:
         lines.append(f"exposed copy time (not hidden under kernels): {per_gpu}")
     flags = " · ".join(
-        f"⚑ {f.title}: {f.count} cop{'ies' if f.count != 1 else 'y'}, {format_ns(f.exposed_ns)} exposed"
-        for f in report.flags
+        f"⚑ {f.title}: {plural(f.count, 'copy', 'copies')}, {format_ns(f.exposed_ns)} exposed" for f in report.flags
     )
     if flags:
         lines.append(flags)

@@ -13,31 +13,16 @@ from rich.table import Table
 from rich.text import Text
 
 from gputop_trace.model.devices import PROFILER_LANE
-from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind
+from gputop_trace.model.kinds import COPY_KIND_LABEL, KIND_WORDS, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
-from gputop_trace.units import format_bytes, format_ns, format_rate
+from gputop_trace.units import format_bytes, format_ns, format_rate, plural
 
-KIND_LABEL: dict[int, str] = {
-    Kind.KERNEL: "kernel",
-    Kind.MEMCPY: "memcpy",
-    Kind.MEMSET: "memset",
-    Kind.API: "CUDA API call",
-    Kind.SYNC: "synchronization (host waits)",
-    Kind.CPU_OP: "CPU operator",
-    Kind.RANGE: "annotation range",
-    Kind.GPU_RANGE: "GPU annotation",
-    Kind.PYTHON: "Python frame",
-    Kind.GRAPH: "CUDA graph",
-    Kind.MARKER: "marker",
-    Kind.OSRT: "OS runtime call",
-    Kind.OVERHEAD: "profiler overhead",
-    Kind.UVM: "unified-memory migration",
-    Kind.OTHER: "event",
-}
+#: Each kind in words (singular), as the details pane names what is selected.
+KIND_LABEL: dict[int, str] = {k: words[0] for k, words in KIND_WORDS.items()}
 
 
 def lane_description(trace: Trace, lane: int) -> str:
@@ -55,6 +40,20 @@ def lane_description(trace: Trace, lane: int) -> str:
             parts.append(f"pid {ln.pid}")
         parts.append(clean(ln.name))
     return " · ".join(parts)
+
+
+def range_gpu_text(trace: Trace, event: int) -> str:
+    """What a range instance launched on the GPU, and how it was counted: ``1.18 ms busy from 96 GPU ops
+    launched inside it; 95 by its thread's autograd thread (Kineto fwdbwd flows)``."""
+    from gputop_trace.analysis.ranges import instance_gpu
+
+    g = instance_gpu(trace, event)
+    if not g.gpu_ops:
+        return "none launched inside it"
+    text = f"{format_ns(g.gpu_ns)} busy from {plural(g.gpu_ops, 'GPU op')} launched inside it"
+    if g.gpu_ops_autograd:
+        text += f"; {g.gpu_ops_autograd:,} by its thread's autograd thread ({g.via})"
+    return text
 
 
 def _tuple(v: np.ndarray) -> str:  # type: ignore[type-arg]
@@ -111,6 +110,8 @@ def describe_event(
                     f"{format_ns(int(t.start_ns[first]) - start)} later{more} (x)",
                 )
             )
+    if kind == Kind.RANGE and t.lanes[int(t.lane[i])].kind == LaneKind.CPU_THREAD:
+        rows.append(("GPU work", range_gpu_text(t, i)))
     for enc in enclosing_ranges(t, data.rows, i):
         chain = " › ".join(clean(t.event_name(e)) for e in enc.events)
         lk = t.lanes[enc.lane].kind

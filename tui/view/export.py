@@ -47,7 +47,8 @@ def _md_escape(text: str) -> str:
 
 
 def findings_markdown(doc: dict[str, Any]) -> str:
-    """A Markdown report of a summary document: source, findings, GPU busy time, top kernels, warnings."""
+    """A Markdown report of a summary document: source, findings (in the document's order, most time at stake first,
+    each with that time), GPU busy time, top kernels, warnings."""
     src = doc.get("source", {})
     path = src.get("path")
     shown = ", ".join(path) if isinstance(path, list) else str(path)
@@ -66,7 +67,8 @@ def findings_markdown(doc: dict[str, Any]) -> str:
         for i, f in enumerate(findings, 1):
             gpu = f.get("gpu") or {}
             where = f" (rank {gpu['rank']}, GPU {gpu['device']})" if multi and gpu.get("rank") is not None else ""
-            lines.append(f"{i}. **{_md_escape(f.get('title', ''))}**{where} — {_md_escape(f.get('detail', ''))}")
+            stake = f", {format_ns(f['time_ns'])} at stake" if f.get("time_ns") else ""
+            lines.append(f"{i}. **{_md_escape(f.get('title', ''))}**{where}{stake} — {_md_escape(f.get('detail', ''))}")
     else:
         lines.append("No findings were reported for this trace.")
     lines += ["", "## GPU busy time", ""]

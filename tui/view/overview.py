@@ -13,7 +13,7 @@ from gputop_trace.analysis.busy import DeviceBusy
 from gputop_trace.analysis.profiler_ranges import RANGE_PROFILER_TITLE
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.analysis_views import FindingItem
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 TOP_FINDINGS = 5
 
@@ -57,7 +57,7 @@ def step_line(steps: list[dict[str, Any]]) -> Text | None:
     who = f"rank {s['rank']} " if len(steps) > 1 else ""
     line = Text(f"{who}step time ")
     line.append(format_ns(s["mean_ns"]), style="bold")
-    line.append(f" mean over {s['count']} step{'s' if s['count'] != 1 else ''}")
+    line.append(f" mean over {plural(s['count'], 'step')}")
     if s["count"] > 1:
         line.append(f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})")
     if len(steps) > 1:

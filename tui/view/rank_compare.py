@@ -8,13 +8,13 @@ further right) or one common time for all (the trace's clock, so collectives tha
 
 The step's collectives come from the straggler analysis: instances matched across ranks, arrival = kernel start.
 For each rank: how far behind the first arrival it came (lateness), how long it waited inside the step's
-collectives for later ranks, and, for the latest rank at the most uneven collective, what its host was doing at
-the moment the first rank arrived. Times are int64 ns from the trace start unless a name says otherwise.
+collectives for later ranks, and, for the latest rank at the most uneven collective, what its host was doing
+while the first rank waited for it (:mod:`gputop_trace.analysis.host_activity`, the straggler verdict's words).
+Times are int64 ns from the trace start unless a name says otherwise.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
@@ -22,15 +22,16 @@ from enum import Enum, IntEnum
 import numpy as np
 
 from gputop_trace.analysis.collectives import OP_LABEL, Collectives
+from gputop_trace.analysis.host_activity import host_activity
 from gputop_trace.analysis.steps import Steps, is_step_name
 from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport
 from gputop_trace.model.arrays import I64
-from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
+from gputop_trace.model.kinds import FlowKind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: Rows of the main CPU thread shown per rank (from the step range down) when there is room, and at least.
 MAX_THREAD_ROWS = 5
@@ -309,7 +310,8 @@ class RankStepFigures:
 class StepComparison:
     """The step's collectives across ranks: per-rank figures, and the most uneven collective (``worst_op`` at
     position ``worst_at`` of ``worst_of``): its latest rank, how late (``spread_ns``, after the first rank), and
-    what that rank's host was inside at the moment the first rank arrived (``activity``)."""
+    what that rank's host was doing from the first rank's arrival to its own (``activity``, the words of
+    :func:`~gputop_trace.analysis.host_activity.host_activity`)."""
 
     slot: StepSlot
     figures: dict[int, RankStepFigures]
@@ -411,8 +413,14 @@ def compare_step(data: TimelineData, report: StragglerReport, coll: Collectives,
     activity = ""
     if late_rank is not None and spread >= STRAGGLER_MIN_LATE_NS:
         api = int(trace.launch_of[int(g.event[i, last_col])])
-        at = first_t + report.clock_offset_ns.get(late_rank, 0)
-        activity = host_activity_at(data, late_rank, int(trace.lane[api]) if api >= 0 else -1, at)
+        shift = report.clock_offset_ns.get(late_rank, 0)
+        (activity,) = host_activity(
+            trace,
+            late_rank,
+            [int(trace.lane[api]) if api >= 0 else -1],
+            [first_t + shift],
+            [int(g.arrival_ns[i, last_col]) + shift],
+        )
     return StepComparison(
         slot,
         figures,
@@ -425,48 +433,6 @@ def compare_step(data: TimelineData, report: StragglerReport, coll: Collectives,
         worst_of=best_pos[1],
         activity=activity,
     )
-
-
-_HOST_RANGE = (int(Kind.RANGE),)
-_HOST_OP = (int(Kind.CPU_OP), int(Kind.PYTHON), int(Kind.SYNC), int(Kind.OSRT))
-_STEP_NUMBER = re.compile(r"(?<=\D)\d+$")
-
-
-def _innermost_at(data: TimelineData, lane: int, t: int, kinds: tuple[int, ...]) -> int:
-    """The innermost event of ``kinds`` on ``lane`` running at ``t`` (the deepest row holding one), ``-1`` none.
-    O(rows × log n) over the prepared rows."""
-    trace = data.trace
-    for depth in range(int(trace.lane_rows[lane]) - 1, -1, -1):
-        row = data.row(lane, depth)
-        k = int(np.searchsorted(row.starts, t, side="right")) - 1
-        if k >= 0 and int(row.ends[k]) > t and int(trace.kind[int(row.events[k])]) in kinds:
-            return int(row.events[k])
-    return -1
-
-
-def host_activity_at(data: TimelineData, rank: int, launch_lane: int, t: int) -> str:
-    """What ``rank``'s host was inside at time ``t``, in the words of the straggler analysis's host activity:
-    ``range › operator`` (the innermost annotation range, step numbers as ``<n>``, and the innermost operator
-    inside it), on the thread that launched the collective first, else on the process's other threads, busiest
-    first; ``(no traced host activity)`` when no thread was in anything."""
-    trace = data.trace
-    pid = trace.lanes[launch_lane].pid if launch_lane >= 0 else None
-    threads = [
-        i
-        for i, ln in enumerate(trace.lanes)
-        if ln.kind == LaneKind.CPU_THREAD and ln.rank == rank and (pid is None or ln.pid == pid)
-    ]
-    threads.sort(key=lambda ln: -int(trace.lane_offsets[ln + 1] - trace.lane_offsets[ln]))
-    for lane in ([launch_lane] if launch_lane >= 0 else []) + threads:
-        r_ev = _innermost_at(data, lane, t, _HOST_RANGE)
-        o_ev = _innermost_at(data, lane, t, _HOST_OP)
-        if r_ev >= 0 and o_ev >= 0 and trace.start_ns[o_ev] >= trace.start_ns[r_ev]:
-            return f"{_STEP_NUMBER.sub('<n>', trace.event_name(r_ev))} › {trace.event_name(o_ev)}"
-        if r_ev >= 0:
-            return _STEP_NUMBER.sub("<n>", trace.event_name(r_ev))
-        if o_ev >= 0:
-            return trace.event_name(o_ev)
-    return "(no traced host activity)"
 
 
 def op_label(op: str) -> str:
@@ -535,7 +501,7 @@ def step_sentence(cmp: StepComparison) -> str:
     op = op_label(cmp.worst_op)
     if not cmp.has_late_rank or cmp.late_rank is None:
         return (
-            f"{what}, every rank reaches the {cmp.instances} matched collectives within "
+            f"{what}, every rank reaches the {plural(cmp.instances, 'matched collective')} within "
             f"{format_ns(cmp.spread_ns)} of the first: no rank is late here."
         )
     waiting = sorted(
@@ -548,7 +514,7 @@ def step_sentence(cmp: StepComparison) -> str:
     )
     if cmp.activity:
         doing = activity_text(cmp.activity)
-        text += f"; when rank {cmp.first_rank} arrived, rank {cmp.late_rank}'s host was in {doing}"
+        text += f"; while rank {cmp.first_rank} waited for it, rank {cmp.late_rank}'s host was in {doing}"
     text += "."
     first, lag = start_lag(cmp.slot, cmp.late_rank)
     if lag >= STRAGGLER_MIN_LATE_NS and not cmp.slot.window:

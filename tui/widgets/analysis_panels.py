@@ -19,7 +19,7 @@ from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
 from gputop_trace.tui.view.analysis_views import MAX_ROWS, CopyItem, GapItem, cause_short, flag_short
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
-from gputop_trace.units import format_bytes, format_ns
+from gputop_trace.units import format_bytes, format_ns, plural
 
 
 class SummaryTablePanel(TablePanel):
@@ -197,6 +197,8 @@ class RangesPanel(SummaryTablePanel):
     launched inside them."""
 
     title: ClassVar[str] = "Ranges panel"  # type: ignore[misc]
+    #: how the autograd threads were tied to their forward threads ("" when there are none)
+    autograd_via: str = ""
 
     def columns(self) -> Sequence[Column]:
         return (
@@ -231,12 +233,27 @@ class RangesPanel(SummaryTablePanel):
         if len(r.events):
             self.post_message(JumpToEvent(int(r.events[0]), rezoom=True))
 
+    def row_detail(self, item: Any) -> str:
+        r: RangeRow = item
+        if not r.gpu_ops:
+            return f"{r.name}: no GPU work was launched inside it."
+        text = f"{r.name}: {format_ns(r.gpu_ns)} of GPU time from {plural(r.gpu_ops, 'GPU op')}"
+        if r.gpu_ops_autograd:
+            via = f" ({self.autograd_via})" if self.autograd_via else ""
+            text += f"; {r.gpu_ops_autograd:,} launched by its autograd thread{via}"
+        return text + "."
+
     def show(self, rows: list[RangeRow]) -> None:
-        self.set_summary(
-            [
-                "GPU time: the busy time of the GPU work launched inside the range (n / N then walk its instances)",
-            ]
-        )
+        from gputop_trace.analysis.autograd import autograd_note, autograd_threads
+
+        trace = getattr(self.app, "trace", None)
+        threads = autograd_threads(trace) if trace is not None else {}
+        vias = sorted({th.via for th in threads.values()})
+        self.autograd_via = " and ".join(vias)
+        lines = ["GPU time: the busy time of the GPU work launched inside the range (n / N then walk its instances)"]
+        if trace is not None and threads:
+            lines.append("Backward pass: " + "; ".join(autograd_note(trace, threads)))
+        self.set_summary(lines)
         if not rows:
             self.set_message("This trace has no annotation ranges (NVTX, record_function or TraceAnnotation).")
             return

@@ -10,7 +10,7 @@ from textual.widgets import Static
 from gputop_trace.tui.view.details import describe_event, details_text
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex
 from gputop_trace.tui.view.timeline_data import TimelineData
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 HINT = (
     "Nothing selected. Enter selects the event under the cursor ▼ (move it with , and .); [ ] step through the "
@@ -64,7 +64,7 @@ class DetailsPane(VerticalScroll, can_focus=False):
             count, frac, label, t0, t1 = cell
             line = Text(f"cursor cell {format_ns(t0, precision=6)} – {format_ns(t1, precision=6)}: ")
             if count:
-                line.append(f"{count:,} event{'s' if count != 1 else ''}, {100 * frac:.0f}% busy, mostly ")
+                line.append(f"{plural(count, 'event')}, {100 * frac:.0f}% busy, mostly ")
                 line.append(label, style="bold")
             else:
                 line.append("empty")

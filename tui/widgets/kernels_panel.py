@@ -21,7 +21,7 @@ from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.histogram import histogram_text
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name, kernel_family, kernel_label
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 SORTS: tuple[str, ...] = ("total", "count", "mean", "max", "name")
 
@@ -113,7 +113,7 @@ class KernelTable(TablePanel):
 
     def _note(self) -> str:
         arrow = "↓" if self.descending else "↑"
-        count = f"{len(self.items):,} kernels"
+        count = plural(len(self.items), "kernel")
         if self.pattern is not None:
             count = f"{len(self.shown):,} of {count} match"
         return f"{count} · by {self.sort} {arrow} · o sort · r reverse · Enter show"

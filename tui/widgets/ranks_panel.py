@@ -17,7 +17,7 @@ from gputop_trace.analysis.ranks import RankRow
 from gputop_trace.tui.messages import JumpToRank
 from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
-from gputop_trace.units import format_bytes, format_ns
+from gputop_trace.units import format_bytes, format_ns, plural
 
 SORTS: tuple[str, ...] = ("rank", "step", "busy", "collective", "exposed", "waiting", "last")
 
@@ -94,7 +94,7 @@ class RanksPanel(TablePanel):
         straggler = self.view is not None and self.view.straggler == r.rank
         note = Text("")
         if straggler:
-            note = Text(f"straggler: last at {r.times_last} collectives", style="yellow")
+            note = Text(f"straggler: last at {plural(r.times_last, 'collective')}", style="yellow")
         elif r.collective_wait_ns and self.view is not None and self.view.straggler is not None:
             s = self.view.straggler
             # only the waiting for the straggler (with more ranks, some of it is for others that came last)
@@ -138,7 +138,7 @@ class RanksPanel(TablePanel):
     def _note(self) -> str:
         arrow = "↓" if self.descending else "↑"
         return (
-            f"{len(self.items):,} rank{'s' if len(self.items) != 1 else ''} · by {self.sort} {arrow} · o sort · "
+            f"{plural(len(self.items), 'rank')} · by {self.sort} {arrow} · o sort · "
             "r reverse · Enter: its lanes · R: ranks side by side"
         )
 
@@ -146,7 +146,7 @@ class RanksPanel(TablePanel):
         """A line about the highlighted rank: GPUs, step spread, collectives by op."""
         parts = [f"rank {r.rank}: GPU{'s' if len(r.devices) != 1 else ''} {', '.join(map(str, r.devices)) or '–'}"]
         if r.step_ns:
-            parts.append(f"{r.steps} steps {format_ns(min(r.step_ns))} – {format_ns(max(r.step_ns))}")
+            parts.append(f"{plural(r.steps, 'step')} {format_ns(min(r.step_ns))} – {format_ns(max(r.step_ns))}")
         parts.append(f"busy {format_ns(r.busy_ns)} of {format_ns(r.span_ns)}")
         for op, (n, total, nbytes) in r.by_op.items():
             size = f", {format_bytes(nbytes)}" if nbytes > 0 else ""

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_math import fit_label
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 
 def source_label(trace: Trace, paths: list[str]) -> str:
@@ -40,8 +40,8 @@ def status_text(
     layouts = [
         (
             f" {fmt} · {gpu_text} · span {format_ns(trace.span_ns)}",
-            f" │ win {format_ns(window_ns)} │ @ {format_ns(cursor_ns, precision=6)} │ {len(trace):,} events"
-            + (f" · ⚠ {warn} warning{'s' if warn != 1 else ''}" if warn else ""),
+            f" │ win {format_ns(window_ns)} │ @ {format_ns(cursor_ns, precision=6)} │ {plural(len(trace), 'event')}"
+            + (f" · ⚠ {plural(warn, 'warning')}" if warn else ""),
         ),
         (
             f" {fmt} {gpu_text} {format_ns(trace.span_ns)}",
