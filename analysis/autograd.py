@@ -113,13 +113,14 @@ def autograd_note(trace: Trace, threads: dict[int, AutogradThread]) -> list[str]
     ranges (264 Kineto fwdbwd flows tie them)``."""
     out = []
     for th in sorted(threads.values(), key=lambda t: t.lane):
+        noun = trace.device_words(trace.lanes[th.lane].rank).noun
         why = (
             f"{th.evidence:,} Kineto fwdbwd flows tie them"
             if th.via == VIA_FLOWS
             else f"{th.evidence:,} of its autograd::engine operators ran inside that thread's ranges"
         )
         out.append(
-            f"{trace.lanes[th.lane].name} runs the backward pass of {trace.lanes[th.owner].name}: the GPU work it "
-            f"launches counts in that thread's ranges ({why})"
+            f"{trace.lanes[th.lane].name} runs the backward pass of {trace.lanes[th.owner].name}: the "
+            f"{noun} work it launches counts in that thread's ranges ({why})"
         )
     return out

@@ -185,7 +185,7 @@ def render(trace: Trace, rows: list[RangeRow], limit: int) -> None:
     if borrowed:
         con.print(
             Text(
-                "GPU ops launched by an autograd thread: "
+                f"{noun} ops launched by an autograd thread: "
                 + ", ".join(f"{clean(r.name)} {r.gpu_ops_autograd:,} of {r.gpu_ops:,}" for r in borrowed[:6])
                 + (f" (+{len(borrowed) - 6} more ranges)" if len(borrowed) > 6 else "")
                 + ".",

@@ -69,6 +69,12 @@ class DeviceWords:
             return text
         return _GPU_WORD.sub(lambda m: self.noun + m.group(1), text)
 
+    def kind_words(self, words: tuple[str, str]) -> tuple[str, str]:
+        """An event kind's words (:data:`~gputop_trace.model.kinds.KIND_WORDS`) said of this device: ``CUDA API
+        call`` is ``HIP API call`` on ROCm and ``runtime API call`` where the runtime is neither."""
+        runtime = self.runtime or "runtime"
+        return (self.say(words[0].replace("CUDA", runtime)), self.say(words[1].replace("CUDA", runtime)))
+
     @property
     def runtime(self) -> str | None:
         """``CUDA`` or ``HIP``; ``None`` where the runtime is not one of these two."""

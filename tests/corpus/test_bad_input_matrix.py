@@ -616,7 +616,7 @@ CASES: list[Case] = [
     Case(
         "nsys-reals-and-text-in-osrt",
         sqlite_file(sql("UPDATE OSRT_API SET start = 7000.75, end = 'x'")),
-        Loads(NSYS_EVENTS, ("not integers", "end (1 row), start (1 row)", "end before they start")),
+        Loads(NSYS_EVENTS, ("not integers", "end (1 row), start (1 row)", "ends before it starts")),
     ),
     Case(
         "nsys-text-in-copy-columns",
