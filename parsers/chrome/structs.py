@@ -50,6 +50,10 @@ class Args(msgspec.Struct, gc=False):
     correlation_id: str | None = None
     memcpy_details: str | None = None
     kernel_details: str | None = None
+    # torch.compile's Triton launcher op (a CPU op named like its kernel): the generated file, its hash, the backend
+    kernel_file: Any = None
+    kernel_hash: Any = None
+    kernel_backend: Any = None
 
 
 class Event(msgspec.Struct, gc=False):
