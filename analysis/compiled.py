@@ -28,7 +28,9 @@ COMPILE_EVENT = re.compile(
     r"CUDAGraphNode\.record|cudagraphify)(?: \(dynamo_timed\))?$"
 )
 #: operators and ranges that say nothing about where a kernel came from (the wrappers around a compiled call)
-_WRAPPERS = re.compile(r"^(?:## Call CompiledFxGraph|Torch-Compiled Region|TorchDynamo Cache Lookup|Pregraph bytecode|AOTDispatcher)")
+_WRAPPERS = re.compile(
+    r"^(?:## Call CompiledFxGraph|Torch-Compiled Region|TorchDynamo Cache Lookup|Pregraph bytecode|AOTDispatcher)"
+)
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,9 @@ def kernel_origins(trace: Trace, kernels: I64, program: CompiledProgram | None =
     if len(prog.regions):
         region = _enclosing_of(trace, prog.regions, lanes, times)
     operator = _operator(trace, lanes, times)
-    return KernelOrigins(kernels=kernels, replay=replay, replay_no=replay_no, node=node, region=region, operator=operator)
+    return KernelOrigins(
+        kernels=kernels, replay=replay, replay_no=replay_no, node=node, region=region, operator=operator
+    )
 
 
 def _enclosing_of(trace: Trace, events: I64, lanes: I64, times: I64) -> I64:

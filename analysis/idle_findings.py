@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
+from gputop_trace.analysis.compiled import CompiledProgram
+from gputop_trace.analysis.compiled_findings import cause_fix
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
-from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps
+from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS
 from gputop_trace.model.arrays import I64
@@ -145,9 +147,10 @@ _CAUSE_WHY = {
 }
 
 
-def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
+def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgram | None = None) -> list[Draft]:
     """One finding per cause whose gaps on this GPU add up to :data:`MIN_IDLE_NS` or :data:`MIN_IDLE_SHARE` of
-    its active span (``multi``: the findings cover several GPUs, so name the rank)."""
+    its active span (``multi``: the findings cover several GPUs, so name the rank; ``prog``: what the program
+    already does with torch.compile / CUDA graphs, so the advice does not repeat it)."""
     c = dg.columns
     out: list[Draft] = []
     if not len(c):
@@ -180,7 +183,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
             f"({format_ns(total)}) {phrase}"
         )
         why = _CAUSE_WHY[cause]
-        fix = CAUSE_FIX[cause]
+        fix = cause_fix(cause, prog)
         if cause == "blocked_os" and top and "sleep" in top[0].lower():
             why = "The thread that feeds the GPU sleeps."
             fix = "remove the sleep from the launching thread, or issue the next GPU work before sleeping"

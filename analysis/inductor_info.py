@@ -89,7 +89,7 @@ class InductorLookup:
     def node_label(self, name: str) -> str:
         """The kernel's post-grad nodes as one group label (``var_mean, mul_2, …``)."""
         info = self.info(name)
-        if info is None or info.decoded is None and not info.sources:
+        if info is None or (info.decoded is None and not info.sources):
             return NOT_INDUCTOR
         nodes = info.post_grad_nodes
         return ", ".join(nodes) if nodes else NOT_IN_OUTPUT
@@ -97,7 +97,7 @@ class InductorLookup:
     def source_label(self, name: str) -> str:
         """The kernel's source lines as one group label (``model.py:201 in forward: …``)."""
         info = self.info(name)
-        if info is None or info.decoded is None and not info.sources:
+        if info is None or (info.decoded is None and not info.sources):
             return NOT_INDUCTOR
         lines = info.source_lines
         return "; ".join(lines) if lines else NOT_IN_OUTPUT

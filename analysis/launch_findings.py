@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gputop_trace.analysis.compiled import CompiledProgram
+from gputop_trace.analysis.compiled_findings import launch_fix
 from gputop_trace.analysis.finding_draft import Draft, name_of, pct
 from gputop_trace.analysis.gaps import LAUNCH_GAP_NS, SHORT_OP_NS, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
@@ -20,7 +22,7 @@ MIN_TINY_SHARE = 0.3
 VERY_SLOW_LAUNCH_NS = 1_000_000
 
 
-def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
+def launch_bound_finding(dg: DeviceGaps, multi: bool, prog: CompiledProgram | None = None) -> Draft:
     """The finding for a launch-bound GPU (:attr:`~gputop_trace.analysis.gaps.DeviceGaps.launch_bound`)."""
     gpu = f"GPU {dg.device}" if not multi else f"rank {dg.rank} GPU {dg.device}"
     return Draft(
@@ -28,8 +30,7 @@ def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
         title=f"{gpu} is launch-bound: {dg.short_gaps:,} gaps under {format_ns(LAUNCH_GAP_NS)} between short "
         f"kernels ({format_ns(dg.short_gaps_ns)}, {pct(dg.short_gaps_ns, dg.span_ns)} of its active time)",
         detail=f"Kernels shorter than {format_ns(SHORT_OP_NS)} run back to back with small idle gaps between them: "
-        "launch overhead, not GPU work, sets the pace. Fix: fuse small ops (torch.compile), capture the step in a "
-        "CUDA graph, or make each kernel do more work (larger batch).",
+        f"launch overhead, not GPU work, sets the pace. Fix: {launch_fix(prog)}.",
         time_ns=dg.short_gaps_ns,
         span_ns=dg.span_ns,
         evidence={"rank": dg.rank, "device": dg.device, "short_gaps": dg.short_gaps, "short_gaps_ns": dg.short_gaps_ns},
@@ -41,7 +42,11 @@ def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
 
 
 def launch_findings(
-    trace: Trace, rep: LaunchReport, spans: dict[tuple[int, int], int], reported: frozenset[int] = frozenset()
+    trace: Trace,
+    rep: LaunchReport,
+    spans: dict[tuple[int, int], int],
+    reported: frozenset[int] = frozenset(),
+    prog: CompiledProgram | None = None,
 ) -> list[Draft]:
     """Launch overhead (many kernels shorter than their own launch call) and very slow kernel launch calls;
     ``spans``: active span (ns) per (rank, device); ``reported``: launch calls (event indices) another finding
@@ -61,8 +66,7 @@ def launch_findings(
                 f"launch call (median launch {format_ns(float(np.median(rep.launch_ns[tiny])))}, median kernel "
                 f"{format_ns(float(np.median(trace.dur_ns[rep.op[tiny]])))})",
                 detail="The host spends longer launching these kernels than the GPU spends running them, so the GPU "
-                "cannot get ahead of the host. Fix: fuse them (torch.compile), capture the step in a CUDA graph, or "
-                "batch more work per kernel.",
+                f"cannot get ahead of the host. Fix: {launch_fix(prog)}.",
                 time_ns=lost,
                 span_ns=span_all,
                 evidence={"kernels": kernels, "shorter_than_launch": len(tiny), "excess_launch_ns": lost},
