@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.analysis.intervals import union
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kernel_names import inductor_kernel
 from gputop_trace.model.kinds import Kind
@@ -24,9 +25,10 @@ GRAPH_LAUNCH = re.compile(r"^(?:cudaGraphLaunch|cuGraphLaunch|hipGraphLaunch)(?:
 #: profile is a compilation inside it; the outermost on each thread is counted
 COMPILE_EVENT = re.compile(
     r"^(?:_compile\.compile_inner|entire_frame_compile|compile_fx_inner|inductor_compile|backend_compile|"
-    r"OutputGraph\.call_user_compiler|create_aot_dispatcher_function|fx_codegen_and_compile|"
-    r"CUDAGraphNode\.record|cudagraphify)(?: \(dynamo_timed\))?$"
+    r"OutputGraph\.call_user_compiler|create_aot_dispatcher_function|fx_codegen_and_compile)(?: \(dynamo_timed\))?$"
 )
+#: CUDA-graph trees recording a graph (a new shape, or the first run after compiling)
+RECORD_EVENT = re.compile(r"^CUDAGraphNode\.record(?: \(dynamo_timed\))?$")
 #: operators and ranges that say nothing about where a kernel came from (the wrappers around a compiled call)
 _WRAPPERS = re.compile(
     r"^(?:## Call CompiledFxGraph|Torch-Compiled Region|TorchDynamo Cache Lookup|Pregraph bytecode|AOTDispatcher)"
@@ -38,7 +40,8 @@ class CompiledProgram:
     """The torch.compile / CUDA-graph facts of a trace. Event indices, sorted by start.
 
     ``regions``: ``Torch-Compiled Region`` events, with their ``frame`` and ``compile_id``; ``fx_calls``:
-    ``## Call CompiledFxGraph … ##`` events; ``compiles``: the outermost compilation events; ``graph_launches``:
+    ``## Call CompiledFxGraph … ##`` events; ``compiles``: the outermost compilation events; ``records``: the
+    outermost CUDA-graph recordings (``CUDAGraphNode.record``); ``graph_launches``:
     ``cudaGraphLaunch`` calls. ``uses_compile`` / ``uses_cuda_graphs``: what the program already does
     (Inductor kernels or compiled regions; graph launches, graph rows or kernels with a graph id)."""
 
@@ -47,6 +50,7 @@ class CompiledProgram:
     compile_id: I64
     fx_calls: I64
     compiles: I64
+    records: I64
     graph_launches: I64
     uses_compile: bool
     uses_cuda_graphs: bool
@@ -78,8 +82,13 @@ def _outermost(trace: Trace, ev: I64) -> I64:
                 end = int(trace.end_ns[e])
             else:
                 end = max(end, int(trace.end_ns[e]))
-    out = np.array(sorted(keep, key=lambda e: int(trace.start_ns[e])), dtype=np.int64)
-    return out
+    return np.array(sorted(keep, key=lambda e: int(trace.start_ns[e])), dtype=np.int64)
+
+
+def compile_intervals(trace: Trace, prog: CompiledProgram) -> tuple[I64, I64]:
+    """The disjoint sorted time intervals (ns) torch.compile spent compiling or recording CUDA graphs."""
+    ev = np.concatenate((prog.compiles, prog.records))
+    return union(trace.start_ns[ev], trace.end_ns[ev])
 
 
 def compiled_program(trace: Trace) -> CompiledProgram:
@@ -91,6 +100,7 @@ def compiled_program(trace: Trace) -> CompiledProgram:
     compile_id = np.array([int(m.group(2)) if m else -1 for m in parsed], dtype=np.int64)
     fx_calls = _named(trace, ops, CALL_GRAPH)
     compiles = _outermost(trace, _named(trace, ops, COMPILE_EVENT))
+    records = _outermost(trace, _named(trace, ops, RECORD_EVENT))
     graph_launches = _named(trace, (Kind.API,), GRAPH_LAUNCH)
     k = trace.of_kind(Kind.KERNEL)
     names = np.unique(trace.name[k]) if len(k) else np.zeros(0, dtype=np.int32)
@@ -103,6 +113,7 @@ def compiled_program(trace: Trace) -> CompiledProgram:
         compile_id=compile_id,
         fx_calls=fx_calls,
         compiles=compiles,
+        records=records,
         graph_launches=graph_launches,
         uses_compile=bool(len(regions) or len(fx_calls) or n_inductor),
         uses_cuda_graphs=bool(len(graph_launches)) or graph_rows,
@@ -115,8 +126,9 @@ class KernelOrigins:
     """Where each kernel of ``kernels`` came from (one entry per kernel, ``-1``/``""`` unknown).
 
     ``replay``: the ``cudaGraphLaunch`` call that ran it (an event index); ``replay_no``: that replay's number
-    in the trace (0-based, over all graph launches); ``node``: the kernel's place in its replay (0-based, in GPU
-    start order; the graph node it ran for, as far as a Kineto trace can tell); ``region``: the
+    in the trace (0-based, over all ``replays`` graph launches); ``node``: the kernel's place in its replay
+    (0-based, in GPU start order; the graph node it ran for, as far as a Kineto trace can tell) and
+    ``replay_size`` how many kernels that replay ran; ``region``: the
     ``Torch-Compiled Region`` event around its launch call; ``operator``: the innermost operator or range
     around the launch that is not one of torch.compile's wrappers."""
 
@@ -124,14 +136,18 @@ class KernelOrigins:
     replay: I64
     replay_no: I64
     node: I64
+    replay_size: I64
+    replays: int
     region: I64
     operator: I64
 
     def label(self, trace: Trace, i: int) -> str:
-        """One line for kernel ``i`` of the table: ``CUDA graph replay 3 (node 1) · Torch-Compiled Region: 1/0``."""
+        """One line for kernel ``i``: ``CUDA graph replay 4 of 10 · kernel 3 of 6 in it · Torch-Compiled Region: 1/0``
+        (numbers 1-based)."""
         parts = []
         if self.replay[i] >= 0:
-            parts.append(f"CUDA graph replay {int(self.replay_no[i])} (kernel {int(self.node[i]) + 1} of it)")
+            parts.append(f"CUDA graph replay {int(self.replay_no[i]) + 1} of {self.replays:,}")
+            parts.append(f"kernel {int(self.node[i]) + 1} of {int(self.replay_size[i])} in it")
         if self.operator[i] >= 0:
             parts.append(f"`{trace.event_name(int(self.operator[i]))}`")
         if self.region[i] >= 0:
@@ -151,14 +167,10 @@ def kernel_origins(trace: Trace, kernels: I64, program: CompiledProgram | None =
     replay = np.where(is_replay, api, -1)
     replay_no = np.full(len(kernels), -1, dtype=np.int64)
     node = np.full(len(kernels), -1, dtype=np.int64)
+    size = np.zeros(len(kernels), dtype=np.int64)
     if is_replay.any():
         replay_no[is_replay] = np.searchsorted(prog.graph_launches, api[is_replay])
-        # the launch's kernels in GPU start order: the n-th is the graph's n-th kernel node
-        sel = np.flatnonzero(is_replay)
-        order = sel[np.lexsort((trace.start_ns[kernels[sel]], api[sel]))]
-        first = np.concatenate(([True], api[order][1:] != api[order][:-1]))
-        group_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-        node[order] = np.arange(len(order)) - group_start
+        node[is_replay], size[is_replay] = _node_positions(trace, kernels[is_replay], api[is_replay])
     lanes = np.where(has, trace.lane[np.maximum(api, 0)], -1)
     times = np.where(has, trace.start_ns[np.maximum(api, 0)], 0)
     region = np.full(len(kernels), -1, dtype=np.int64)
@@ -166,8 +178,34 @@ def kernel_origins(trace: Trace, kernels: I64, program: CompiledProgram | None =
         region = _enclosing_of(trace, prog.regions, lanes, times)
     operator = _operator(trace, lanes, times)
     return KernelOrigins(
-        kernels=kernels, replay=replay, replay_no=replay_no, node=node, region=region, operator=operator
+        kernels=kernels,
+        replay=replay,
+        replay_no=replay_no,
+        node=node,
+        replay_size=size,
+        replays=len(prog.graph_launches),
+        region=region,
+        operator=operator,
     )
+
+
+def _node_positions(trace: Trace, kernels: I64, api: I64) -> tuple[I64, I64]:
+    """Each replayed kernel's place among all the kernels its replay ran (0-based, GPU start order, ties by
+    index), and how many kernels that replay ran."""
+    every = trace.of_kind(Kind.KERNEL)
+    mine = every[np.isin(trace.launch_of[every], np.unique(api))]
+    owner = trace.launch_of[mine]
+    order = np.lexsort((mine, trace.start_ns[mine], owner))
+    mine, owner = mine[order], owner[order]
+    first = np.concatenate(([True], owner[1:] != owner[:-1]))
+    starts = np.flatnonzero(first)
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(mine)), 0))
+    pos_all = np.arange(len(mine)) - group_start
+    counts = np.diff(np.concatenate((starts, [len(mine)])))
+    size_all = np.repeat(counts, counts)
+    by_event = np.argsort(mine)
+    at = by_event[np.searchsorted(mine[by_event], kernels)]
+    return pos_all[at].astype(np.int64), size_all[at].astype(np.int64)
 
 
 def _enclosing_of(trace: Trace, events: I64, lanes: I64, times: I64) -> I64:

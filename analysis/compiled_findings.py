@@ -10,7 +10,7 @@ import numpy as np
 from gputop_trace.analysis.compiled import CompiledProgram, kernel_origins
 from gputop_trace.analysis.finding_draft import Draft, pct
 from gputop_trace.analysis.gaps import CAUSE_FIX, SHORT_OP_NS, DeviceGaps
-from gputop_trace.analysis.intervals import subtract, total, union
+from gputop_trace.analysis.intervals import overlap_with_union, subtract, total, union
 from gputop_trace.analysis.steps import Steps, find_steps
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -68,15 +68,18 @@ def cause_fix(cause: str, prog: CompiledProgram | None) -> str:
     return host_fix(prog) if cause == "cpu_bound" else CAUSE_FIX.get(cause, "")
 
 
-def compiled_findings(trace: Trace, prog: CompiledProgram, span_ns: int) -> list[Draft]:
+def compiled_findings(
+    trace: Trace, prog: CompiledProgram, span_ns: int, gaps: list[DeviceGaps] | None = None
+) -> list[Draft]:
     """Graph breaks, recompilation, kernel time outside compiled regions and steps that graph replays do not
-    cover; ``span_ns`` the GPU active span the times are weighed against."""
+    cover; ``span_ns`` the GPU active span the times are weighed against; ``gaps`` the GPUs' idle gaps (the
+    recompilation finding says how long the GPU sat idle during compilation)."""
     if not (prog.uses_compile or prog.uses_cuda_graphs):
         return []
     steps = find_steps(trace)
     out: list[Draft] = []
     out.extend(_graph_breaks(trace, prog, steps, span_ns))
-    out.extend(_recompilation(trace, prog, span_ns))
+    out.extend(_recompilation(trace, prog, gaps or [], span_ns))
     k = trace.of_kind(Kind.KERNEL)
     if len(k):
         origins = kernel_origins(trace, k, prog)
@@ -150,37 +153,72 @@ def _graph_breaks(trace: Trace, prog: CompiledProgram, steps: list[Steps], span_
     ]
 
 
-def _recompilation(trace: Trace, prog: CompiledProgram, span_ns: int) -> list[Draft]:
+def _recompilation(trace: Trace, prog: CompiledProgram, gaps: list[DeviceGaps], span_ns: int) -> list[Draft]:
     recompiled = sorted(
         {f"{f}/{c}" for f, c in zip(prog.frame.tolist(), prog.compile_id.tolist(), strict=True) if c > 0}
     )
-    if not len(prog.compiles):
+    if not len(prog.compiles) and not len(prog.records):
         return []
-    total = int(trace.dur_ns[prog.compiles].sum())
+    compile_ns = int(trace.dur_ns[prog.compiles].sum())
+    record_ns = int(trace.dur_ns[prog.records].sum())
+    idle_ns = sum(compile_idle_ns(trace, prog, dg) for dg in gaps)
     ids = f" (new compile ids {', '.join(recompiled)})" if recompiled else ""
+    what = []
+    if len(prog.compiles):
+        n = len(prog.compiles)
+        what.append(f"compiled {n} time{'s' if n > 1 else ''} ({format_ns(compile_ns)})")
+    if len(prog.records):
+        n = len(prog.records)
+        what.append(f"recorded {n} CUDA graph{'s' if n > 1 else ''} ({format_ns(record_ns)})")
+    idle = f"; the GPU sat idle {format_ns(idle_ns)} meanwhile" if idle_ns else ""
+    longest = np.concatenate((prog.compiles, prog.records))
     return [
         Draft(
             kind="recompilation",
-            title=f"torch.compile compiled {len(prog.compiles)} time{'s' if len(prog.compiles) > 1 else ''} inside "
-            f"the profile ({format_ns(total)} of host time){ids}",
+            title=f"torch.compile {' and '.join(what)} inside the profile{ids}{idle}",
             detail="A compilation inside the profiled steps means a guard failed (a new input shape, dtype, or a "
-            "changed Python value) and Dynamo/Inductor compiled the frame again, and with CUDA graphs the new graph "
-            "is recorded too; the steps around it are not representative. Fix: run every shape once before "
-            "profiling, mark changing dimensions dynamic (torch._dynamo.mark_dynamic, or pad batches to a few "
-            "sizes); TORCH_LOGS=recompiles says which guard failed.",
-            time_ns=total,
+            "changed Python value) and Dynamo/Inductor compiled the frame again; with CUDA graphs the new graph is "
+            "warmed up and recorded too. The steps around it are not representative. Fix: run every shape once "
+            "before profiling, mark changing dimensions dynamic (torch._dynamo.mark_dynamic, or pad batches to a "
+            "few sizes); TORCH_LOGS=recompiles says which guard failed.",
+            time_ns=max(compile_ns + record_ns, idle_ns),
             span_ns=span_ns,
             evidence={
                 "compiles": [
                     {"event": int(e), "start_ns": int(trace.start_ns[e]), "dur_ns": int(trace.dur_ns[e])}
                     for e in prog.compiles[:10].tolist()
                 ],
+                "records": [
+                    {"event": int(e), "start_ns": int(trace.start_ns[e]), "dur_ns": int(trace.dur_ns[e])}
+                    for e in prog.records[:10].tolist()
+                ],
+                "compile_ns": compile_ns,
+                "record_ns": record_ns,
+                "gpu_idle_ns": idle_ns,
                 "recompiled_regions": recompiled,
             },
             thresholds={},
-            event=int(prog.compiles[np.argmax(trace.dur_ns[prog.compiles])]),
+            event=int(longest[np.argmax(trace.dur_ns[longest])]),
         )
     ]
+
+
+def compile_gap_mask(trace: Trace, prog: CompiledProgram | None, dg: DeviceGaps) -> np.ndarray:
+    """Which idle gaps of ``dg`` torch.compile explains: at least half of the gap inside compilation or CUDA-graph
+    recording on the GPU's rank (they belong to the recompilation finding, not to host overhead)."""
+    c = dg.columns
+    if prog is None or not (len(prog.compiles) or len(prog.records)) or not len(c):
+        return np.zeros(len(c), dtype=bool)
+    ev = np.concatenate((prog.compiles, prog.records))
+    ev = ev[trace.event_rank[ev] == dg.rank]
+    us, ue = union(trace.start_ns[ev], trace.end_ns[ev])
+    covered = overlap_with_union(c.start_ns, c.start_ns + c.dur_ns, us, ue)
+    return np.asarray(2 * covered >= c.dur_ns) & (c.dur_ns > 0)
+
+
+def compile_idle_ns(trace: Trace, prog: CompiledProgram, dg: DeviceGaps) -> int:
+    """GPU idle time (ns) of ``dg`` in gaps torch.compile explains (:func:`compile_gap_mask`)."""
+    return int(dg.columns.dur_ns[compile_gap_mask(trace, prog, dg)].sum()) if len(dg.columns) else 0
 
 
 def _outside_regions(

@@ -118,7 +118,7 @@ def find_findings(
     drafts.extend(transfer_findings(trace, transfers, spans))
     named = frozenset(e for d in drafts if d.kind == "slow_launch" for e in d.evidence["launch_events"])
     drafts.extend(launch_findings(trace, launches, spans, named, prog))
-    drafts.extend(compiled_findings(trace, prog, max(spans.values(), default=trace.span_ns)))
+    drafts.extend(compiled_findings(trace, prog, max(spans.values(), default=trace.span_ns), gaps))
     drafts = [d for d in drafts if d.time_ns > 0 or d.kind in ("side_stream_copy",)]
     drafts.sort(key=lambda d: (-d.severity, -d.time_ns, _KIND_ORDER.get(d.kind, 99)))
     # where the profile itself misleads: a note after the findings it qualifies, never crowded out by them

@@ -7,7 +7,7 @@ import numpy as np
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.compiled import CompiledProgram
-from gputop_trace.analysis.compiled_findings import cause_fix
+from gputop_trace.analysis.compiled_findings import cause_fix, compile_gap_mask
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
 from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.kernels import short_name
@@ -161,6 +161,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgr
         out.append(_slow_launch_draft(trace, dg, slow, gpu))
     not_slow = np.ones(len(c), dtype=bool)
     not_slow[slow] = False
+    not_slow &= ~compile_gap_mask(trace, prog, dg)  # the recompilation finding tells those
     for code, cause in enumerate(CAUSES):
         idx = np.flatnonzero((c.cause == code) & not_slow)
         if not len(idx):

@@ -207,8 +207,9 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
     )
     for c, w in cols:
         t.add_column(c, justify="right", no_wrap=True, min_width=w)
+    shorten = not full_names and doc["group_by"] in ("name", "geometry", "launcher")
     for r in doc["kernels"]:
-        name = r["name"] if full_names else short_name(r["name"])
+        name = short_name(r["name"]) if shorten else r["name"]
         cells = {
             "dev": str(r["device"]) if r["device"] is not None else "",
             "count": f"{r['count']:,}",

@@ -121,6 +121,7 @@ INDUCTOR_KINDS: dict[str, str] = {
 _ATEN_WORDS = frozenset(
     [
         "native_layer_norm",
+        "prepare_softmax_online",
         "native_layer_norm_backward",
         "native_batch_norm",
         "native_batch_norm_backward",

@@ -15,6 +15,7 @@ from rich.text import Text
 from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.view.compiled_details import inductor_rows, replay_rows
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
@@ -140,6 +141,9 @@ def describe_event(
             raw = int(kt.raw_name[k])
             if raw >= 0:
                 tail.append(("raw name", clean(t.names[raw])))
+    if kind == Kind.KERNEL:
+        rows.extend(inductor_rows(data.inductor().info(t.event_name(i))))
+    rows.extend(replay_rows(data, i))
     if kind in (Kind.MEMCPY, Kind.MEMSET, Kind.UVM):
         c = t.copy_row(i)
         if c >= 0:
