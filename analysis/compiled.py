@@ -228,7 +228,7 @@ def _enclosing_of(trace: Trace, events: I64, lanes: I64, times: I64) -> I64:
 def _operator(trace: Trace, lanes: I64, times: I64) -> I64:
     """The innermost operator or range around each launch that is not a torch.compile wrapper (``-1`` none)."""
     enc = innermost_enclosing(trace, lanes, times, (Kind.CPU_OP, Kind.RANGE))
-    out = enc.copy()
+    out: I64 = np.array(enc, dtype=np.int64)
     wrapper_ids = {i for i, n in enumerate(trace.names) if _WRAPPERS.match(n)} if len(enc) else set()
     if not wrapper_ids:
         return out

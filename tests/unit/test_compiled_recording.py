@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import tarfile
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,7 +41,7 @@ def inductor_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(out, filter="data")
         else:  # Python before 3.10.12 / 3.11.4: our own archive, no filter
-            tar.extractall(out)  # noqa: S202
+            tar.extractall(out)
     return str(out)
 
 
