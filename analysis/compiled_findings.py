@@ -258,7 +258,9 @@ def _replay_cover(trace: Trace, k: np.ndarray, replay: np.ndarray, steps: list[S
     api = trace.launch_of[k]
     has = api >= 0
     not_covered: list[dict[str, int]] = []
-    lost = 0
+    eager_ns = 0
+    launch_ns = 0
+    eager_kernels = 0
     first = -1
     n_steps = 0
     for s in steps:
@@ -269,8 +271,14 @@ def _replay_cover(trace: Trace, k: np.ndarray, replay: np.ndarray, steps: list[S
             tot = int(trace.dur_ns[k[inside]].sum())
             rep = int(trace.dur_ns[k[inside & (replay >= 0)]].sum())
             if tot and rep < MIN_REPLAY_COVER * tot:
-                not_covered.append({"step": int(s.events[i]), "kernel_ns": tot, "replay_ns": rep})
-                lost += tot - rep
+                eager = inside & (replay < 0)
+                calls = np.unique(api[eager])
+                not_covered.append(
+                    {"step": int(s.events[i]), "kernel_ns": tot, "replay_ns": rep, "kernels_outside": int(eager.sum())}
+                )
+                eager_ns += tot - rep
+                eager_kernels += int(eager.sum())
+                launch_ns += int(trace.dur_ns[calls].sum())
                 first = int(s.events[i]) if first < 0 else first
     if not not_covered:
         return []
@@ -279,16 +287,21 @@ def _replay_cover(trace: Trace, k: np.ndarray, replay: np.ndarray, steps: list[S
         Draft(
             kind="replay_cover",
             title=f"CUDA-graph replays do not cover {len(not_covered)} of {n_steps} steps "
-            f"({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): {format_ns(lost)} of their kernel time ran "
-            "outside replays",
+            f"({', '.join(names[:4])}{', …' if len(names) > 4 else ''}): {eager_kernels:,} kernels "
+            f"({format_ns(eager_ns)}) were launched one by one, {format_ns(launch_ns)} of launch calls",
             detail="In these steps kernels were launched one by one instead of replayed: the graph was being warmed "
             "up or recorded (a new shape or a recompilation), a graph break left eager code in the step, or an "
             "operation could not be captured (CPU tensors, synchronization, dynamic shapes). Fix: warm every shape "
-            "up before the measured steps and keep the step's shapes static; TORCH_LOGS=cudagraphs says why a "
-            "graph was skipped or re-recorded.",
-            time_ns=lost,
+            "up before the measured steps and keep the step's shapes static, and capture more of the step; "
+            "TORCH_LOGS=cudagraphs says why a graph was skipped or re-recorded.",
+            time_ns=launch_ns,
             span_ns=span_ns,
-            evidence={"steps": not_covered[:20], "min_cover": MIN_REPLAY_COVER},
+            evidence={
+                "steps": not_covered[:20],
+                "kernels_outside": eager_kernels,
+                "kernel_ns_outside": eager_ns,
+                "launch_ns": launch_ns,
+            },
             thresholds={"min_replay_share": MIN_REPLAY_COVER},
             event=first,
         )

@@ -25,6 +25,7 @@ from gputop_trace.parsers.chrome.classify import classify_all, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
 from gputop_trace.parsers.chrome.flows import bind_flow_events, launch_flows
+from gputop_trace.parsers.chrome.graph_replays import REPLAY_NAME, replay_bands
 from gputop_trace.parsers.chrome.matching import match_async, match_begin_end
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
@@ -238,6 +239,12 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
     fsrc, fdst = launch_flows(kind, corr)
     if len(fsrc):
         b.add_flows(fsrc, fdst, FlowKind.LAUNCH)
+    bands = replay_bands(b.names.strings, kind, lane, name, corr, ext, start, dur) if fmt == "kineto" else None
+    if bands is not None:  # one band per CUDA-graph replay (after every file event: provisional indices hold)
+        src = bands.pop("src")
+        idx = b.add_events(name=b.names.intern(REPLAY_NAME), **bands)
+        b.add_flows(src, idx, FlowKind.LAUNCH)
+        kind = np.concatenate((kind, bands["kind"]))
     return kind
 
 

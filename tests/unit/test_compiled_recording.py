@@ -155,3 +155,27 @@ def test_details_pane(inductor_dir: str) -> None:
     launch = int(t.launch_of[tri])
     rows = dict(describe_event(data, launch)[1])
     assert rows["replays"].startswith("CUDA graph replay 1 of 10: 6 GPU ops over ")
+
+
+def test_each_replay_is_one_band_over_its_kernels() -> None:
+    from gputop_trace.analysis.busy import device_busy
+    from gputop_trace.analysis.intervals import total, union
+
+    t = _trace()
+    bands = np.array([e for e in t.of_kind(Kind.GPU_RANGE) if t.event_name(int(e)) == "CUDA graph replay"])
+    assert len(bands) == 10
+    k = t.of_kind(Kind.KERNEL)
+    for b in bands.tolist():
+        launch = int(t.launch_of[b])
+        assert t.event_name(launch) == "cudaGraphLaunch"
+        mine = k[t.launch_of[k] == launch]
+        # the band spans its replay's kernels on their stream, one row above them
+        assert int(t.start_ns[b]) == int(t.start_ns[mine].min()) and int(t.end_ns[b]) == int(t.end_ns[mine].max())
+        assert set(t.lane[mine].tolist()) == {int(t.lane[b])}
+        assert int(t.depth[b]) == 0 and set(t.depth[mine].tolist()) == {1}
+    # a band is an annotation, not GPU work: busy time is the kernels' and copies' own
+    (busy,) = device_busy(t)
+    gpu = t.of_kind(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+    assert busy.busy_ns == total(*union(t.start_ns[gpu], t.end_ns[gpu]))
+    rows = dict(describe_event(prepare_timeline(t), int(bands[0]))[1])
+    assert rows["replays"].startswith("CUDA graph replay 1 of 10: 6 GPU ops over ")

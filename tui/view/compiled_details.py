@@ -46,7 +46,7 @@ def inductor_rows(info: InductorInfo | None) -> list[tuple[str, str]]:
 
 def replay_rows(data: TimelineData, event: int) -> list[tuple[str, str]]:
     """For a kernel a CUDA graph replayed: which replay and where it was launched; for a ``cudaGraphLaunch``
-    call: the kernels it replayed. Empty for anything else."""
+    call or its replay band: the GPU work it replayed. Empty for anything else."""
     t = data.trace
     prog = data.program()
     if not len(prog.graph_launches):
@@ -58,19 +58,23 @@ def replay_rows(data: TimelineData, event: int) -> list[tuple[str, str]]:
         if o.replay[0] < 0:
             return []
         return [("replay", clean(o.label(t, 0)))]
-    if kind == Kind.API and i in set(prog.graph_launches.tolist()):
-        ops = np.flatnonzero(t.launch_of == i)
+    band = kind in (Kind.GRAPH, Kind.GPU_RANGE)
+    launch = int(t.launch_of[i]) if band else i
+    if (kind == Kind.API or band) and launch in set(prog.graph_launches.tolist()):
+        ops = np.flatnonzero(t.launch_of == launch)
+        ops = ops[np.isin(t.kind[ops], [int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET)])]
+        no = int(np.searchsorted(prog.graph_launches, launch))
         if not len(ops):
-            return [("replays", "no GPU work of this launch was recorded")]
+            return [("replays", f"CUDA graph replay {no + 1} of {len(prog.graph_launches):,}: no GPU work recorded")]
         first, last = int(t.start_ns[ops].min()), int(t.end_ns[ops].max())
         busy = int(t.dur_ns[ops].sum())
-        no = int(np.searchsorted(prog.graph_launches, i))
+        fold = " · Space on the stream folds it to its replay bands" if band else ""
         return [
             (
                 "replays",
                 f"CUDA graph replay {no + 1} of {len(prog.graph_launches):,}: {len(ops):,} GPU ops over "
-                f"{format_ns(last - first)} ({format_ns(busy)} of kernel time), starting "
-                f"{format_ns(first - int(t.start_ns[i]))} after the call (x)",
+                f"{format_ns(last - first)} ({format_ns(busy)} of GPU time), starting "
+                f"{format_ns(first - int(t.start_ns[launch]))} after the call{fold}",
             )
         ]
     return []
