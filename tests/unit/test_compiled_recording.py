@@ -179,3 +179,11 @@ def test_each_replay_is_one_band_over_its_kernels() -> None:
     assert busy.busy_ns == total(*union(t.start_ns[gpu], t.end_ns[gpu]))
     rows = dict(describe_event(prepare_timeline(t), int(bands[0]))[1])
     assert rows["replays"].startswith("CUDA graph replay 1 of 10: 6 GPU ops over ")
+
+
+def test_cpu_run_still_reports_breaks_and_recompilation() -> None:
+    t = load_file(str(DATA / "compiled_cudagraphs_cpu.json.gz"), use_cache=False)
+    f = find_findings(t)
+    assert [x.kind for x in f] == ["no_gpu_activity", "recompilation", "graph_breaks"]
+    assert "compiled 2 times" in f[1].title and "CUDA graph" not in f[1].title
+    assert f[2].evidence["regions_per_step"] == [2] * 6
