@@ -49,15 +49,17 @@ def replay_rows(data: TimelineData, event: int) -> list[tuple[str, str]]:
     call or its replay band: the GPU work it replayed. Empty for anything else."""
     t = data.trace
     prog = data.program()
-    if not len(prog.graph_launches):
+    if not prog.uses_cuda_graphs:
         return []
     i = int(event)
     kind = int(t.kind[i])
     if kind == Kind.KERNEL:
         o = kernel_origins(t, np.array([i], dtype=np.int64), prog)
-        if o.replay[0] < 0:
-            return []
-        return [("replay", clean(o.label(t, 0)))]
+        rows = [("replay", clean(o.label(t, 0)))] if o.replay[0] >= 0 else []
+        row = t.kernel_row(i)
+        if row >= 0 and int(t.kernels.graph_id[row]) >= 0:  # Nsight Systems writes the graph a kernel ran in
+            rows.append(("CUDA graph", f"graph id {int(t.kernels.graph_id[row])}"))
+        return rows
     band = kind in (Kind.GRAPH, Kind.GPU_RANGE)
     launch = int(t.launch_of[i]) if band else i
     if (kind == Kind.API or band) and launch in set(prog.graph_launches.tolist()):
