@@ -18,6 +18,8 @@ from gputop_trace.units import format_ns
 
 #: Kernel time launched outside compiled regions is a finding from this share of all kernel time on.
 MIN_OUTSIDE_SHARE = 0.05
+#: Host time in steps outside compiled regions (and compilations) is a finding from this share of step time on.
+MIN_HOST_OUTSIDE_SHARE = 0.25
 #: A step is covered by CUDA-graph replays when at least this share of its kernel time ran in replays.
 MIN_REPLAY_COVER = 0.9
 #: The profile note: traces where at least this share of kernels run under SHORT_OP_NS.
@@ -83,7 +85,7 @@ def compiled_findings(
     k = trace.of_kind(Kind.KERNEL)
     if len(k):
         origins = kernel_origins(trace, k, prog)
-        out.extend(_outside_regions(trace, prog, k, origins.region, span_ns))
+        out.extend(_outside_regions(trace, prog, k, origins.region, steps, span_ns))
         if prog.uses_cuda_graphs and len(prog.graph_launches):
             out.extend(_replay_cover(trace, k, origins.replay, steps, span_ns))
     return out
@@ -221,33 +223,72 @@ def compile_idle_ns(trace: Trace, prog: CompiledProgram, dg: DeviceGaps) -> int:
     return int(dg.columns.dur_ns[compile_gap_mask(trace, prog, dg)].sum()) if len(dg.columns) else 0
 
 
+def _host_outside_ns(trace: Trace, prog: CompiledProgram, steps: list[Steps]) -> tuple[int, int]:
+    """(host time outside every compiled region and compilation, step time not spent compiling) over all steps,
+    ns: a compilation inside a step is the recompilation finding's, not eager time."""
+    outside = 0
+    step_ns = 0
+    building = np.concatenate((prog.compiles, prog.records))
+    inner_all = np.concatenate((prog.regions, building))
+
+    def covered(ev: np.ndarray, t0: int, t1: int, rank: int) -> int:
+        ev = ev[(trace.start_ns[ev] < t1) & (trace.end_ns[ev] > t0) & (trace.event_rank[ev] == rank)]
+        return total(*union(np.maximum(trace.start_ns[ev], t0), np.minimum(trace.end_ns[ev], t1)))
+
+    for s in steps:
+        for i in range(len(s)):
+            t0, t1 = int(s.start_ns[i]), int(s.start_ns[i] + s.dur_ns[i])
+            outside += (t1 - t0) - covered(inner_all, t0, t1, s.rank)
+            step_ns += (t1 - t0) - covered(building, t0, t1, s.rank)
+    return outside, step_ns
+
+
 def _outside_regions(
-    trace: Trace, prog: CompiledProgram, k: np.ndarray, region: np.ndarray, span_ns: int
+    trace: Trace, prog: CompiledProgram, k: np.ndarray, region: np.ndarray, steps: list[Steps], span_ns: int
 ) -> list[Draft]:
     if not len(prog.regions):
         return []
-    launched = trace.launch_of[k] >= 0
-    outside = launched & (region < 0)
-    total = int(trace.dur_ns[k].sum())
+    outside = (trace.launch_of[k] >= 0) & (region < 0)
+    kernel_ns = int(trace.dur_ns[k].sum())
     out_ns = int(trace.dur_ns[k[outside]].sum())
-    if not total or out_ns < MIN_OUTSIDE_SHARE * total:
+    host_ns, step_ns = _host_outside_ns(trace, prog, steps) if steps else (0, 0)
+    kernels_hit = kernel_ns > 0 and out_ns >= MIN_OUTSIDE_SHARE * kernel_ns
+    host_hit = step_ns > 0 and host_ns >= MIN_HOST_OUTSIDE_SHARE * step_ns
+    if not (kernels_hit or host_hit):
         return []
     names, counts = np.unique(trace.name[k[outside]], return_counts=True)
     top = [trace.names[int(n)] for n in names[np.argsort(-counts, kind="stable")][:3].tolist()]
+    parts = []
+    if kernels_hit:
+        parts.append(
+            f"{pct(out_ns, kernel_ns)} of kernel time ({format_ns(out_ns)}, {int(outside.sum()):,} kernels) is "
+            "launched outside torch.compile regions"
+        )
+    if host_hit:
+        where = "them" if parts else "torch.compile regions"
+        parts.append(f"{pct(host_ns, step_ns)} of step time ({format_ns(host_ns)}) is spent outside {where}")
+    mostly = f" (mostly {', '.join(f'`{t}`' for t in top)})" if kernels_hit and top else ""
     return [
         Draft(
             kind="outside_compiled",
-            title=f"{pct(out_ns, total)} of kernel time ({format_ns(out_ns)}, {int(outside.sum()):,} kernels) is "
-            "launched outside torch.compile regions",
-            detail="These kernels come from eager code: between compiled regions, before or after them, or from a "
-            f"part of the model that is not compiled (mostly {', '.join(f'`{t}`' for t in top)}). They are launched "
-            "one by one with the full operator overhead. Fix: compile that code too, or move it into a compiled "
-            "region (a graph break often leaves it outside).",
-            time_ns=out_ns,
+            title="; ".join(parts),
+            detail="Outside the compiled regions the step runs eagerly: Python, data handling and any operators "
+            f"between, before or after the compiled calls{mostly}, launched one by one with the full operator "
+            "overhead, or host work the GPU waits for. Fix: compile that code too or move it into a compiled region "
+            "(a graph break often leaves it outside), and take host-only work (logging, sleeps, data preparation) "
+            "off the step's critical path.",
+            time_ns=out_ns if kernels_hit else host_ns,
             span_ns=span_ns,
-            evidence={"kernel_ns": total, "outside_ns": out_ns, "kernels_outside": int(outside.sum()), "top": top},
-            thresholds={"min_share": MIN_OUTSIDE_SHARE},
-            event=int(k[np.flatnonzero(outside)[0]]),
+            evidence={
+                "kernel_ns": kernel_ns,
+                "outside_ns": out_ns,
+                "kernels_outside": int(outside.sum()),
+                "top": top,
+                "step_ns": step_ns,
+                "host_outside_ns": host_ns,
+            },
+            thresholds={"min_kernel_share": MIN_OUTSIDE_SHARE, "min_step_share": MIN_HOST_OUTSIDE_SHARE},
+            event=int(k[np.flatnonzero(outside)[0]]) if outside.any() else -1,
         )
     ]
 

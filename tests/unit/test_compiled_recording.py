@@ -99,7 +99,7 @@ def test_findings_fit_the_program() -> None:
     f = find_findings(_trace())
     kinds = [x.kind for x in f]
     assert kinds[0] == "recompilation"
-    assert {"graph_breaks", "replay_cover", "profile_caveat"} <= set(kinds)
+    assert {"graph_breaks", "replay_cover", "profile_caveat", "outside_compiled"} <= set(kinds)
     assert kinds[-1] == "profile_caveat"
     for x in f:
         for words in ALREADY_DONE:
@@ -111,6 +111,11 @@ def test_findings_fit_the_program() -> None:
     assert all(x.evidence.get("cause") != "cpu_bound" or x.time_ns < 50_000_000 for x in f)
     breaks = next(x for x in f if x.kind == "graph_breaks")
     assert breaks.evidence["regions_per_step"] == [2] * 6
+    outside = next(x for x in f if x.kind == "outside_compiled")
+    # the 1 ms sleep of every step runs outside the compiled regions (compilation time is not counted as eager)
+    assert outside.evidence["kernels_outside"] == 0
+    assert 0.25 <= outside.evidence["host_outside_ns"] / outside.evidence["step_ns"] < 0.5
+    assert outside.title.endswith("of step time (12.3 ms) is spent outside torch.compile regions")
     cover = next(x for x in f if x.kind == "replay_cover")
     assert [_trace().event_name(s["step"]) for s in cover.evidence["steps"]] == ["step_4", "step_5"]
 
