@@ -183,6 +183,7 @@ def test_each_replay_is_one_band_over_its_kernels() -> None:
     gpu = t.of_kind(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
     assert busy.busy_ns == total(*union(t.start_ns[gpu], t.end_ns[gpu]))
     rows = dict(describe_event(prepare_timeline(t), int(bands[0]))[1])
+    assert rows["what"] == "CUDA-graph replay band (its kernels run one row below) on GPU 0 · stream 7"
     assert rows["replays"].startswith("CUDA graph replay 1 of 10: 6 GPU ops over ")
 
 

@@ -79,6 +79,8 @@ def describe_event(
     what = KIND_LABEL.get(kind, "event")
     if kind == Kind.KERNEL:
         what += f" ({FAMILY_LABEL[data.family_of(i)]})"
+    elif kind == Kind.GPU_RANGE and t.lanes[int(t.lane[i])].kind == LaneKind.GPU_STREAM:
+        what = "CUDA-graph replay band (its kernels run one row below)"
     rows.append(("what", f"{what} on {lane_description(t, int(t.lane[i]))}"))
     title = name
     if kind == Kind.KERNEL:
