@@ -82,8 +82,8 @@ def short_name(name: str, width: int | None = None) -> str:
 
 def _launcher_names(trace: Trace, kernels: I64) -> list[str]:
     """The innermost operator or range around each kernel's launch call ("" when unknown). In a compiled program
-    a kernel replayed by a CUDA graph gets its replay and compiled region (``CUDA graph replay in Torch-Compiled
-    Region: 1/0``), and torch.compile's wrappers (``## Call CompiledFxGraph … ##``) give way to the compiled
+    a kernel replayed by a CUDA graph gets its compiled region and replay (``Torch-Compiled Region: 1/0 › CUDA
+    graph replay``), and torch.compile's wrappers (``## Call CompiledFxGraph … ##``) give way to the compiled
     region or the operator inside them."""
     api = trace.launch_of[kernels]
     has = api >= 0
@@ -98,7 +98,7 @@ def _launcher_names(trace: Trace, kernels: I64) -> list[str]:
     for i in range(len(kernels)):
         region = trace.event_name(int(o.region[i])) if o.region[i] >= 0 else ""
         if o.replay[i] >= 0:
-            names[i] = f"CUDA graph replay in {region}" if region else "CUDA graph replay"
+            names[i] = f"{region} › CUDA graph replay" if region else "CUDA graph replay"
         elif o.operator[i] >= 0:
             names[i] = trace.event_name(int(o.operator[i]))
         elif region:

@@ -74,10 +74,10 @@ def test_replayed_kernels_are_attributed_to_their_replay() -> None:
 def test_launcher_table_names_the_replay_not_the_wrapper() -> None:
     rows = {r.name: r for r in kernel_table(_trace(), group_by="launcher")}
     assert not any(n.startswith("## Call CompiledFxGraph") for n in rows)
-    assert rows["CUDA graph replay in Torch-Compiled Region: 0/0"].count == 24
-    assert rows["CUDA graph replay in Torch-Compiled Region: 1/0"].count == 12
-    assert rows["CUDA graph replay in Torch-Compiled Region: 0/1"].count == 6
-    assert rows["CUDA graph replay in Torch-Compiled Region: 1/1"].count == 3
+    assert rows["Torch-Compiled Region: 0/0 › CUDA graph replay"].count == 24
+    assert rows["Torch-Compiled Region: 1/0 › CUDA graph replay"].count == 12
+    assert rows["Torch-Compiled Region: 0/1 › CUDA graph replay"].count == 6
+    assert rows["Torch-Compiled Region: 1/1 › CUDA graph replay"].count == 3
     region = {r.name: r.count for r in kernel_table(_trace(), group_by="region")}
     assert sum(region.values()) == len(_trace().of_kind(Kind.KERNEL))
 
