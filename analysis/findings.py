@@ -10,7 +10,9 @@ Detectors, one module each: idle gaps grouped by cause (§2, :mod:`~gputop_trace
 synchronizations (§2.4, :mod:`~gputop_trace.analysis.sync_findings`), transfer flags and side-stream copy hiding
 (§3, :mod:`~gputop_trace.analysis.transfer_findings`), launch-bound devices and launch overhead (§2.5, §5,
 :mod:`~gputop_trace.analysis.launch_findings`), time ranks spend waiting in collectives for a straggler
-(:mod:`~gputop_trace.analysis.collective_findings`); and here, a profile with no GPU activity at all, and the
+(:mod:`~gputop_trace.analysis.collective_findings`), graph breaks, recompilation, eager kernels and CUDA-graph
+coverage of a compiled program, and the note on where a torch.profiler trace misleads
+(:mod:`~gputop_trace.analysis.compiled_findings`); and here, a profile with no GPU activity at all, and the
 ranking of them all.
 """
 
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_trace.analysis.collective_findings import collective_wait_findings
+from gputop_trace.analysis.compiled import compiled_program
+from gputop_trace.analysis.compiled_findings import compiled_findings, profile_caveat
 from gputop_trace.analysis.finding_draft import Draft
 from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, DeviceGaps, find_gaps
 from gputop_trace.analysis.idle_findings import idle_findings
@@ -53,6 +57,10 @@ _KIND_ORDER = {
             "launch_bound",
             "slow_launch",
             "launch_overhead",
+            "graph_breaks",
+            "recompilation",
+            "replay_cover",
+            "outside_compiled",
             "side_stream_copy",
         )
     )
@@ -94,24 +102,32 @@ def find_findings(
 ) -> list[Finding]:
     """The ranked findings of a trace (most important first). Analyses already computed can be passed in."""
     if not len(trace.of_kind(*GPU_BUSY_KINDS)):
-        return [_rank(1, d) for d in _no_gpu(trace)]
+        # graph breaks and recompilation are host-side facts: a CPU-only compiled run has them too
+        host = compiled_findings(trace, compiled_program(trace), trace.span_ns)
+        host = sorted((d for d in host if d.time_ns > 0), key=lambda d: (-d.severity, -d.time_ns))
+        return [_rank(i + 1, d) for i, d in enumerate((_no_gpu(trace) + host)[: max(limit, 1)])]
     gaps = gaps if gaps is not None else find_gaps(trace, gap_threshold_ns)
     transfers = transfers if transfers is not None else transfer_overlap(trace)
     launches = launches if launches is not None else launch_behaviour(trace)
     spans = {(g.rank, g.device): g.span_ns for g in gaps}
+    prog = compiled_program(trace)
     drafts: list[Draft] = []
     for dg in gaps:
-        drafts.extend(idle_findings(trace, dg, len(gaps) > 1))
+        drafts.extend(idle_findings(trace, dg, len(gaps) > 1, prog))
         if dg.launch_bound:
-            drafts.append(launch_bound_finding(dg, len(gaps) > 1))
+            drafts.append(launch_bound_finding(dg, len(gaps) > 1, prog))
     drafts.extend(collective_wait_findings(trace, gaps))
     drafts.extend(sync_findings(trace, gaps, spans))
     drafts.extend(transfer_findings(trace, transfers, spans))
     named = frozenset(e for d in drafts if d.kind == "slow_launch" for e in d.evidence["launch_events"])
-    drafts.extend(launch_findings(trace, launches, spans, named))
+    drafts.extend(launch_findings(trace, launches, spans, named, prog))
+    drafts.extend(compiled_findings(trace, prog, max(spans.values(), default=trace.span_ns), gaps))
     drafts = [d for d in drafts if d.time_ns > 0 or d.kind in ("side_stream_copy",)]
     drafts.sort(key=lambda d: at_stake_order(d.time_ns, d.severity, d.kind, _KIND_ORDER))
-    return [_rank(i + 1, d) for i, d in enumerate(drafts[:limit])]
+    # where the profile itself misleads: a note after the findings it qualifies, never crowded out by them
+    caveat = profile_caveat(trace, gaps) if limit > 0 else None
+    ranked = drafts[: limit - 1 if caveat is not None else limit] + ([caveat] if caveat is not None else [])
+    return [_rank(i + 1, d) for i, d in enumerate(ranked)]
 
 
 def at_stake_order(time_ns: int, severity: float, kind: str, kind_order: dict[str, int]) -> tuple[int, float, int]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from gputop_trace.analysis.causes import CAUSES, cause_label
+from gputop_trace.analysis.compiled import CompiledProgram
+from gputop_trace.analysis.compiled_findings import cause_fix, compile_gap_mask
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
-from gputop_trace.analysis.gaps import DeviceGaps, cause_fix
+from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS, lazy_loading_words
 from gputop_trace.model.arrays import I64
@@ -141,9 +143,10 @@ _CAUSE_WHY = {
 }
 
 
-def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
+def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgram | None = None) -> list[Draft]:
     """One finding per cause whose gaps on this GPU add up to :data:`MIN_IDLE_NS` or :data:`MIN_IDLE_SHARE` of
-    its active span (``multi``: the findings cover several GPUs, so name the rank)."""
+    its active span (``multi``: the findings cover several GPUs, so name the rank; ``prog``: what the program
+    already does with torch.compile / CUDA graphs, so the advice does not repeat it)."""
     c = dg.columns
     out: list[Draft] = []
     if not len(c):
@@ -154,6 +157,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
         out.append(_slow_launch_draft(trace, dg, slow, gpu))
     not_slow = np.ones(len(c), dtype=bool)
     not_slow[slow] = False
+    not_slow &= ~compile_gap_mask(trace, prog, dg)  # the recompilation finding tells those
     for code, cause in enumerate(CAUSES):
         idx = np.flatnonzero((c.cause == code) & not_slow)
         if not len(idx):
@@ -177,7 +181,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool) -> list[Draft]:
             f"({format_ns(total)}) {phrase}"
         )
         why = words.say(_CAUSE_WHY[cause])
-        fix = cause_fix(cause, words)
+        fix = cause_fix(cause, prog, words)
         if cause == "blocked_os" and top and "sleep" in top[0].lower():
             why = words.say("The thread that feeds the GPU sleeps.")
             fix = words.say("remove the sleep from the launching thread, or issue the next GPU work before sleeping")

@@ -14,7 +14,9 @@ from enum import Enum
 import numpy as np
 import numpy.typing as npt
 
+from gputop_trace.analysis.compiled import compiled_program, kernel_origins
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.analysis.inductor_info import InductorInfo, InductorLookup
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kernel_names import qualified_name
 from gputop_trace.model.kinds import Kind
@@ -26,7 +28,10 @@ class GroupBy(str, Enum):
 
     NAME = "name"
     GEOMETRY = "geometry"  # name + grid + block
-    LAUNCHER = "launcher"  # the operator or annotation range around the launch call
+    LAUNCHER = "launcher"  # the operator or annotation range around the launch call (a CUDA graph: its replay)
+    REGION = "region"  # the torch.compile region (``Torch-Compiled Region: F/C``) around the launch call
+    NODE = "node"  # the post-grad graph nodes fused into the kernel (needs the Inductor debug output)
+    SOURCE = "source"  # the user's source lines of those nodes (needs the Inductor debug output)
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,8 @@ class KernelRow:
 
     ``device`` is ``-1`` when devices are merged. ``grid``/``block``/``registers``/``shared_bytes`` are those
     of the row's most frequent launch configuration; ``occupancy_pct`` the mean of Kineto's estimate (NaN
-    when unknown); ``launch_ns`` the summed duration of the launching API calls.
+    when unknown); ``launch_ns`` the summed duration of the launching API calls; ``inductor`` what the trace
+    knows about a torch.compile kernel (rows of one kernel name only).
     """
 
     name: str
@@ -57,6 +63,7 @@ class KernelRow:
     launch_ns: int = 0
     group: str = ""
     raw_name: str = ""
+    inductor: InductorInfo | None = None
     events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
 
 
@@ -74,13 +81,35 @@ def short_name(name: str, width: int | None = None) -> str:
 
 
 def _launcher_names(trace: Trace, kernels: I64) -> list[str]:
-    """The innermost operator or range around each kernel's launch call ("" when unknown)."""
+    """The innermost operator or range around each kernel's launch call ("" when unknown). In a compiled program
+    a kernel replayed by a CUDA graph gets its compiled region and replay (``Torch-Compiled Region: 1/0 › CUDA
+    graph replay``), and torch.compile's wrappers (``## Call CompiledFxGraph … ##``) give way to the compiled
+    region or the operator inside them."""
     api = trace.launch_of[kernels]
     has = api >= 0
     lanes = np.where(has, trace.lane[np.maximum(api, 0)], -1)
     times = np.where(has, trace.start_ns[np.maximum(api, 0)], 0)
     enc = innermost_enclosing(trace, lanes, times, (Kind.CPU_OP, Kind.RANGE))
-    return [trace.names[int(trace.name[e])] if e >= 0 else "(no launching operator)" for e in enc.tolist()]
+    names = [trace.names[int(trace.name[e])] if e >= 0 else "(no launching operator)" for e in enc.tolist()]
+    prog = compiled_program(trace)
+    if not (prog.uses_compile or prog.uses_cuda_graphs):
+        return names
+    o = kernel_origins(trace, kernels, prog)
+    for i in range(len(kernels)):
+        region = trace.event_name(int(o.region[i])) if o.region[i] >= 0 else ""
+        if o.replay[i] >= 0:
+            names[i] = f"{region} › CUDA graph replay" if region else "CUDA graph replay"
+        elif o.operator[i] >= 0:
+            names[i] = trace.event_name(int(o.operator[i]))
+        elif region:
+            names[i] = region
+    return names
+
+
+def _region_names(trace: Trace, kernels: I64) -> list[str]:
+    """The ``Torch-Compiled Region`` around each kernel's launch call, or ``(outside compiled regions)``."""
+    o = kernel_origins(trace, kernels)
+    return [trace.event_name(int(r)) if r >= 0 else "(outside compiled regions)" for r in o.region.tolist()]
 
 
 def _config_hash(grid: npt.NDArray[np.int32], block: npt.NDArray[np.int32]) -> npt.NDArray[np.uint64]:
@@ -147,6 +176,7 @@ def kernel_table(
         else np.zeros(len(k), dtype=bool)
     )
     label, label_text = _group_labels(trace, k, group_by, krow, has_side)
+    lookup = InductorLookup(trace)
     order, bounds, uniq = _groups(rk, dev, label)
     grand_total = int(dur.sum())
     api = trace.launch_of[k]
@@ -182,11 +212,27 @@ def kernel_table(
                 launch_ns=int(launch_dur[members].sum()),
                 group=group_by.value,
                 raw_name=config.raw_name or (trace.names[int(trace.name[ev[0]])] if group_by == GroupBy.NAME else ""),
+                inductor=_one_name_info(trace, ev, lookup),
                 events=ev,
             )
         )
     rows_out.sort(key=lambda r: (-r.total_ns, r.name, r.rank, r.device))
     return rows_out
+
+
+def _one_name_info(trace: Trace, events: I64, lookup: InductorLookup) -> InductorInfo | None:
+    """The torch.compile facts of a row whose kernels all share one name (None otherwise)."""
+    first = int(trace.name[events[0]])
+    if (trace.name[events] != first).any():
+        return None
+    return lookup.info(trace.names[first])
+
+
+def _text_labels(labels: list[str]) -> tuple[I64, list[str]]:
+    """Label ids (first-seen order) for a list of label texts, and the texts by id."""
+    lab_ids: dict[str, int] = {}
+    label = np.array([lab_ids.setdefault(s, len(lab_ids)) for s in labels], dtype=np.int64)
+    return label, list(lab_ids)
 
 
 def _group_labels(
@@ -195,10 +241,15 @@ def _group_labels(
     """The group key of each kernel ``k`` (a label id) and, except when grouping by name (the label is then the
     interned name id), the text of each label id. ``krow``/``has_side``: each kernel's kernel-table row."""
     if group_by == GroupBy.LAUNCHER:
-        labels = _launcher_names(trace, k)
-        lab_ids: dict[str, int] = {}
-        label = np.array([lab_ids.setdefault(s, len(lab_ids)) for s in labels], dtype=np.int64)
-        return label, list(lab_ids)
+        return _text_labels(_launcher_names(trace, k))
+    if group_by == GroupBy.REGION:
+        return _text_labels(_region_names(trace, k))
+    if group_by in (GroupBy.NODE, GroupBy.SOURCE):
+        lookup = InductorLookup(trace)
+        by_name = lookup.node_label if group_by == GroupBy.NODE else lookup.source_label
+        ids = trace.name[k]
+        text = {int(i): by_name(trace.names[int(i)]) for i in np.unique(ids).tolist()}
+        return _text_labels([text[int(i)] for i in ids.tolist()])
     if group_by == GroupBy.GEOMETRY:
         geo = np.zeros((len(k), 6), dtype=np.int64)
         if has_side.any():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gputop_trace.analysis.compiled import CompiledProgram
+from gputop_trace.analysis.compiled_findings import launch_fix
 from gputop_trace.analysis.finding_draft import Draft, name_of, pct
 from gputop_trace.analysis.gaps import LAUNCH_GAP_NS, SHORT_OP_NS, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
@@ -32,12 +34,7 @@ def lazy_loading_words(trace: Trace, api: int, words: DeviceWords) -> tuple[str,
     return "code", ""
 
 
-def _graph_fix(words: DeviceWords) -> str:
-    """``capture the step in a CUDA graph, `` (a HIP graph on ROCm; nothing where there are no graphs)."""
-    return f"capture the step in a {words.graphs}, " if words.graphs else ""
-
-
-def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
+def launch_bound_finding(dg: DeviceGaps, multi: bool, prog: CompiledProgram | None = None) -> Draft:
     """The finding for a launch-bound GPU (:attr:`~gputop_trace.analysis.gaps.DeviceGaps.launch_bound`)."""
     label = dg.trace.device_label(dg.rank, dg.device)
     gpu = f"rank {dg.rank} {label}" if multi else label
@@ -47,8 +44,7 @@ def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
         title=f"{gpu} is launch-bound: {plural(dg.short_gaps, 'gap')} under {format_ns(LAUNCH_GAP_NS)} between short "
         f"kernels ({format_ns(dg.short_gaps_ns)}, {pct(dg.short_gaps_ns, dg.span_ns)} of its active time)",
         detail=f"Kernels shorter than {format_ns(SHORT_OP_NS)} run back to back with small idle gaps between them: "
-        f"launch overhead, not {words.noun} work, sets the pace. Fix: fuse small ops (torch.compile), "
-        f"{_graph_fix(words)}or make each kernel do more work (larger batch).",
+        f"launch overhead, not {words.noun} work, sets the pace. Fix: {launch_fix(prog, words)}.",
         time_ns=dg.short_gaps_ns,
         span_ns=dg.span_ns,
         evidence={"rank": dg.rank, "device": dg.device, "short_gaps": dg.short_gaps, "short_gaps_ns": dg.short_gaps_ns},
@@ -60,7 +56,11 @@ def launch_bound_finding(dg: DeviceGaps, multi: bool) -> Draft:
 
 
 def launch_findings(
-    trace: Trace, rep: LaunchReport, spans: dict[tuple[int, int], int], reported: frozenset[int] = frozenset()
+    trace: Trace,
+    rep: LaunchReport,
+    spans: dict[tuple[int, int], int],
+    reported: frozenset[int] = frozenset(),
+    prog: CompiledProgram | None = None,
 ) -> list[Draft]:
     """Launch overhead (many kernels shorter than their own launch call) and very slow kernel launch calls;
     ``spans``: active span (ns) per (rank, device); ``reported``: launch calls (event indices) another finding
@@ -81,8 +81,7 @@ def launch_findings(
                 f"launch call (median launch {format_ns(float(np.median(rep.launch_ns[tiny])))}, median kernel "
                 f"{format_ns(float(np.median(trace.dur_ns[rep.op[tiny]])))})",
                 detail=f"The host spends longer launching these kernels than the {words.noun} spends running them, "
-                f"so the {words.noun} cannot get ahead of the host. Fix: fuse them (torch.compile), "
-                f"{_graph_fix(words)}or batch more work per kernel.",
+                f"so the {words.noun} cannot get ahead of the host. Fix: {launch_fix(prog, words)}.",
                 time_ns=lost,
                 span_ns=span_all,
                 evidence={"kernels": kernels, "shorter_than_launch": len(tiny), "excess_launch_ns": lost},

@@ -82,12 +82,14 @@ class GputopApp(App[int]):
         max_memory: int | None = None,
         use_cache: bool = True,
         include_python: bool = True,
+        inductor_dir: str | None = None,
     ) -> None:
         """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
         ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there;
         ``max_memory`` (bytes) replaces the available memory in the check made before loading;
         ``use_cache=False`` parses again (``--no-cache``); ``include_python=False`` leaves out ``python_function``
-        events (``--no-python``) until the palette's "Load Python stack events" asks for them."""
+        events (``--no-python``) until the palette's "Load Python stack events" asks for them; ``inductor_dir``
+        is torch.compile's debug output (``--inductor-dir``), attached to the trace once it is loaded."""
         super().__init__()
         self.fleet = fleet
         self.load_token = 0
@@ -95,6 +97,7 @@ class GputopApp(App[int]):
         self.max_memory = max_memory
         self.use_cache = use_cache
         self.include_python = include_python
+        self.inductor_dir = inductor_dir
         self._given_trace = trace
         self.run_analyses_after_load = analyses
         self.trace: Trace | None = None
@@ -201,6 +204,7 @@ class GputopApp(App[int]):
     @work(thread=True, exclusive=True, group="load")
     def load_trace(self) -> None:
         """Load, prepare the timeline, index launch flows; post the result or the error."""
+        from gputop_trace.load.inductor import attach_inductor_dir
         from gputop_trace.load.loader import load_paths
         from gputop_trace.tui.view.navigation import FlowIndex
         from gputop_trace.tui.view.timeline_data import prepare_timeline
@@ -234,6 +238,7 @@ class GputopApp(App[int]):
             trace = self._given_trace or load_paths(
                 paths, progress=progress, use_cache=self.use_cache, include_python=self.include_python
             )
+            trace = attach_inductor_dir(trace, self.inductor_dir)
             counts[2] = len(trace)
             data = prepare_timeline(trace, step=step)
             step("launch flows")

@@ -61,6 +61,17 @@ def add_paths(parser: argparse.ArgumentParser, *, optional: bool = False) -> Non
     )
 
 
+def add_inductor_dir(parser: argparse.ArgumentParser) -> None:
+    """``--inductor-dir DIR``: torch.compile's debug output, to map generated kernels to graph nodes and lines."""
+    parser.add_argument(
+        "--inductor-dir",
+        metavar="DIR",
+        help="torch.compile's debug output (the folder TORCH_COMPILE_DEBUG=1 writes, or any folder of "
+        "output_code.py files from TORCH_LOGS=output_code): each Inductor kernel is mapped to the post-grad "
+        "graph nodes and source lines it was generated from",
+    )
+
+
 def add_output(parser: argparse.ArgumentParser, *, csv: bool = True) -> None:
     """``--json`` (and ``--csv``) output switches."""
     group = parser.add_mutually_exclusive_group()
@@ -100,7 +111,8 @@ def load(args: argparse.Namespace) -> Trace:
     include_python = not getattr(args, "no_python", False)
     check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
     if not sys.stderr.isatty():
-        return check_filters(load_paths(paths, use_cache=use_cache, include_python=include_python), args)
+        trace = load_paths(paths, use_cache=use_cache, include_python=include_python)
+        return check_filters(_with_inductor(trace, args), args)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -118,7 +130,14 @@ def load(args: argparse.Namespace) -> Trace:
             bar.update(task, completed=done, total=total or None, events=events)
 
         trace = load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
-    return check_filters(trace, args)
+    return check_filters(_with_inductor(trace, args), args)
+
+
+def _with_inductor(trace: Trace, args: argparse.Namespace) -> Trace:
+    """The trace with the ``--inductor-dir`` output attached (when the command has the option)."""
+    from gputop_trace.load.inductor import attach_inductor_dir
+
+    return attach_inductor_dir(trace, getattr(args, "inductor_dir", None))
 
 
 def check_filters(trace: Trace, args: argparse.Namespace) -> Trace:

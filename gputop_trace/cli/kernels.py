@@ -58,11 +58,14 @@ def register(sub: Any) -> None:
     common.add_paths(p, optional=True)
     common.add_output(p)
     common.add_filters(p)
+    common.add_inductor_dir(p)
     p.add_argument(
         "--group-by",
-        choices=("name", "geometry", "launcher"),
+        choices=("name", "geometry", "launcher", "region", "node", "source"),
         default="name",
-        help="one row per kernel name (default), per name + grid + block, or per launching operator / NVTX range",
+        help="one row per kernel name (default), per name + grid + block, per launching operator / NVTX range "
+        "(a CUDA graph's kernels: its replay), per torch.compile region, or per post-grad graph node set / "
+        "source line of torch.compile kernels (node and source need --inductor-dir)",
     )
     p.add_argument(
         "--merge-devices",
@@ -130,6 +133,13 @@ def run(args: argparse.Namespace) -> int:
         from gputop_trace.load.samples import default_sample
 
         args.paths = [default_sample()]
+    if args.group_by in ("node", "source") and not args.inductor_dir:
+        from gputop_trace.errors import TraceError
+
+        raise TraceError(
+            f"--group-by {args.group_by} needs --inductor-dir DIR: the graph nodes and source lines of "
+            "torch.compile's kernels are in its debug output (record with TORCH_COMPILE_DEBUG=1), not in the trace."
+        )
     trace = common.load(args)
     if args.json:
         common.emit_json(build(trace, args.paths, args))
@@ -221,8 +231,9 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
     )
     for c, w in cols:
         t.add_column(c, justify="right", no_wrap=True, min_width=w)
+    shorten = not full_names and doc["group_by"] in ("name", "geometry", "launcher")
     for r in doc["kernels"]:
-        name = r["name"] if full_names else short_name(r["name"])
+        name = short_name(r["name"]) if shorten else r["name"]
         cells = {
             "dev": str(r["device"]) if r["device"] is not None else "",
             "count": f"{r['count']:,}",

@@ -25,6 +25,7 @@ def register(sub: Any) -> None:
         "top kernels and warnings. With no PATH, summarises the bundled sample trace.",
     )
     common.add_paths(p, optional=True)
+    common.add_inductor_dir(p)
     common.add_output(p, csv=False)
     p.add_argument(
         "--gap-threshold",

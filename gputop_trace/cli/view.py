@@ -24,6 +24,7 @@ def register(sub: Any) -> None:
         "ranks, and Enter opens one.",
     )
     common.add_paths(p, optional=True)
+    common.add_inductor_dir(p)
     p.add_argument(
         "--diff",
         action="store_true",
@@ -35,7 +36,12 @@ def register(sub: Any) -> None:
 
 
 def make_app(
-    paths: list[str], *, max_memory: int | None = None, use_cache: bool = True, include_python: bool = True
+    paths: list[str],
+    *,
+    max_memory: int | None = None,
+    use_cache: bool = True,
+    include_python: bool = True,
+    inductor_dir: str | None = None,
 ) -> Any:
     """The app for ``paths``: the fleet screen for a fleet Parquet file (``gputop-trace fleet --out``), else the
     timeline of the traces (``max_memory``: bytes the load may use, see :mod:`gputop_trace.load.resources`). A Parquet
@@ -55,7 +61,9 @@ def make_app(
         from gputop_trace.fleet.parquet import read_fleet
 
         return GputopApp([], fleet=read_fleet(fleets[0]))
-    return GputopApp(paths, max_memory=max_memory, use_cache=use_cache, include_python=include_python)
+    return GputopApp(
+        paths, max_memory=max_memory, use_cache=use_cache, include_python=include_python, inductor_dir=inductor_dir
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         max_memory=getattr(args, "max_memory", None),
         use_cache=not getattr(args, "no_cache", False),
         include_python=not getattr(args, "no_python", False),
+        inductor_dir=getattr(args, "inductor_dir", None),
     )
     app.run()
     return int(app.return_code or 0)

@@ -5,6 +5,7 @@ runs of one kernel share (the run comparison)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 
 def qualified_name(signature: str) -> str:
@@ -99,3 +100,221 @@ def collective_op(name: str) -> str | None:
     if _OTHER_COMMUNICATION.search(name):
         return "other"
     return None
+
+
+# ---- torch.compile (Inductor) kernels -------------------------------------------------------------------------
+
+#: Inductor's kernel categories, by the three letters its kernel names start with (``triton_red_…``): the
+#: ``@triton_heuristics.<category>`` decorator of the generated source, cut to three letters.
+INDUCTOR_KINDS: dict[str, str] = {
+    "poi": "pointwise",
+    "red": "reduction",
+    "per": "persistent reduction",
+    "coo": "cooperative reduction",
+    "tem": "template",
+    "for": "foreach",
+    "spl": "split scan",
+    "unk": "unknown",
+}
+#: ATen operator names with underscores that Inductor writes into fused kernel names (``fused_native_layer_norm``),
+#: so a name's words can be split back into operators; other words are one operator each.
+_ATEN_WORDS = frozenset(
+    [
+        "native_layer_norm",
+        "prepare_softmax_online",
+        "native_layer_norm_backward",
+        "native_batch_norm",
+        "native_batch_norm_backward",
+        "native_group_norm",
+        "native_group_norm_backward",
+        "native_dropout",
+        "native_dropout_backward",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_functional",
+        "_native_batch_norm_legit_no_training",
+        "layer_norm",
+        "batch_norm",
+        "group_norm",
+        "_softmax",
+        "_softmax_backward_data",
+        "_log_softmax",
+        "_log_softmax_backward_data",
+        "log_softmax",
+        "_to_copy",
+        "_unsafe_view",
+        "_unsafe_index",
+        "_unsafe_index_put",
+        "index_put",
+        "index_select",
+        "index_add",
+        "index_copy",
+        "index_fill",
+        "scatter_add",
+        "scatter_reduce",
+        "slice_scatter",
+        "select_scatter",
+        "diagonal_scatter",
+        "as_strided_scatter",
+        "as_strided",
+        "constant_pad_nd",
+        "reflection_pad2d",
+        "replication_pad2d",
+        "embedding_dense_backward",
+        "gelu_backward",
+        "silu_backward",
+        "sigmoid_backward",
+        "tanh_backward",
+        "threshold_backward",
+        "hardtanh_backward",
+        "hardswish_backward",
+        "leaky_relu",
+        "leaky_relu_backward",
+        "clamp_min",
+        "clamp_max",
+        "var_mean",
+        "nll_loss_forward",
+        "nll_loss_backward",
+        "nll_loss2d_forward",
+        "nll_loss2d_backward",
+        "mse_loss",
+        "smooth_l1_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "max_pool2d_with_indices",
+        "max_pool2d_with_indices_backward",
+        "avg_pool2d",
+        "avg_pool2d_backward",
+        "adaptive_avg_pool2d",
+        "_adaptive_avg_pool2d",
+        "_adaptive_avg_pool2d_backward",
+        "upsample_nearest2d",
+        "upsample_bilinear2d",
+        "upsample_nearest2d_backward",
+        "upsample_bilinear2d_backward",
+        "convolution_backward",
+        "full_like",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "empty_strided",
+        "rand_like",
+        "randn_like",
+        "lift_fresh_copy",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_not",
+        "bitwise_xor",
+        "masked_fill",
+        "masked_scatter",
+        "_foreach_add",
+        "_foreach_mul",
+        "_foreach_addcdiv",
+        "_foreach_addcmul",
+        "_foreach_sqrt",
+        "_foreach_div",
+        "_foreach_lerp",
+        "_foreach_copy",
+        "_fused_adam",
+        "_fused_adamw",
+        "scaled_dot_product_attention",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "grid_sampler_2d",
+        "split_with_sizes",
+        "_local_scalar_dense",
+        "inductor_random",
+        "inductor_seeds",
+        "inductor_lookup_seed",
+        "squeeze_copy",
+        "unsqueeze_copy",
+        "view_copy",
+        "permute_copy",
+        "expand_copy",
+        "slice_copy",
+        "select_copy",
+        "_weight_norm_interface",
+        "_weight_norm_interface_backward",
+        "rms_norm",
+        "_fused_rms_norm",
+        "_fused_rms_norm_backward",
+        "mul_rn",
+        "div_rn",
+    ]
+)
+_MAX_WORD_PARTS = max(w.count("_") + 1 for w in _ATEN_WORDS)
+_INDUCTOR_NAME = re.compile(
+    r"^(?P<backend>triton|cpp)_(?:(?P<kind>[a-z]{3})_)?(?:fused_?)?(?P<ops>.*?)_?(?P<index>\d+)$",
+)
+
+
+@dataclass(frozen=True)
+class InductorKernel:
+    """What a torch.compile (Inductor) kernel's name says: ``kind`` a value of :data:`INDUCTOR_KINDS` (``"C++"``
+    for a CPU kernel), ``ops`` the operators fused into it in the order the name lists them (Inductor's
+    ``original_aten`` names, or what ``descriptive_names`` chose), ``index`` its number in the generated module
+    and ``backend`` ``"triton"`` or ``"cpp"``."""
+
+    kind: str
+    ops: tuple[str, ...]
+    index: int
+    backend: str
+
+    @property
+    def label(self) -> str:
+        """``reduction: addmm, gelu, native_layer_norm`` — the kind and the fused operators in words."""
+        return f"{self.kind}: {', '.join(self.ops)}" if self.ops else self.kind
+
+
+def split_fused_ops(words: str) -> tuple[str, ...]:
+    """The operators of a fused name's word list (``addmm_gelu_native_layer_norm`` → addmm, gelu,
+    native_layer_norm; ``_softmax_relu`` → _softmax, relu): known multi-word ATen names first, longest match."""
+    parts = words.split("_")
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        if parts[i] == "" and i + 1 < len(parts):  # a leading underscore: ``_softmax``
+            start, lead = i + 1, "_"
+        else:
+            start, lead = i, ""
+        best = 1
+        for n in range(min(_MAX_WORD_PARTS, len(parts) - start), 1, -1):
+            if lead + "_".join(parts[start : start + n]) in _ATEN_WORDS:
+                best = n
+                break
+        word = lead + "_".join(parts[start : start + best])
+        if word and word != "_":
+            out.append(word)
+        i = start + best
+    return tuple(out)
+
+
+def inductor_kernel(name: str) -> InductorKernel | None:
+    """Decode a torch.compile (Inductor) kernel name: ``triton_red_fused_addmm_gelu_native_layer_norm_0`` →
+    reduction of addmm, gelu, native_layer_norm (kernel 0); ``cpp_fused__softmax_relu_0`` → a C++ kernel of
+    _softmax, relu. A Triton specialization suffix (``_0d1d2de``) is ignored. None for any other name."""
+    core = normalized_kernel_name(name)
+    m = _INDUCTOR_NAME.match(core)
+    if m is None:
+        return None
+    backend, kind = m.group("backend"), m.group("kind")
+    if backend == "triton":
+        if kind is None or kind not in INDUCTOR_KINDS:
+            return None
+        kind_words = INDUCTOR_KINDS[kind]
+    else:
+        if kind is not None and not core.startswith("cpp_fused"):
+            return None
+        kind_words = "C++"
+    ops = m.group("ops")
+    if backend == "cpp" and kind is not None:  # ``cpp_fused_add_0``: the three letters were an operator
+        ops = f"{kind}_{ops}" if ops else kind
+    return InductorKernel(kind=kind_words, ops=split_fused_ops(ops), index=int(m.group("index")), backend=backend)

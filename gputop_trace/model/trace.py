@@ -38,6 +38,9 @@ from gputop_trace.model.tables import (
 
 #: ``TraceMeta.properties`` key: how many ``python_function`` events ``include_python=False`` left out
 PYTHON_LEFT_OUT = "python_function_left_out"
+#: ``TraceMeta.properties`` key: torch.compile launcher ops' args by op name (``kernel_file``, ``kernel_hash``,
+#: ``kernel_backend``), each name's distinct records in a list
+INDUCTOR_LAUNCHERS = "inductor_launchers"
 
 
 def python_left_out(trace: Trace) -> int:
@@ -50,6 +53,25 @@ def python_left_out(trace: Trace) -> int:
         if isinstance(p, dict):
             total += int(p.get(PYTHON_LEFT_OUT, 0))
     return total
+
+
+def inductor_launch_args(trace: Trace) -> dict[str, list[dict[str, str]]]:
+    """The ``kernel_file`` / ``kernel_hash`` / ``kernel_backend`` args torch.compile's launcher ops carry, by op
+    (= kernel) name, over every rank; empty when the trace has none."""
+    props = trace.meta.properties
+    ranks = props.get("ranks")
+    per_rank: list[Any] = ranks if isinstance(ranks, list) else [props]
+    out: dict[str, list[dict[str, str]]] = {}
+    for p in per_rank:
+        table = p.get(INDUCTOR_LAUNCHERS) if isinstance(p, dict) else None
+        if not isinstance(table, dict):
+            continue
+        for name, records in table.items():
+            have = out.setdefault(str(name), [])
+            for r in records if isinstance(records, list) else []:
+                if isinstance(r, dict) and r not in have:
+                    have.append({k: str(v) for k, v in r.items()})
+    return out
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,4 +38,5 @@ def kernel_row_json(r: KernelRow) -> dict[str, Any]:
         "occupancy_pct": None if r.occupancy_pct != r.occupancy_pct else round(r.occupancy_pct, 2),
         "launch_ns": r.launch_ns,
         "raw_name": r.raw_name,
+        "inductor": r.inductor.to_json() if r.inductor is not None else None,
     }

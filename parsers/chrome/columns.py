@@ -55,6 +55,7 @@ _A_GRID = attrgetter("grid")
 _A_BYTES = attrgetter("bytes")
 _A_SIZE = attrgetter("size")
 _A_KDETAILS = attrgetter("kernel_details")
+_A_KFILE = attrgetter("kernel_file")
 _A_COLLECTIVE = attrgetter("collective")
 _A_MDETAILS = attrgetter("memcpy_details")
 _A_SDETAILS = attrgetter("memset_details")
@@ -263,6 +264,9 @@ def _add_slices(
                 if corr_x[i] >= 0:
                     st.call_size[int(corr_x[i])] = size
     _add_kernel_and_copy_rows(st, argl, ev_x)
+    files = list(map(_A_KFILE, argl))
+    if files.count(None) != nx:
+        _add_inductor_args(st, xs, argl, files)
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)
@@ -320,6 +324,14 @@ def _add_kernel_and_copy_rows(st: State, argl: list[Any], ev_x: np.ndarray[Any, 
                 st.details.append((int(ev_x[i]), "memcpy", mt))
             elif stx is not None:
                 st.details.append((int(ev_x[i]), "memset", stx))
+
+
+def _add_inductor_args(st: State, xs: list[Any], argl: list[Any], files: list[Any]) -> None:
+    """torch.compile's launcher ops (``kernel_file``, ``kernel_hash``, ``kernel_backend`` args) by op name."""
+    for e, a, f in zip(xs, argl, files, strict=True):
+        if isinstance(f, str):
+            h, b = a.kernel_hash, a.kernel_backend
+            st.inductor_args[e.name].add((f, h if isinstance(h, str) else "", b if isinstance(b, str) else ""))
 
 
 def _process_other(

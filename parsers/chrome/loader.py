@@ -21,11 +21,12 @@ from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
-from gputop_trace.model.trace import PYTHON_LEFT_OUT, Trace
+from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
 from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
 from gputop_trace.parsers.chrome.flows import bind_flow_events, launch_flows
+from gputop_trace.parsers.chrome.graph_replays import REPLAY_NAME, replay_bands
 from gputop_trace.parsers.chrome.matching import match_async, match_begin_end
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
@@ -121,7 +122,7 @@ def _finish(
         ranks=(rank,),
         world_size=int_or(dist.get("world_size"), 0) or None if dist else None,
         truncated_bytes=lost,
-        properties=_properties(header, info, file_size, st.python_left_out),
+        properties=_properties(header, info, file_size, st.python_left_out, st.inductor_args),
     )
     if fmt == "jax" and not any(k == Kind.KERNEL for k in np.unique(kind).tolist()):
         b.warn("No GPU kernels were found: the JAX trace has no /device:GPU process with stream threads.")
@@ -242,6 +243,12 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
     fsrc, fdst = launch_flows(kind, corr)
     if len(fsrc):
         b.add_flows(fsrc, fdst, FlowKind.LAUNCH)
+    bands = replay_bands(b.names.strings, kind, lane, name, corr, ext, start, dur) if fmt == "kineto" else None
+    if bands is not None:  # one band per CUDA-graph replay (after every file event: provisional indices hold)
+        src = bands.pop("src")
+        idx = b.add_events(name=b.names.intern(REPLAY_NAME), **bands)
+        b.add_flows(src, idx, FlowKind.LAUNCH)
+        kind = np.concatenate((kind, bands["kind"]))
     return kind
 
 
@@ -305,7 +312,13 @@ def _gpus(header: dict[str, Any], st: State, fmt: str, rank: int) -> tuple[GpuIn
     return tuple(sorted(out, key=lambda g: g.device))
 
 
-def _properties(header: dict[str, Any], info: DocumentInfo, file_size: int, python_left_out: int) -> dict[str, Any]:
+def _properties(
+    header: dict[str, Any],
+    info: DocumentInfo,
+    file_size: int,
+    python_left_out: int,
+    inductor_args: dict[str, set[tuple[str, str, str]]],
+) -> dict[str, Any]:
     keep = {k: v for k, v in header.items() if k not in ("deviceProperties",) and not isinstance(v, (list, dict))}
     if isinstance(header.get("distributedInfo"), dict):
         keep["distributedInfo"] = header["distributedInfo"]
@@ -314,6 +327,11 @@ def _properties(header: dict[str, Any], info: DocumentInfo, file_size: int, pyth
     keep["decompressed_size"] = info.total
     if python_left_out:
         keep[PYTHON_LEFT_OUT] = python_left_out
+    if inductor_args:
+        keep[INDUCTOR_LAUNCHERS] = {
+            name: [{"kernel_file": f, "kernel_hash": h, "kernel_backend": b} for f, h, b in sorted(rows)]
+            for name, rows in sorted(inductor_args.items())
+        }
     return keep
 
 

@@ -92,6 +92,8 @@ class State:
         self.own_size: dict[int, tuple[int, Any]] = {}
         self.coll_rows: list[tuple[int, str, str | None, int, int, int, str | None]] = []
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy"|"memset", details text)
+        # torch.compile launcher ops: op name → distinct (kernel_file, kernel_hash, kernel_backend)
+        self.inductor_args: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
         self.asyncs: list[tuple[Any, ...]] = []  # (ph, pid, cat, id, ts, name, seq)

@@ -52,6 +52,10 @@ class Args(msgspec.Struct, gc=False):
     #: a JAX (XLA/CUPTI) memset's details: ``"kind:unknown num_bytes:4 async:1"``
     memset_details: str | None = msgspec.field(default=None, name="Memset_details")
     kernel_details: str | None = None
+    # torch.compile's Triton launcher op (a CPU op named like its kernel): the generated file, its hash, the backend
+    kernel_file: Any = None
+    kernel_hash: Any = None
+    kernel_backend: Any = None
 
 
 class Event(msgspec.Struct, gc=False):

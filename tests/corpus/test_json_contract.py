@@ -69,3 +69,30 @@ def test_summary_json_of_the_ddp_directory_lists_both_ranks() -> None:
     _assert_envelope(doc, "summary")
     assert doc["source"]["ranks"] == [0, 1]
     assert sorted((d["rank"], d["device"]) for d in doc["devices"]) == [(0, 0), (1, 1)]
+
+
+def test_kernel_rows_carry_the_inductor_object() -> None:
+    doc = _json("kernels", str(SAMPLES / "h200_compiled.json.gz"), "--json")
+    _assert_envelope(doc, "kernels")
+    rows = {r["name"]: r for r in doc["kernels"]}
+    assert all("inductor" in r for r in rows.values())
+    ind = rows["triton_per_fused_addmm_gelu_native_layer_norm_0"]["inductor"]
+    assert set(ind) == {
+        "kind",
+        "fused_ops",
+        "index",
+        "launch_args",
+        "graphs",
+        "source_nodes",
+        "post_grad_nodes",
+        "source_lines",
+        "output_code",
+    }
+    assert (ind["kind"], ind["fused_ops"], ind["index"]) == (
+        "persistent reduction",
+        ["addmm", "gelu", "native_layer_norm"],
+        0,
+    )
+    assert all(r["inductor"] is None for n, r in rows.items() if not n.startswith("triton_"))
+    findings = _json("summary", str(SAMPLES / "h200_compiled.json.gz"), "--json")["findings"]
+    assert all("fuse small ops (torch.compile)" not in f["detail"] for f in findings)

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSE_SHORT, CAUSES
+from gputop_trace.analysis.compiled_findings import cause_fix
 from gputop_trace.analysis.findings import Finding
 from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS
-from gputop_trace.analysis.gaps import CAUSE_FIX, DeviceGaps, Gap
+from gputop_trace.analysis.gaps import DeviceGaps, Gap
 from gputop_trace.analysis.transfers import FLAG_TITLES, FLAGS, TransferReport, direction_label, host_memory_label
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
@@ -75,6 +76,7 @@ class GapItem:
     gap: Gap
     next_label: str
     launch_label: str
+    fix: str = ""  # what to do, worded for what the program already does (torch.compile, CUDA graphs)
 
 
 def gap_items(data: TimelineData, devices: list[DeviceGaps], limit: int = MAX_ROWS) -> tuple[list[GapItem], int]:
@@ -86,11 +88,12 @@ def gap_items(data: TimelineData, devices: list[DeviceGaps], limit: int = MAX_RO
     gaps.sort(key=lambda g: (-g.dur_ns, g.start_ns, g.rank, g.device))
     gaps = gaps[:limit]
     t = data.trace
+    prog = data.program()
     items = []
     for g in gaps:
         nxt = data.label(g.next_op) if g.next_op >= 0 else ""
         launch = clean(t.event_name(g.launch_event)) if g.launch_event >= 0 else ""
-        items.append(GapItem(g, nxt, launch))
+        items.append(GapItem(g, nxt, launch, cause_fix(g.cause, prog, g.words)))
     return items, total
 
 
@@ -128,7 +131,7 @@ def gap_details(data: TimelineData, g: Gap) -> list[tuple[str, str]]:
         ("when", f"{format_ns(g.start_ns, precision=6)} for {format_ns(g.dur_ns)}"),
         ("cause", g.cause_label),
         ("why", clean(g.detail)),
-        ("fix", CAUSE_FIX.get(g.cause, "")),
+        ("fix", cause_fix(g.cause, data.program(), g.words)),
     ]
     if g.range_name:
         rows.append(("inside", clean(g.range_name)))

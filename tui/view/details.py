@@ -16,6 +16,7 @@ from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import COPY_KIND_LABEL, KIND_WORDS, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.view.compiled_details import inductor_rows, replay_rows
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
@@ -79,6 +80,8 @@ def describe_event(
     what = KIND_LABEL.get(kind, "event")
     if kind == Kind.KERNEL:
         what += f" ({FAMILY_LABEL[data.family_of(i)]})"
+    elif kind == Kind.GPU_RANGE and t.lanes[int(t.lane[i])].kind == LaneKind.GPU_STREAM:
+        what = "CUDA-graph replay band (its kernels run one row below)"
     rows.append(("what", f"{what} on {lane_description(t, int(t.lane[i]))}"))
     title = name
     if kind == Kind.KERNEL:
@@ -143,6 +146,9 @@ def describe_event(
             raw = int(kt.raw_name[k])
             if raw >= 0:
                 tail.append(("raw name", clean(t.names[raw])))
+    if kind == Kind.KERNEL:
+        rows.extend(inductor_rows(data.inductor().info(t.event_name(i))))
+    rows.extend(replay_rows(data, i))
     if kind in (Kind.MEMCPY, Kind.MEMSET, Kind.UVM):
         c = t.copy_row(i)
         if c >= 0:

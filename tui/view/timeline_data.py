@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gputop_trace.analysis.busy import DeviceBusy, device_busy
+from gputop_trace.analysis.compiled import CompiledProgram, compiled_program
+from gputop_trace.analysis.inductor_info import InductorLookup
 from gputop_trace.model.arrays import I64, U8
 from gputop_trace.model.kinds import COPY_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
@@ -46,6 +48,20 @@ class TimelineData:
     name_family: U8
     gaps: dict[tuple[int, int], GapMarks] = field(default_factory=dict)
     _labels: dict[int, str] = field(default_factory=dict, repr=False)
+    _program: list[CompiledProgram] = field(default_factory=list, repr=False)
+    _inductor: list[InductorLookup] = field(default_factory=list, repr=False)
+
+    def inductor(self) -> InductorLookup:
+        """What the trace knows about its torch.compile kernels, by name (built once, on first use)."""
+        if not self._inductor:
+            self._inductor.append(InductorLookup(self.trace))
+        return self._inductor[0]
+
+    def program(self) -> CompiledProgram:
+        """The trace's torch.compile / CUDA-graph facts (computed once, on first use)."""
+        if not self._program:
+            self._program.append(compiled_program(self.trace))
+        return self._program[0]
 
     @property
     def extent(self) -> tuple[int, int]:

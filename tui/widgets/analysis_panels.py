@@ -92,7 +92,7 @@ class GapsPanel(SummaryTablePanel):
     def row_detail(self, item: Any) -> str:
         it: GapItem = item
         g = it.gap
-        return f"{clean(g.detail)} Fix: {CAUSE_FIX.get(g.cause, '')}"
+        return f"{clean(g.detail)} Fix: {it.fix or CAUSE_FIX.get(g.cause, '')}"
 
     def matches(self, item: Any, pattern: re.Pattern[str]) -> bool:
         it: GapItem = item

@@ -1,0 +1,69 @@
+"""torch.compile on the real corpus: the compiled H200 trace's Triton kernels decoded, the Triton example's launcher
+args carried, and findings that do not tell a compiled program to use torch.compile."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gputop_trace.analysis.findings import find_findings
+from gputop_trace.analysis.kernels import kernel_table
+from gputop_trace.load.loader import load_file
+from gputop_trace.model.kinds import Kind
+from gputop_trace.tui.view.details import describe_event
+from gputop_trace.tui.view.timeline_data import prepare_timeline
+from tests.cli_run import run_cli
+from tests.conftest import corpus_file
+
+pytestmark = pytest.mark.corpus
+
+COMPILED = corpus_file("kineto/h200_inductor_compiled.json.gz")
+TRITON = corpus_file("external/triton_example/triton_example.json.gz")
+
+
+def test_fused_operations_of_the_compiled_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "kernels", COMPILED, "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)["kernels"]}
+    red = rows["triton_red_fused_addmm_gelu_native_layer_norm_0"]
+    assert red["count"] == 48
+    assert red["inductor"]["kind"] == "reduction"
+    assert red["inductor"]["fused_ops"] == ["addmm", "gelu", "native_layer_norm"]
+    assert red["inductor"]["launch_args"] == []  # this recording's launcher ops carry no kernel_file args
+    assert sum(r["inductor"] is not None for r in rows.values()) == 1
+
+
+def test_no_advice_to_compile_a_compiled_program() -> None:
+    t = load_file(COMPILED)
+    for f in find_findings(t):
+        assert "fuse small ops (torch.compile)" not in f.detail, f.detail
+        assert "torch.compile or CUDA graphs" not in f.detail, f.detail
+    # it is compiled but replays no CUDA graph: capturing one is still fair advice
+    cpu_bound = [f for f in find_findings(t) if f.evidence.get("cause") == "cpu_bound"]
+    assert cpu_bound and "the program is already compiled" in cpu_bound[0].detail
+
+
+def test_compiled_regions_replace_the_wrapper_as_launcher() -> None:
+    rows = {r.name: r.count for r in kernel_table(load_file(COMPILED), group_by="region")}
+    assert rows == {"Torch-Compiled Region: 0/0": 144, "(outside compiled regions)": 2}
+
+
+def test_triton_launcher_args(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "kernels", TRITON, "--json")
+    assert code == 0
+    (row,) = json.loads(out)["kernels"]
+    ind = row["inductor"]
+    assert ind["kind"] == "pointwise" and ind["fused_ops"] == ["add", "cos", "sin"]
+    assert ind["launch_args"] == [
+        {
+            "kernel_file": "/tmp/torchinductor_bcoutinho/qa/cqaokwf2bph4egogzevc22vluasiyuui4i54zpemp6knbsggfbuu.py",
+            "kernel_hash": "cqaokwf2bph4egogzevc22vluasiyuui4i54zpemp6knbsggfbuu",
+            "kernel_backend": "triton",
+        }
+    ]
+    t = load_file(TRITON)
+    k = int(t.of_kind(Kind.KERNEL)[0])
+    rows = dict(describe_event(prepare_timeline(t), k)[1])
+    assert rows["compiled"] == "torch.compile pointwise kernel of add, cos, sin (Inductor kernel 0)"
+    assert "hash cqaokwf2bph4egogzevc22vluasiyuui4i54zpemp6knbsggfbuu · backend triton" in rows["kernel file"]
