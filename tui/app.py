@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App
@@ -35,8 +35,13 @@ from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.timeline_data import TimelineData
 
+if TYPE_CHECKING:
+    from gputop_trace.load.background import BackgroundLoad
+
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
-PROGRESS_INTERVAL_S = 0.05
+#: how often the loading screen shows progress, in seconds: each update is redrawn on the UI thread, which holds
+#: the GIL the parser needs (at 20 a second the UI took a fifth of the load's CPU time on a 50 MB trace)
+PROGRESS_INTERVAL_S = 0.25
 
 
 def cli_error_text(message: str) -> str:
@@ -81,9 +86,12 @@ class GputopApp(App[int]):
         max_memory: int | None = None,
         use_cache: bool = True,
         include_python: bool = True,
+        background: BackgroundLoad | None = None,
     ) -> None:
-        """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
-        ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there;
+        """``paths`` are loaded in a worker; ``background`` is their load already started (``view`` starts it
+        before importing the app), taken over when its paths and options are these; ``trace`` (already loaded, by
+        ``view A B`` or a benchmark) skips the reading; ``fleet`` starts on the fleet screen instead, loading a
+        rank's trace when it is opened there;
         ``max_memory`` (bytes) replaces the available memory in the check made before loading;
         ``use_cache=False`` parses again (``--no-cache``); ``include_python=False`` leaves out ``python_function``
         events (``--no-python``) until the palette's "Load Python stack events" asks for them."""
@@ -95,6 +103,7 @@ class GputopApp(App[int]):
         self.use_cache = use_cache
         self.include_python = include_python
         self._given_trace = trace
+        self._background = background
         self.run_analyses_after_load = analyses
         self.trace: Trace | None = None
         self.data: TimelineData | None = None
@@ -199,25 +208,17 @@ class GputopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="load")
     def load_trace(self) -> None:
-        """Load, prepare the timeline, index launch flows; post the result or the error."""
-        from gputop_trace.load.loader import load_paths
+        """Load (on the thread of a :class:`BackgroundLoad`, the command line's load path; the one ``view`` started
+        before the app, when it is for these paths), prepare the timeline, index launch flows; post the result or
+        the error. Progress is read from the load every :data:`PROGRESS_INTERVAL_S`."""
+        from gputop_trace.load.background import BackgroundLoad
         from gputop_trace.tui.view.navigation import FlowIndex
         from gputop_trace.tui.view.timeline_data import prepare_timeline
 
         worker = get_current_worker()
         token = self.load_token
         paths = list(self.paths)
-        last = [0.0]
         counts = [0, 0, 0]
-
-        def progress(done: int, total: int, events: int) -> None:
-            if worker.is_cancelled:
-                raise LoadCancelled()
-            counts[:] = [done, total, events]
-            now = time.perf_counter()
-            if now - last[0] >= PROGRESS_INTERVAL_S:
-                last[0] = now
-                self.post_message(LoadProgress(done, total, events, "reading"))
 
         def step(what: str) -> None:
             if worker.is_cancelled:
@@ -225,15 +226,23 @@ class GputopApp(App[int]):
             self.post_message(LoadProgress(counts[0], counts[1], counts[2], what))
 
         t0 = time.perf_counter()
+        pending, self._background = self._background, None
         try:
-            if self._given_trace is None:
-                from gputop_trace.load.resources import check_paths
-
-                check_paths(paths, self.max_memory)
-            trace = self._given_trace or load_paths(
-                paths, progress=progress, use_cache=self.use_cache, include_python=self.include_python
-            )
-            counts[2] = len(trace)
+            if self._given_trace is not None:
+                trace = self._given_trace
+            else:
+                opts = {"use_cache": self.use_cache, "include_python": self.include_python}
+                if pending is None or not pending.matches(paths, **opts):
+                    if pending is not None:
+                        pending.cancel()
+                    pending = BackgroundLoad(paths, max_memory=self.max_memory, **opts)
+                while not pending.wait(PROGRESS_INTERVAL_S):
+                    if worker.is_cancelled:
+                        pending.cancel()
+                        return
+                    self.post_message(LoadProgress(*pending.progress, "reading"))
+                trace = pending.result()
+            counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
             data = prepare_timeline(trace, step=step)
             step("launch flows")
             flows = FlowIndex(trace)
@@ -305,14 +314,16 @@ class GputopApp(App[int]):
                 "the fleet.",
                 timeout=5,
             )
-        if self.run_analyses_after_load:
-            self.run_analyses(message.trace)
 
     def _first_screen_shown(self) -> None:
         self.first_screen_at = time.perf_counter() - self._started
         # the loaded trace and its lookups live as long as the app: keep them out of the garbage collector's
         # full passes, which otherwise stall a keypress now and then (tens of ms on a large trace)
         gc.freeze()
+        # the analyses start once the first screen is drawn: their thread holds the GIL most of the time, and
+        # started with the main screen they held back its first frame (by about 0.4 s on a 50 MB trace)
+        if self.run_analyses_after_load and self.trace is not None:
+            self.run_analyses(self.trace)
 
     # ---- analyses --------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="analyses")

@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 
 from gputop_trace.analysis.diff.compare import RunDiff
 from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.model.trace import Trace
 from gputop_trace.tui.app import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -62,9 +63,12 @@ class DiffApp(App[int]):
         max_memory: int | None = None,
         use_cache: bool = True,
         include_python: bool = True,
+        runs: tuple[Trace, Trace] | None = None,
     ) -> None:
+        """``runs``: both sides already loaded (``view A B`` loads them to tell two runs from one job)."""
         super().__init__()
         self.base, self.test = list(base), list(test)
+        self.runs = runs
         self.max_memory = max_memory
         self.use_cache = use_cache
         self.include_python = include_python
@@ -109,8 +113,11 @@ class DiffApp(App[int]):
             "progress": progress,
         }
         try:
-            base = load_run("BASE", self.base, **opts)
-            test = load_run("TEST", self.test, **opts)
+            if self.runs is not None:
+                base, test = self.runs
+            else:
+                base = load_run("BASE", self.base, **opts)
+                test = load_run("TEST", self.test, **opts)
             self.post_message(LoadProgress(0, 0, len(base) + len(test), "comparing"))
             diff = diff_runs(base, test, identical=same_inputs(self.base, self.test))
             data = (prepare_timeline(base), prepare_timeline(test))
