@@ -14,10 +14,11 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -27,7 +28,7 @@ from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.commands import TraceCommands
+from gputop_trace.tui.commands import TraceCommands, system_commands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.fleet import FleetScreen
@@ -133,6 +134,10 @@ class GputopApp(App[int]):
     def mono(self) -> bool:
         """Whether colours are off (``NO_COLOR``)."""
         return bool(self.no_color)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
+        return system_commands(self, self.action_quit_app)
 
     # ---- loading ---------------------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:

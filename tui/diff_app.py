@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.analysis.diff.compare import RunDiff
@@ -28,6 +30,7 @@ from gputop_trace.tui.app import (
     cli_error_text,
     internal_error_message,
 )
+from gputop_trace.tui.commands import system_commands
 from gputop_trace.tui.messages import LoadFailed, LoadProgress
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.diff import DiffScreen
@@ -78,6 +81,10 @@ class DiffApp(App[int]):
     def mono(self) -> bool:
         """Whether colours are off (``NO_COLOR``)."""
         return bool(self.no_color)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
+        return system_commands(self, self.action_quit_app)
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen([*self.base, *self.test]))
