@@ -127,7 +127,9 @@ class GputopApp(App[int]):
         markup: bool = True,
     ) -> None:
         """A notification whose text is never read as markup (``markup`` is ignored): notifications carry names
-        from the trace, warnings quoting the file and paths the user typed, which must show as they are."""
+        from the trace, warnings quoting the file and paths the user typed, which must show as they are. It
+        replaces the one shown: toasts never stack up over the screen."""
+        self.clear_notifications()
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     @property
@@ -295,30 +297,35 @@ class GputopApp(App[int]):
             self.pop_screen()
         self.switch_screen(MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono))
         self.call_after_refresh(self._first_screen_shown)
-        warnings = message.trace.meta.warnings
+        self._notify_loaded(message.trace)
+
+    def _notify_loaded(self, trace: Trace) -> None:
+        """One notification for what the user should know once the trace is shown (warnings while loading,
+        Python events left out, the fleet rank), as notifications replace each other."""
+        parts: list[str] = []
+        title = ""
+        severity: SeverityLevel = "information"
+        warnings = trace.meta.warnings
         if warnings:
             first = clean(warnings[0])
             first = first if len(first) <= 90 else first[:89] + "…"
             more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
-            self.notify(
-                f"{first}{more} — all warnings are in panel 6 (Findings).",
-                title=f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading",
-                severity="warning",
-                timeout=6,
-            )
-        left_out = python_left_out(message.trace)
+            parts.append(f"{first}{more} — all warnings are in panel 6 (Findings).")
+            title = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} while loading"
+            severity = "warning"
+        left_out = python_left_out(trace)
         if left_out:
-            self.notify(
+            parts.append(
                 f"{left_out:,} Python stack events (python_function) were left out (--no-python). To see them: "
-                "Ctrl+P, Load Python stack events.",
-                timeout=6,
+                "Ctrl+P, Load Python stack events."
             )
         if self.fleet is not None:
-            self.notify(
+            parts.append(
                 f"Rank {self.fleet_rank} of the fleet. Esc (with nothing selected and no panel open) goes back to "
-                "the fleet.",
-                timeout=5,
+                "the fleet."
             )
+        if parts:
+            self.notify("\n".join(parts), title=title, severity=severity, timeout=6)
 
     def _first_screen_shown(self) -> None:
         self.first_screen_at = time.perf_counter() - self._started
