@@ -125,7 +125,8 @@ def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSect
         if ident in seen:
             prev = seen[ident]
             if key not in prev.raw_keys:
-                entry = HelpEntry(f"{prev.keys} {shown}", prev.description, prev.action, (*prev.raw_keys, key))
+                raw = tuple(sorted((*prev.raw_keys, key), key=len))  # q before ctrl+c
+                entry = HelpEntry(" ".join(_key_name(k) for k in raw), prev.description, prev.action, raw)
                 lst = sections[title]
                 lst[lst.index(prev)] = entry
                 seen[ident] = entry
@@ -134,7 +135,8 @@ def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSect
         seen[ident] = entry
         sections.setdefault(title, []).append(entry)
     order = {b.action: i for i, b in enumerate(order_by) if isinstance(b, Binding)}
-    ours, standard = [], []
+    ours: list[HelpSection] = []
+    standard: list[HelpSection] = []
     for title, entries in sections.items():
         if title == _section_title(screen):
             entries = sorted(entries, key=lambda e: order.get(e.action, len(order)))

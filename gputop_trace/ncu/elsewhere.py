@@ -49,7 +49,9 @@ def commands_elsewhere(
     if clock_control is not None:
         gputop += ["--clock-control", clock_control]
     base, _ = run_files(name, skip, request.trace_path, now=now)
-    stem = os.path.basename(base)  # written where the command runs: that machine has no cache folder of ours
+    # written where the command runs (that machine has no cache folder of ours), named without run_files' time
+    # stamp so that the command reads the same every time it is shown: KERNEL-launchN
+    stem = os.path.basename(base).rsplit("-", 2)[0]
     cmd = build_ncu_command(
         name,
         argv,
