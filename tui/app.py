@@ -14,10 +14,11 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -27,7 +28,7 @@ from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.commands import TraceCommands
+from gputop_trace.tui.commands import TraceCommands, system_commands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.fleet import FleetScreen
@@ -36,8 +37,13 @@ from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import plural
 
+if TYPE_CHECKING:
+    from gputop_trace.load.background import BackgroundLoad
+
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
-PROGRESS_INTERVAL_S = 0.05
+#: how often the loading screen shows progress, in seconds: each update is redrawn on the UI thread, which holds
+#: the GIL the parser needs (at 20 a second the UI took a fifth of the load's CPU time on a 50 MB trace)
+PROGRESS_INTERVAL_S = 0.25
 
 
 def cli_error_text(message: str) -> str:
@@ -83,9 +89,12 @@ class GputopApp(App[int]):
         use_cache: bool = True,
         include_python: bool = True,
         inductor_dir: str | None = None,
+        background: BackgroundLoad | None = None,
     ) -> None:
-        """``paths`` are loaded in a worker; ``trace`` (already loaded, e.g. by a benchmark) skips the reading;
-        ``fleet`` starts on the fleet screen instead, loading a rank's trace when it is opened there;
+        """``paths`` are loaded in a worker; ``background`` is their load already started (``view`` starts it
+        before importing the app), taken over when its paths and options are these; ``trace`` (already loaded, by
+        ``view A B`` or a benchmark) skips the reading; ``fleet`` starts on the fleet screen instead, loading a
+        rank's trace when it is opened there;
         ``max_memory`` (bytes) replaces the available memory in the check made before loading;
         ``use_cache=False`` parses again (``--no-cache``); ``include_python=False`` leaves out ``python_function``
         events (``--no-python``) until the palette's "Load Python stack events" asks for them; ``inductor_dir``
@@ -99,6 +108,7 @@ class GputopApp(App[int]):
         self.include_python = include_python
         self.inductor_dir = inductor_dir
         self._given_trace = trace
+        self._background = background
         self.run_analyses_after_load = analyses
         self.trace: Trace | None = None
         self.data: TimelineData | None = None
@@ -121,13 +131,19 @@ class GputopApp(App[int]):
         markup: bool = True,
     ) -> None:
         """A notification whose text is never read as markup (``markup`` is ignored): notifications carry names
-        from the trace, warnings quoting the file and paths the user typed, which must show as they are."""
+        from the trace, warnings quoting the file and paths the user typed, which must show as they are. It
+        replaces the one shown: toasts never stack up over the screen."""
+        self.clear_notifications()
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
     @property
     def mono(self) -> bool:
         """Whether colours are off (``NO_COLOR``)."""
         return bool(self.no_color)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
+        return system_commands(self, self.action_quit_app)
 
     # ---- loading ---------------------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -203,26 +219,18 @@ class GputopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="load")
     def load_trace(self) -> None:
-        """Load, prepare the timeline, index launch flows; post the result or the error."""
+        """Load (on the thread of a :class:`BackgroundLoad`, the command line's load path; the one ``view`` started
+        before the app, when it is for these paths), prepare the timeline, index launch flows; post the result or
+        the error. Progress is read from the load every :data:`PROGRESS_INTERVAL_S`."""
+        from gputop_trace.load.background import BackgroundLoad
         from gputop_trace.load.inductor import attach_inductor_dir
-        from gputop_trace.load.loader import load_paths
         from gputop_trace.tui.view.navigation import FlowIndex
         from gputop_trace.tui.view.timeline_data import prepare_timeline
 
         worker = get_current_worker()
         token = self.load_token
         paths = list(self.paths)
-        last = [0.0]
         counts = [0, 0, 0]
-
-        def progress(done: int, total: int, events: int) -> None:
-            if worker.is_cancelled:
-                raise LoadCancelled()
-            counts[:] = [done, total, events]
-            now = time.perf_counter()
-            if now - last[0] >= PROGRESS_INTERVAL_S:
-                last[0] = now
-                self.post_message(LoadProgress(done, total, events, "reading"))
 
         def step(what: str) -> None:
             if worker.is_cancelled:
@@ -230,16 +238,24 @@ class GputopApp(App[int]):
             self.post_message(LoadProgress(counts[0], counts[1], counts[2], what))
 
         t0 = time.perf_counter()
+        pending, self._background = self._background, None
         try:
-            if self._given_trace is None:
-                from gputop_trace.load.resources import check_paths
-
-                check_paths(paths, self.max_memory)
-            trace = self._given_trace or load_paths(
-                paths, progress=progress, use_cache=self.use_cache, include_python=self.include_python
-            )
+            if self._given_trace is not None:
+                trace = self._given_trace
+            else:
+                opts = {"use_cache": self.use_cache, "include_python": self.include_python}
+                if pending is None or not pending.matches(paths, **opts):
+                    if pending is not None:
+                        pending.cancel()
+                    pending = BackgroundLoad(paths, max_memory=self.max_memory, **opts)
+                while not pending.wait(PROGRESS_INTERVAL_S):
+                    if worker.is_cancelled:
+                        pending.cancel()
+                        return
+                    self.post_message(LoadProgress(*pending.progress, "reading"))
+                trace = pending.result()
             trace = attach_inductor_dir(trace, self.inductor_dir)
-            counts[2] = len(trace)
+            counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
             data = prepare_timeline(trace, step=step)
             step("launch flows")
             flows = FlowIndex(trace)
@@ -287,38 +303,45 @@ class GputopApp(App[int]):
             self.pop_screen()
         self.switch_screen(MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono))
         self.call_after_refresh(self._first_screen_shown)
-        warnings = message.trace.meta.warnings
+        self._notify_loaded(message.trace)
+
+    def _notify_loaded(self, trace: Trace) -> None:
+        """One notification for what the user should know once the trace is shown (warnings while loading,
+        Python events left out, the fleet rank), as notifications replace each other."""
+        parts: list[str] = []
+        title = ""
+        severity: SeverityLevel = "information"
+        warnings = trace.meta.warnings
         if warnings:
             first = clean(warnings[0])
             first = first if len(first) <= 90 else first[:89] + "…"
             more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
-            self.notify(
-                f"{first}{more} — all warnings are in panel 6 (Findings).",
-                title=f"{plural(len(warnings), 'warning')} while loading",
-                severity="warning",
-                timeout=6,
-            )
-        left_out = python_left_out(message.trace)
+            parts.append(f"{first}{more} — all warnings are in panel 6 (Findings).")
+            title = f"{plural(len(warnings), 'warning')} while loading"
+            severity = "warning"
+        left_out = python_left_out(trace)
         if left_out:
-            self.notify(
+            parts.append(
                 f"{left_out:,} Python stack events (python_function) were left out (--no-python). To see them: "
-                "Ctrl+P, Load Python stack events.",
-                timeout=6,
+                "Ctrl+P, Load Python stack events."
             )
         if self.fleet is not None:
-            self.notify(
+            parts.append(
                 f"Rank {self.fleet_rank} of the fleet. Esc (with nothing selected and no panel open) goes back to "
-                "the fleet.",
-                timeout=5,
+                "the fleet."
             )
-        if self.run_analyses_after_load:
-            self.run_analyses(message.trace)
+        if parts:
+            self.notify("\n".join(parts), title=title, severity=severity, timeout=6)
 
     def _first_screen_shown(self) -> None:
         self.first_screen_at = time.perf_counter() - self._started
         # the loaded trace and its lookups live as long as the app: keep them out of the garbage collector's
         # full passes, which otherwise stall a keypress now and then (tens of ms on a large trace)
         gc.freeze()
+        # the analyses start once the first screen is drawn: their thread holds the GIL most of the time, and
+        # started with the main screen they held back its first frame (by about 0.4 s on a 50 MB trace)
+        if self.run_analyses_after_load and self.trace is not None:
+            self.run_analyses(self.trace)
 
     # ---- analyses --------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="analyses")

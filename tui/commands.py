@@ -3,11 +3,12 @@ groups; compare ranks side by side; search, export, help."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual.app import App, SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.fuzzy import Matcher
 
@@ -170,3 +171,33 @@ class TraceCommands(Provider):
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, highlighted(matcher, text), cb, text=text, help=help_text)
+
+
+def system_commands(app: App[Any], quit_app: Callable[[], Any]) -> Iterator[SystemCommand]:
+    """The palette's entries that are not about the trace, in place of Textual's own (Theme, Keys, Maximize, …,
+    which are no part of this program and sat among the trace's entries): quitting, and a screenshot saved where
+    the user is told."""
+    yield SystemCommand("Quit", "quit gputop-trace (q)", quit_app)
+    yield SystemCommand(
+        "Save a screenshot (SVG)",
+        "the screen as an SVG file in the current folder; its path is shown",
+        lambda: app.set_timer(0.1, partial(save_screenshot, app)),  # once the palette has closed
+    )
+
+
+def save_screenshot(app: App[Any], directory: str | None = None) -> str | None:
+    """Save the screen as ``gputop-trace-<date>-<time>.svg`` in ``directory`` (default: the current folder) and say
+    where; the path written, or None when it could not be (the notification says why)."""
+    import os
+    import time
+
+    folder = os.path.abspath(directory or os.getcwd())
+    name = time.strftime("gputop-trace-%Y%m%d-%H%M%S.svg")
+    path = os.path.join(folder, name)
+    try:
+        app.save_screenshot(name, folder)
+    except OSError as e:
+        app.notify(f"Could not write {path}: {e.strerror or e}.", title="Screenshot", severity="error", timeout=8)
+        return None
+    app.notify(f"Saved the screen to {path}", title="Screenshot", timeout=6)
+    return path

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.analysis.diff.compare import RunDiff
 from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.model.trace import Trace
 from gputop_trace.tui.app import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -27,6 +30,7 @@ from gputop_trace.tui.app import (
     cli_error_text,
     internal_error_message,
 )
+from gputop_trace.tui.commands import system_commands
 from gputop_trace.tui.messages import LoadFailed, LoadProgress
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.diff import DiffScreen
@@ -62,9 +66,12 @@ class DiffApp(App[int]):
         max_memory: int | None = None,
         use_cache: bool = True,
         include_python: bool = True,
+        runs: tuple[Trace, Trace] | None = None,
     ) -> None:
+        """``runs``: both sides already loaded (``view A B`` loads them to tell two runs from one job)."""
         super().__init__()
         self.base, self.test = list(base), list(test)
+        self.runs = runs
         self.max_memory = max_memory
         self.use_cache = use_cache
         self.include_python = include_python
@@ -74,6 +81,10 @@ class DiffApp(App[int]):
     def mono(self) -> bool:
         """Whether colours are off (``NO_COLOR``)."""
         return bool(self.no_color)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
+        return system_commands(self, self.action_quit_app)
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen([*self.base, *self.test]))
@@ -109,8 +120,11 @@ class DiffApp(App[int]):
             "progress": progress,
         }
         try:
-            base = load_run("BASE", self.base, **opts)
-            test = load_run("TEST", self.test, **opts)
+            if self.runs is not None:
+                base, test = self.runs
+            else:
+                base = load_run("BASE", self.base, **opts)
+                test = load_run("TEST", self.test, **opts)
             self.post_message(LoadProgress(0, 0, len(base) + len(test), "comparing"))
             diff = diff_runs(base, test, identical=same_inputs(self.base, self.test))
             data = (prepare_timeline(base), prepare_timeline(test))

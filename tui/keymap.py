@@ -107,8 +107,10 @@ MAIN_BINDINGS: list[Binding] = [
 
 
 def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSection]:
-    """Help generated from the bindings active on ``screen``, grouped by where they are defined (focused pane
-    first); the main screen's own keys in the order of ``order_by``."""
+    """Help generated from the bindings active on ``screen``, grouped by where they are defined: ours first (the
+    focused pane's, then the screen's in the order of ``order_by``, then the app's), then the keys Textual's own
+    widgets bring (a table's cursor and scrolling keys) under their own heading at the end. Keys that do the same
+    (one action, or the same words) share a line."""
     sections: dict[str, list[HelpEntry]] = {}
     seen: dict[tuple[str, str], HelpEntry] = {}
     for key, active in screen.active_bindings.items():
@@ -116,28 +118,40 @@ def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSect
         if b.system or not b.description or b.action in _HIDDEN_ACTIONS:
             continue
         node = active.node
-        title = _section_title(node)
-        ident = (title, b.action)
+        description = _DESCRIPTIONS.get(b.action, b.tooltip or b.description)
+        title = _section_title(node, standard=_from_textual(node, b.action))
         shown = _key_name(key)
+        ident = (title, description)
         if ident in seen:
             prev = seen[ident]
             if key not in prev.raw_keys:
-                entry = HelpEntry(f"{prev.keys} {shown}", prev.description, prev.action, (*prev.raw_keys, key))
+                raw = tuple(sorted((*prev.raw_keys, key), key=len))  # q before ctrl+c
+                entry = HelpEntry(" ".join(_key_name(k) for k in raw), prev.description, prev.action, raw)
                 lst = sections[title]
                 lst[lst.index(prev)] = entry
                 seen[ident] = entry
             continue
-        description = _DESCRIPTIONS.get(b.action, b.tooltip or b.description)
         entry = HelpEntry(shown, description, b.action, (key,))
         seen[ident] = entry
         sections.setdefault(title, []).append(entry)
     order = {b.action: i for i, b in enumerate(order_by) if isinstance(b, Binding)}
-    out = []
+    ours: list[HelpSection] = []
+    standard: list[HelpSection] = []
     for title, entries in sections.items():
         if title == _section_title(screen):
             entries = sorted(entries, key=lambda e: order.get(e.action, len(order)))
-        out.append(HelpSection(title, tuple(entries)))
-    return out
+        (standard if title.endswith(_STANDARD) else ours).append(HelpSection(title, tuple(entries)))
+    return ours + standard
+
+
+def _from_textual(node: Any, action: str) -> bool:
+    """Whether ``node``'s binding for ``action`` comes from one of Textual's own classes (a table's cursor keys)
+    rather than from ours."""
+    for cls in type(node).__mro__:
+        for b in cls.__dict__.get("BINDINGS", ()):
+            if (b.action if isinstance(b, Binding) else b[1]) == action:
+                return cls.__module__.startswith("textual.")
+    return False
 
 
 #: Textual's own bindings that do nothing useful here (no text selection in a timeline)
@@ -145,7 +159,16 @@ _HIDDEN_ACTIONS = frozenset({"screen.copy_text", "app.copy_text"})
 _DESCRIPTIONS = {
     "command_palette": "Command palette: go to kernel / range / time, panels, lanes",
     "quit": "Quit",
+    "scroll_home": "First column",
+    "scroll_end": "Last column",
+    "scroll_top": "First row",
+    "scroll_bottom": "Last row",
+    "page_left": "Page left",
+    "page_right": "Page right",
+    "select_cursor": "Select the row under the cursor",
 }
+#: the heading's ending for keys that Textual's own widgets bring
+_STANDARD = "(standard keys)"
 
 _KEY_NAMES = {
     "left_square_bracket": "[",
@@ -180,10 +203,13 @@ def _key_name(key: str) -> str:
     return _KEY_NAMES.get(key, key)
 
 
-def _section_title(node: Any) -> str:
+def _section_title(node: Any, *, standard: bool = False) -> str:
     if isinstance(node, Screen):
         return str(getattr(node, "HELP_TITLE", "Timeline and panels"))
     if isinstance(node, Widget):
+        if standard:
+            kind = next((_WIDGET_TITLES[c.__name__] for c in type(node).__mro__ if c.__name__ in _WIDGET_TITLES), "")
+            return f"{kind or type(node).__name__} {_STANDARD}"
         title = getattr(node, "title", "") or _WIDGET_TITLES.get(type(node).__name__, type(node).__name__)
-        return f"{title} (focused)"
+        return f"{title} (focused)" if node.has_focus else str(title)
     return "Anywhere"

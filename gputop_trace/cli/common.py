@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.errors import TraceError
@@ -110,9 +112,18 @@ def load(args: argparse.Namespace) -> Trace:
     use_cache = not getattr(args, "no_cache", False)
     include_python = not getattr(args, "no_python", False)
     check_paths(paths, getattr(args, "max_memory", None))  # before any parsing: refuse what cannot fit
+    with load_progress() as progress:
+        trace = load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
+    return check_filters(_with_inductor(trace, args), args)
+
+
+@contextlib.contextmanager
+def load_progress() -> Iterator[Callable[[int, int, int], None] | None]:
+    """A progress callback for a load (``(bytes_done, bytes_total, events)``) drawing a transient bar on stderr
+    when it is a terminal; None when it is not."""
     if not sys.stderr.isatty():
-        trace = load_paths(paths, use_cache=use_cache, include_python=include_python)
-        return check_filters(_with_inductor(trace, args), args)
+        yield None
+        return
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -129,8 +140,7 @@ def load(args: argparse.Namespace) -> Trace:
         def progress(done: int, total: int, events: int) -> None:
             bar.update(task, completed=done, total=total or None, events=events)
 
-        trace = load_paths(paths, progress=progress, use_cache=use_cache, include_python=include_python)
-    return check_filters(_with_inductor(trace, args), args)
+        yield progress
 
 
 def _with_inductor(trace: Trace, args: argparse.Namespace) -> Trace:

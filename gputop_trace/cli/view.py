@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
+
+if TYPE_CHECKING:
+    from gputop_trace.model.trace import Trace
 
 
 def register(sub: Any) -> None:
@@ -42,10 +45,15 @@ def make_app(
     use_cache: bool = True,
     include_python: bool = True,
     inductor_dir: str | None = None,
+    trace: Trace | None = None,
 ) -> Any:
     """The app for ``paths``: the fleet screen for a fleet Parquet file (``gputop-trace fleet --out``), else the
-    timeline of the traces (``max_memory``: bytes the load may use, see :mod:`gputop_trace.load.resources`). A Parquet
-    file that is not a fleet, or one given with other paths, is a :class:`TraceError`."""
+    timeline of the traces (``max_memory``: bytes the load may use, see :mod:`gputop_trace.load.resources`;
+    ``trace``: already loaded from ``paths``). A Parquet file that is not a fleet, or one given with other paths, is
+    a :class:`TraceError`.
+
+    The load starts here, on a thread, before the app is imported: reading the trace then overlaps the app's own
+    start (its imports take about a second), and the app takes the load over (:class:`BackgroundLoad`)."""
     from gputop_trace.fleet.parquet import is_fleet_parquet
 
     fleets = [p for p in paths if is_fleet_parquet(p)]
@@ -55,6 +63,11 @@ def make_app(
             "rank there opens that rank's trace.",
             path=fleets[0],
         )
+    background = None
+    if not fleets and trace is None:
+        from gputop_trace.load.background import BackgroundLoad
+
+        background = BackgroundLoad(paths, max_memory=max_memory, use_cache=use_cache, include_python=include_python)
     from gputop_trace.tui.app import GputopApp
 
     if fleets:
@@ -62,7 +75,13 @@ def make_app(
 
         return GputopApp([], fleet=read_fleet(fleets[0]))
     return GputopApp(
-        paths, max_memory=max_memory, use_cache=use_cache, include_python=include_python, inductor_dir=inductor_dir
+        paths,
+        max_memory=max_memory,
+        use_cache=use_cache,
+        include_python=include_python,
+        trace=trace,
+        inductor_dir=inductor_dir,
+        background=background,
     )
 
 
@@ -83,41 +102,56 @@ def run(args: argparse.Namespace) -> int:
             "gputop-trace view needs an interactive terminal (stdin and stdout must be a TTY). For output a "
             "script can read, use 'gputop-trace summary PATH --json'.",
         )
-    if getattr(args, "diff", False) or _two_runs(paths, use_cache=not getattr(args, "no_cache", False)):
+    opts: dict[str, Any] = {
+        "max_memory": getattr(args, "max_memory", None),
+        "use_cache": not getattr(args, "no_cache", False),
+        "include_python": not getattr(args, "no_python", False),
+    }
+    pair = None if getattr(args, "diff", False) else _load_pair(paths, **opts)
+    if getattr(args, "diff", False) or (pair is not None and len(pair) == 2):
         from gputop_trace.tui.diff_app import DiffApp
 
-        opts = {
-            "use_cache": not getattr(args, "no_cache", False),
-            "include_python": not getattr(args, "no_python", False),
-        }
-        diff_app = DiffApp([paths[0]], [paths[1]], max_memory=getattr(args, "max_memory", None), **opts)
+        runs = pair if pair is not None and len(pair) == 2 else None
+        diff_app = DiffApp([paths[0]], [paths[1]], runs=runs, **opts)
         diff_app.run()
         return int(diff_app.return_code or 0)
     app = make_app(
-        paths,
-        max_memory=getattr(args, "max_memory", None),
-        use_cache=not getattr(args, "no_cache", False),
-        include_python=not getattr(args, "no_python", False),
-        inductor_dir=getattr(args, "inductor_dir", None),
+        paths, trace=pair[0] if pair is not None else None, inductor_dir=getattr(args, "inductor_dir", None), **opts
     )
     app.run()
     return int(app.return_code or 0)
 
 
-def _two_runs(paths: list[str], *, use_cache: bool) -> bool:
-    """Whether ``view A B`` names two runs to compare rather than two ranks of one job: two trace files that
-    cannot be ranks of one job (they claim the same rank, or their world size, backend, process groups or GPU
-    model differ; :func:`gputop_trace.load.loader.not_one_job`). A file that cannot be read leaves the decision to
-    the timeline, which explains the error."""
+def _load_pair(
+    paths: list[str], *, max_memory: int | None, use_cache: bool, include_python: bool
+) -> tuple[Trace] | tuple[Trace, Trace] | None:
+    """``view A B`` with two trace files: both loaded once (a progress bar on stderr), then either two runs to
+    compare (``(base, test)``: they cannot be ranks of one job, because they claim the same rank or their world size,
+    backend, process groups or GPU model differ; :func:`gputop_trace.load.loader.not_one_job`) or one job
+    (``(trace,)``, its ranks joined). None for anything else, and when a file cannot be read or is too large: the
+    timeline loads them itself and explains the error."""
     import os
 
     if len(paths) != 2 or any(os.path.isdir(p) for p in paths):
-        return False
-    from gputop_trace.load.loader import load_file, not_one_job
+        return None
+    from gputop_trace.fleet.parquet import is_fleet_parquet
+
+    if any(is_fleet_parquet(p) for p in paths):
+        return None
+    from gputop_trace.load.loader import join_ranks, load_files, not_one_job
+    from gputop_trace.load.resources import check_paths
 
     try:
-        traces = [load_file(p, use_cache=use_cache) for p in paths]
+        check_paths(paths, max_memory)
     except TraceError:
-        return False
+        return None
+    with common.load_progress() as progress:
+        results = load_files(paths, progress=progress, use_cache=use_cache, include_python=include_python)
+    traces = [r for r in results if not isinstance(r, TraceError)]
+    if len(traces) != 2:
+        return None
+    a, b = traces
     ranks = [r for t in traces for r in t.meta.ranks]
-    return len(set(ranks)) != len(ranks) or not_one_job(traces, paths) is not None
+    if len(set(ranks)) != len(ranks) or not_one_job(traces, paths) is not None:
+        return (a, b)
+    return (join_ranks(paths, results),)

@@ -215,28 +215,47 @@ def load_paths(
     Several large files are parsed in parallel processes (:func:`parallel_workers`); ranks whose clocks
     disagree are aligned on their collectives (:func:`gputop_trace.analysis.clock.align_rank_clocks`).
     """
+    files = expand_paths(paths)
+    if len(files) == 1:
+        return load_file(files[0], progress=progress, use_cache=use_cache, include_python=include_python)
+    return join_ranks(files, load_files(files, progress=progress, use_cache=use_cache, include_python=include_python))
+
+
+def expand_paths(paths: Sequence[str]) -> list[str]:
+    """The trace files ``paths`` name: files as given, directories as the trace files directly inside them."""
     files: list[str] = []
     for p in paths:
         if os.path.isdir(p):
             files.extend(list_trace_files(p))
         else:
             files.append(p)
-    if len(files) == 1:
-        return load_file(files[0], progress=progress, use_cache=use_cache, include_python=include_python)
+    return files
+
+
+def load_files(
+    files: Sequence[str], *, progress: Progress | None = None, use_cache: bool = True, include_python: bool = True
+) -> list[Trace | TraceError]:
+    """Each of several files loaded as one rank (in parallel processes when large, :func:`parallel_workers`); a
+    file that is not a readable trace gives its :class:`TraceError` in its place. :func:`join_ranks` makes them
+    one trace."""
     defaults = _default_ranks(files)
     workers = parallel_workers(files)
-    results: list[Trace | TraceError]
     if workers > 1:
-        results = _load_parallel(files, defaults, workers, progress, use_cache, include_python)
-    else:
-        results = []
-        for f, d in zip(files, defaults, strict=True):
-            try:
-                results.append(
-                    load_file(f, progress=progress, default_rank=d, use_cache=use_cache, include_python=include_python)
-                )
-            except TraceError as e:
-                results.append(e)
+        return _load_parallel(files, defaults, workers, progress, use_cache, include_python)
+    results: list[Trace | TraceError] = []
+    for f, d in zip(files, defaults, strict=True):
+        try:
+            results.append(
+                load_file(f, progress=progress, default_rank=d, use_cache=use_cache, include_python=include_python)
+            )
+        except TraceError as e:
+            results.append(e)
+    return results
+
+
+def join_ranks(files: Sequence[str], results: Sequence[Trace | TraceError]) -> Trace:
+    """The ranks loaded by :func:`load_files` as one trace, their clocks aligned; files that failed are named in
+    its warnings. A :class:`TraceError` when none loaded, or when they cannot be ranks of one job."""
     traces = [r for r in results if isinstance(r, Trace)]
     failed = [(f, r) for f, r in zip(files, results, strict=True) if isinstance(r, TraceError)]
     if not traces:  # nothing to show: the first file's own error says why

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop_trace.load.background import BackgroundLoad
 from gputop_trace.load.resources import check_paths, estimate
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
@@ -68,11 +69,24 @@ def test_view_hands_max_memory_to_the_app(trace: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(app_module, "GputopApp", FakeApp)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+
+    def load_started_by_view() -> BackgroundLoad:
+        # view starts the load before the app (issue 20.15): the load checks the same limit
+        assert seen.pop("trace") is None
+        background = seen.pop("background")
+        assert isinstance(background, BackgroundLoad)
+        background.wait(60)
+        return background
+
     assert main(["view", str(trace), "--max-memory", "50MB"]) == 0
+    background = load_started_by_view()
     assert seen == {"paths": [str(trace)], "max_memory": 50_000_000, "use_cache": True, "include_python": True}
+    assert (background.max_memory, background.use_cache, background.include_python) == (50_000_000, True, True)
     seen.clear()
     assert main(["view", str(trace), "--no-cache", "--no-python"]) == 0
+    background = load_started_by_view()
     assert seen == {"paths": [str(trace)], "max_memory": None, "use_cache": False, "include_python": False}
+    assert (background.max_memory, background.use_cache, background.include_python) == (None, False, False)
 
 
 def test_a_folder_is_estimated_from_every_trace_in_it(tmp_path: Path, trace: Path) -> None:

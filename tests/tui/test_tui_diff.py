@@ -4,6 +4,7 @@ ranked by category, the same step of both runs stacked on one time axis, one unr
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gputop_trace.model.trace import Trace
 from gputop_trace.tui.diff_app import DiffApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.diff import DiffScreen
@@ -113,16 +115,61 @@ def test_view_diff_needs_two_paths_and_a_terminal() -> None:
 
 
 @pytest.mark.corpus
-def test_view_of_two_runs_opens_the_diff_and_of_two_ranks_the_timeline(slower: Path) -> None:
-    """`view A B`: two runs (both rank 0, or of another world size) are compared; two ranks of one job are ranks."""
-    from gputop_trace.cli.view import _two_runs
+def test_view_of_two_runs_opens_the_diff_and_of_two_ranks_the_timeline(
+    slower: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`view A B`: two runs (both rank 0, or of another world size) are compared; two ranks of one job are ranks.
+    Each file is read once (issue 20.15: `view A B` used to load both files to decide, then again in the app)."""
+    from gputop_trace.cli.view import _load_pair
+    from gputop_trace.load import loader
+
+    reads: list[str] = []
+    python: list[bool] = []
+    real_load_file = loader.load_file
+
+    def counting_load_file(path: str, **kw: Any) -> Trace:
+        reads.append(os.path.basename(path))
+        python.append(kw["include_python"])
+        return real_load_file(path, **kw)
+
+    monkeypatch.setattr(loader, "load_file", counting_load_file)
+
+    def pair(paths: list[Path]) -> tuple[Trace, ...] | None:
+        return _load_pair([str(p) for p in paths], max_memory=None, use_cache=False, include_python=True)
 
     ddp = CORPUS / "kineto" / "h200_ddp_2gpu"
-    assert not _two_runs([str(ddp / "rank0.pt.trace.json.gz"), str(ddp / "rank1.pt.trace.json.gz")], use_cache=False)
-    assert _two_runs([str(RANK0), str(slower)], use_cache=False)
+    job = pair([ddp / "rank0.pt.trace.json.gz", ddp / "rank1.pt.trace.json.gz"])
+    assert job is not None and len(job) == 1 and sorted(job[0].meta.ranks) == [0, 1]
+    assert reads == ["rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"]
+    runs = pair([RANK0, slower])
+    assert runs is not None and len(runs) == 2 and runs[0].meta.ranks == runs[1].meta.ranks == (0,)
     other_job = CORPUS / "external" / "trace_filter" / "sampled_rank-1.json.gz"
-    assert _two_runs(
-        [str(CORPUS / "external/negative_queue_length_values_check/rank0.json.gz"), str(other_job)], use_cache=False
-    )
-    assert not _two_runs([str(ddp), str(RANK0)], use_cache=False)  # a folder: ranks of a job
-    assert not _two_runs([str(RANK0)], use_cache=False)
+    runs = pair([CORPUS / "external/negative_queue_length_values_check/rank0.json.gz", other_job])
+    assert runs is not None and len(runs) == 2
+    assert pair([ddp, RANK0]) is None  # a folder: ranks of a job, loaded by the timeline
+    assert pair([RANK0]) is None
+    # the --no-python choice reaches this load too
+    ranks = [str(ddp / "rank0.pt.trace.json.gz"), str(ddp / "rank1.pt.trace.json.gz")]
+    python.clear()
+    assert _load_pair(ranks, max_memory=None, use_cache=False, include_python=False) is not None
+    assert python == [False, False]
+
+
+def test_diff_app_given_both_runs_does_not_read_them_again(slower: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputop_trace.load import runs as runs_mod
+    from gputop_trace.load.loader import load_paths
+
+    base, test = load_paths([str(RANK0)], use_cache=False), load_paths([str(slower)], use_cache=False)
+
+    def no_second_read(*a: Any, **k: Any) -> Trace:
+        raise AssertionError("the runs were read again")
+
+    monkeypatch.setattr(runs_mod, "load_run", no_second_read)
+
+    async def body() -> None:
+        app = DiffApp([str(RANK0)], [str(slower)], use_cache=False, runs=(base, test))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, DiffScreen))
+            assert app.diff is not None
+
+    run(body())

@@ -12,13 +12,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputop_trace.tui.keymap import help_sections
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.view.rank_compare import op_label, step_sentence, title_text
 from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.tui.widgets.rank_compare import MARKER, RankCompare
 
 COMPARE_BINDINGS: list[Binding] = [
@@ -97,7 +98,7 @@ class CompareScreen(Screen[ShowRank | None]):
         yield Static("", id="compare-title")
         yield RankCompare(self.data, mono=self.mono, id="compare")
         yield Static("", id="compare-summary")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     @property
     def compare(self) -> RankCompare:

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputop_trace.analysis.diff.compare import RunDiff
 from gputop_trace.safe_text import clean
@@ -24,6 +24,7 @@ from gputop_trace.tui.view.timeline_math import fit_label
 from gputop_trace.tui.widgets.diff_panel import DiffPanel, panel_rows
 from gputop_trace.tui.widgets.diff_stack import DiffStack
 from gputop_trace.units import plural
+from gputop_trace.tui.widgets.footer import FittingFooter
 
 DIFF_BINDINGS: list[Binding] = [
     Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", tooltip="The previous compared step"),
@@ -87,7 +88,7 @@ class DiffScreen(Screen[None]):
         yield DiffPanel(id="diff-panel")
         yield Static("", id="stack-title")
         yield DiffStack(self.data, mono=self.mono, id="diff-stack")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     @property
     def panel(self) -> DiffPanel:

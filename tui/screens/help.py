@@ -67,7 +67,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("gputop-trace keys  (Esc closes; j/k scroll)", style="bold"))
             for sec in self.sections:
                 table = Table(title=sec.title, title_justify="left", show_header=False, box=None, expand=True)
-                table.add_column("keys", no_wrap=True, style="bold", width=14)
+                table.add_column("keys", no_wrap=True, style="bold", width=16)
                 table.add_column("action", ratio=1)
                 for e in sec.entries:
                     table.add_row(Text(e.keys), Text(e.description))

@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import ContentSwitcher, Footer
+from textual.widgets import ContentSwitcher
 
 from gputop_trace.analysis.job import job_coverage
 from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
@@ -33,6 +33,7 @@ from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, Tra
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
 from gputop_trace.tui.widgets.panel_tabs import PanelTabs
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
@@ -69,7 +70,7 @@ class MainScreen(TimelineKeys, PanelKeys):
                 yield FindingsPanel(id="findings")
                 yield RanksPanel(id="ranks")
         yield StatusBar(id="status")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.timeline.focus()

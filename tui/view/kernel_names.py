@@ -167,18 +167,19 @@ def _cut(name: str, width: int, start: int) -> str:
     return name[:head] + "…" + rest
 
 
-def fit_names(names: list[str], width: int) -> list[str]:
+def fit_names(names: list[str], width: int, *, keep_head: bool = False) -> list[str]:
     """Each name in at most ``width`` columns, cut so that names that differ still read differently: a name that
-    is too long keeps its head and its tail (``nvjet_sm90_ts…_bz_coopA_NNT``, where kernel names differ most);
-    a label led by its hint (``add·vectorized_elementwise_kernel``) keeps the hint and is cut at the end; names
-    that still collide show, after the head, the stretch from where they start to differ."""
+    is too long keeps its head and its tail (``nvjet_sm90_ts…_bz_coopA_NNT``, where kernel names differ most;
+    ``keep_head``: its head alone, as lane names read best, ``Stream #14(C…``); a label led by its hint
+    (``add·vectorized_elementwise_kernel``) keeps the hint and is cut at the end; names that still collide show,
+    after the head, the stretch from where they start to differ (``Hos…ads/554``, ``Hos…ads/631``)."""
     if width < 4:
         return [n[:width] for n in names]
 
     def first_cut(n: str) -> str:
         if len(n) <= width:
             return n
-        if "·" in n:
+        if "·" in n or keep_head:
             return n[: width - 1] + "…"
         return _cut(n, width, len(n) - (width - 1 - max(1, (width - 1) // 3)))
 

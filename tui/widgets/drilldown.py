@@ -151,10 +151,10 @@ class DrilldownPanel(Widget):
             return
         self.request = request
         ncu = self.ncu_path or locate.find_ncu()
-        if ncu is None:
-            self._show_failure(not_installed(), None)
-            return
         target = load_target(request.trace_path)
+        if ncu is None:
+            self._show_elsewhere(request, target.argv if target is not None else None)
+            return
         screen = NcuConfirmScreen(
             request,
             target,
@@ -290,10 +290,43 @@ class DrilldownPanel(Widget):
         if g.available_kernels:
             kernels.focus()
 
+    def _show_elsewhere(self, request: DrilldownRequest, target: tuple[str, ...] | None) -> None:
+        """ncu is not installed here: show the commands to run where it is (in the panel, and in a dialog where
+        they can be selected and copied). Nothing runs."""
+        from gputop_trace.ncu.elsewhere import commands_elsewhere
+        from gputop_trace.tui.widgets.ncu_elsewhere import NcuElsewhereScreen, elsewhere_text
+
+        g = not_installed()
+        self.last_guidance = g
+        try:
+            cmds = commands_elsewhere(
+                request, target, section_set=self.section_set, clock_control=self.clock_control, now=self.now
+            )
+        except ValueError as e:  # a kernel name ncu cannot filter on: say so, as a failed run would
+            self._show_failure(Guidance("failed", g.title, f"{g.text} {e}."), None)
+            return
+        self.remove_class("choose")
+        self.query_one("#dd-content", Static).update(elsewhere_text(g, cmds))
+        self._set_status(f"✗ {g.title} · the command to run where it is")
+        self.app.push_screen(NcuElsewhereScreen(g, cmds))
+
     def _set_status(self, text: str) -> None:
         self.query_one("#dd-status", Static).update(Text(clean(text), no_wrap=True, overflow="ellipsis"))
+        self.refresh_bindings()  # every change of state comes with a status: the footer's keys follow it
 
     # ---- actions -----------------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The keys show (and work) only when they apply: x while ncu runs, r after a run or a failure, n after
+        "no kernel matched" with an NVTX filter."""
+        if action == "cancel_run":
+            return self.running
+        if action == "rerun":
+            return self.request is not None and not self.running and self.last_command is not None
+        if action == "retry_without_nvtx":
+            g = self.last_guidance
+            return not self.running and g is not None and g.kind == "no_kernels" and self.request is not None
+        return True
+
     def action_cancel_run(self) -> None:
         """Cancel the running ncu."""
         self.cancel()

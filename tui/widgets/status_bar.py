@@ -21,6 +21,10 @@ def source_label(trace: Trace, paths: list[str]) -> str:
     return f"{len(paths)} files"
 
 
+#: characters of the file name the status bar always keeps (the whole name when shorter)
+NAME_MIN = 16
+
+
 def status_text(
     trace: Trace,
     paths: list[str],
@@ -30,8 +34,8 @@ def status_text(
     cursor_ns: int,
     search: str = "",
 ) -> Text:
-    """The status line for a terminal ``width`` columns wide: the roomiest layout that fits, the file name cut
-    last."""
+    """The status line for a terminal ``width`` columns wide: the roomiest layout that fits with at least
+    :data:`NAME_MIN` characters of the file name (during a search too: the file name stays, the counts go)."""
     gpus = len(trace.devices)
     fmt = trace.meta.format
     warn = len(trace.meta.warnings)
@@ -49,11 +53,19 @@ def status_text(
             + (f"│⚠{warn}" if warn else ""),
         ),
     ]
+    layouts += [
+        (f" {gpu_text}", f"│@{format_ns(cursor_ns, precision=6)}" + (f"│⚠{warn}" if warn else "")),
+        ("", ""),
+    ]
+    need = min(len(src), NAME_MIN)
     for left, right in layouts:
         if search:
-            right += f" │ {search}"
-        if len(src) + len(left) + len(right) <= width:
+            right += f" │ {search}" if right.startswith(" ") else f"│{search}"
+        if need + len(left) + len(right) <= width:
             break
+    if need + len(left) + len(right) > width:  # a long pattern: its start is cut (not the name, nor the count)
+        room = max(width - need - len(left) - 2, 0)
+        right = "│…" + right[len(right) - room :] if room else ""
     room = width - len(right) - len(left)
     name = fit_label(src, max(room, 0), min_chars=3)
     out = Text(name, style="bold") + Text(left) + Text(right)

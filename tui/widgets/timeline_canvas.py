@@ -18,6 +18,7 @@ from textual import events
 from textual.cache import LRUCache
 from textual.strip import Strip
 
+from gputop_trace.tui.view.kernel_names import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
 from gputop_trace.tui.view.navigation import FlowIndex
 from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
@@ -72,6 +73,8 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
         self._base_style = Style()
         self._frame_key: tuple[object, ...] = ()
         self._bounds = np.zeros(0, dtype=np.int64)
+        self._fitted_for: list[DisplayRow] | None = None  # the lines the fitted lane names below are for
+        self._fitted_labels: dict[int, dict[int, str]] = {}  # width -> line -> name
         self._rebuild_lines()
         self._first_content_line()
 
@@ -188,6 +191,21 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             segs.append(Segment(text, tick_style))
         return segs
 
+    def _lane_label(self, idx: int, width: int) -> str:
+        """Line ``idx``'s lane name in ``width`` columns, cut so that lanes named alike still read differently
+        (``Host Threads/554`` and ``/631`` are not both ``Host Threa…``): :func:`fit_names` over every lane line
+        given the same width, computed once per set of lines and width."""
+        if self._fitted_for is not self.lines:  # held, so the identity test cannot match a new list
+            self._fitted_for = self.lines
+            self._fitted_labels = {}
+        fitted = self._fitted_labels.get(width)
+        if fitted is None:
+            rows = [i for i, ln in enumerate(self.lines) if ln.kind == RowKind.EVENTS and ln.depth == 0]
+            names = fit_names([self.lines[i].label for i in rows], width, keep_head=True) if width >= 4 else []
+            fitted = dict(zip(rows, names, strict=False))
+            self._fitted_labels[width] = fitted
+        return fitted.get(idx) or fit_label(self.lines[idx].label, width, min_chars=1)
+
     def _gutter_segments(self, idx: int, line: DisplayRow) -> list[Segment]:
         g = self.label_width
         indent = " " * min(line.level, 3)
@@ -203,7 +221,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             if line.depth == 0:
                 fold = ("▸" if line.folded else "▾") if line.rows_in_lane > 1 else " "
                 extra = f" +{line.rows_in_lane - 1}" if line.folded else ""
-                label = fit_label(line.label, g - len(indent) - 2 - len(extra), min_chars=1) + extra
+                label = self._lane_label(idx, g - len(indent) - 2 - len(extra)) + extra
                 text = f"{indent}{fold}{label}"
             else:
                 text = f"{indent} ┊"

@@ -1,0 +1,90 @@
+"""A load running on its own thread, watched from outside: what ``gputop-trace view`` starts before it imports the
+app, so that reading the trace overlaps the app's start (about a second of imports), and what the app polls for its
+progress screen.
+
+The load itself is the command line's: :func:`gputop_trace.load.resources.check_paths` then
+:func:`gputop_trace.load.loader.load_paths`, with the same cache. The thread only records the latest progress;
+whoever shows it reads :attr:`BackgroundLoad.progress` at its own pace, so that a fast loader never floods a user
+interface with updates (each one redrawn on the UI thread, which holds the GIL the parser needs)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from gputop_trace.errors import LoadCancelled
+from gputop_trace.model.trace import Trace
+
+
+class BackgroundLoad:
+    """Loads ``paths`` on a daemon thread, started at once.
+
+    ``progress`` is ``(bytes_done, bytes_total, events_so_far)``; :meth:`cancel` stops the parse at its next
+    progress report; :meth:`result` gives the trace or raises what the load raised (a :class:`TraceError`, a
+    :class:`MemoryError`, :class:`LoadCancelled` once cancelled)."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        max_memory: int | None = None,
+        use_cache: bool = True,
+        include_python: bool = True,
+    ) -> None:
+        self.paths = list(paths)
+        self.max_memory = max_memory
+        self.use_cache = use_cache
+        self.include_python = include_python
+        self.progress: tuple[int, int, int] = (0, 0, 0)
+        self._cancelled = threading.Event()
+        self._done = threading.Event()
+        self._trace: Trace | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="gputop-trace load", daemon=True)
+        self._thread.start()
+
+    def matches(self, paths: Sequence[str], *, use_cache: bool, include_python: bool) -> bool:
+        """Whether this load is the one asked for (same paths and options), so that it can be taken over."""
+        return (
+            list(paths) == self.paths
+            and use_cache == self.use_cache
+            and include_python == self.include_python
+            and not self._cancelled.is_set()
+        )
+
+    def _report(self, done: int, total: int, events: int) -> None:
+        if self._cancelled.is_set():
+            raise LoadCancelled()
+        self.progress = (done, total, events)
+
+    def _run(self) -> None:
+        from gputop_trace.load.loader import load_paths
+        from gputop_trace.load.resources import check_paths
+
+        try:
+            check_paths(self.paths, self.max_memory)  # refuse what cannot fit, before any parsing
+            self._trace = load_paths(
+                self.paths, progress=self._report, use_cache=self.use_cache, include_python=self.include_python
+            )
+        except BaseException as e:  # handed to whoever waits, on its own thread
+            self._error = e
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds; True once the load has finished (or failed)."""
+        return self._done.wait(timeout)
+
+    def cancel(self) -> None:
+        """Ask the load to stop (it does at its next progress report, within about a megabyte of input)."""
+        self._cancelled.set()
+
+    def result(self) -> Trace:
+        """The loaded trace, once :meth:`wait` returned True; raises what the load raised."""
+        if not self._done.is_set():
+            raise RuntimeError("the load has not finished")
+        if self._error is not None:
+            raise self._error
+        assert self._trace is not None
+        self.progress = (self.progress[0], self.progress[1], len(self._trace))
+        return self._trace

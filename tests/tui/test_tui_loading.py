@@ -1,0 +1,135 @@
+"""Issue 20.15, opening a trace: the app's load is the command line's (:func:`load_paths`, once), ``view`` starts it
+before the app is imported and the app takes it over, the loading screen shows bytes and events as the load
+reports them (at 80×24 and 160×48), and the analyses wait for the first screen."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from gputop_trace.errors import LoadCancelled
+from gputop_trace.load import loader, resources
+from gputop_trace.load.samples import default_sample
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.source import Progress
+from gputop_trace.tui.app import GputopApp
+from gputop_trace.tui.screens.loading import LoadingScreen
+from tests.tui_helpers import run, screen_text, synthetic_trace, wait_loaded, wait_text, wait_until
+
+SIZES = [(80, 24), (160, 48)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_loading_screen_shows_the_bytes_and_events_of_the_load(
+    size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    trace = synthetic_trace()
+
+    def slow_load(paths: list[str], *, progress: Progress | None = None, **options: Any) -> Trace:
+        assert progress is not None
+        progress(3 << 20, 48 << 20, 4_593)
+        release.wait(20)
+        progress(48 << 20, 48 << 20, len(trace))
+        return trace
+
+    monkeypatch.setattr(loader, "load_paths", slow_load)
+    monkeypatch.setattr(resources, "check_paths", lambda *a: None)
+
+    async def body() -> None:
+        app = GputopApp(["big.json"], analyses=False)
+        async with app.run_test(size=size) as pilot:
+            text = await wait_text(pilot, app, "4,593 events")
+            assert isinstance(app.screen, LoadingScreen)
+            assert "reading: 3.0 MiB of 48.0 MiB · 4,593 events" in text
+            release.set()
+            await wait_loaded(app, pilot, analyses=False)
+            assert app.trace is trace
+
+    try:
+        run(body())
+    finally:
+        release.set()
+
+
+def test_view_starts_the_load_before_the_app_and_the_app_takes_it_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace is read once, on the load's own thread, started by ``make_app`` (before the app is built)."""
+    from gputop_trace.cli.view import make_app
+
+    calls: list[str] = []
+    real = loader.load_paths
+
+    def counting(paths: list[str], **options: Any) -> Trace:
+        calls.append(threading.current_thread().name)
+        return real(paths, **options)
+
+    monkeypatch.setattr(loader, "load_paths", counting)
+
+    async def body() -> None:
+        app = make_app([default_sample()], use_cache=False)
+        assert isinstance(app, GputopApp)
+        background = app._background
+        assert background is not None and background.paths == [default_sample()]
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(app, pilot, analyses=False)
+            assert calls == ["gputop-trace load"]  # once, on the load started by view
+            assert app.trace is background.result()
+
+    run(body())
+
+
+def test_a_load_for_other_options_is_not_taken_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background load started for other paths or options is cancelled, and the app loads what it was asked."""
+    from gputop_trace.load.background import BackgroundLoad
+
+    release = threading.Event()
+    real = loader.load_paths
+    seen: list[bool] = []
+
+    def gated(paths: list[str], *, progress: Progress | None = None, **options: Any) -> Trace:
+        seen.append(bool(options.get("include_python")))
+        if options.get("include_python"):
+            release.wait(20)
+            if progress is not None:
+                progress(1, 1, 0)  # cancelled by now: raises LoadCancelled
+        return real(paths, progress=progress, **options)
+
+    monkeypatch.setattr(loader, "load_paths", gated)
+    stale = BackgroundLoad([default_sample()], use_cache=False, include_python=True)
+
+    async def body() -> None:
+        app = GputopApp([default_sample()], use_cache=False, include_python=False, background=stale)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_loaded(app, pilot, analyses=False)
+            assert app.include_python is False and sorted(seen) == [False, True]
+            release.set()
+            await wait_until(pilot, lambda: stale.wait(0))
+            with pytest.raises(LoadCancelled):
+                stale.result()
+
+    try:
+        run(body())
+    finally:
+        release.set()
+
+
+def test_analyses_start_once_the_first_screen_is_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[float | None] = []
+    real = GputopApp.run_analyses
+
+    def spy(self: GputopApp, trace: Trace) -> Any:
+        started.append(self.first_screen_at)
+        return real(self, trace)
+
+    monkeypatch.setattr(GputopApp, "run_analyses", spy)
+
+    async def body() -> None:
+        app = GputopApp([default_sample()])
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_loaded(app, pilot)
+            assert len(started) == 1 and started[0] is not None
+            assert "Where the time went" in screen_text(app)
+
+    run(body())
