@@ -23,8 +23,8 @@ from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import fit_label
 from gputop_trace.tui.widgets.diff_panel import DiffPanel, panel_rows
 from gputop_trace.tui.widgets.diff_stack import DiffStack
-from gputop_trace.units import plural
 from gputop_trace.tui.widgets.footer import FittingFooter
+from gputop_trace.units import plural
 
 DIFF_BINDINGS: list[Binding] = [
     Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", tooltip="The previous compared step"),
