@@ -33,8 +33,8 @@ def launch_fix(prog: CompiledProgram | None, words: DeviceWords | None = None) -
     advice to do what it already does. ``words``: the device's; off CUDA, graphs are HIP graphs on ROCm and none
     elsewhere."""
     if words is not None and words.runtime != "CUDA":
-        graphs = f"capture the step in a {words.graphs}, " if words.graphs else ""
-        return f"fuse small ops (torch.compile), {graphs}or make each kernel do more work (larger batch)"
+        capture = f"capture the step in a {words.graphs}, " if words.graphs else ""
+        return f"fuse small ops (torch.compile), {capture}or make each kernel do more work (larger batch)"
     compiled = prog is not None and prog.uses_compile
     graphs = prog is not None and prog.uses_cuda_graphs
     if compiled and graphs:

@@ -80,12 +80,24 @@ def test_view_hands_max_memory_to_the_app(trace: Path, monkeypatch: pytest.Monke
 
     assert main(["view", str(trace), "--max-memory", "50MB"]) == 0
     background = load_started_by_view()
-    assert seen == {"paths": [str(trace)], "max_memory": 50_000_000, "use_cache": True, "include_python": True}
+    assert seen == {
+        "paths": [str(trace)],
+        "max_memory": 50_000_000,
+        "use_cache": True,
+        "include_python": True,
+        "inductor_dir": None,
+    }
     assert (background.max_memory, background.use_cache, background.include_python) == (50_000_000, True, True)
     seen.clear()
     assert main(["view", str(trace), "--no-cache", "--no-python"]) == 0
     background = load_started_by_view()
-    assert seen == {"paths": [str(trace)], "max_memory": None, "use_cache": False, "include_python": False}
+    assert seen == {
+        "paths": [str(trace)],
+        "max_memory": None,
+        "use_cache": False,
+        "include_python": False,
+        "inductor_dir": None,
+    }
     assert (background.max_memory, background.use_cache, background.include_python) == (None, False, False)
 
 

@@ -153,7 +153,8 @@ def test_a_hostile_file_name_on_the_loading_screen_and_in_the_error_dialog(tmp_p
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
             await wait_until(pilot, lambda: isinstance(app.screen, (LoadingScreen, ErrorDialog)))
             clean_screen(app, "loading")
-            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
+            # the dialog is on the stack before it is drawn: wait for its text on the screen
+            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog) and "json" in screen_text(app))
             text = clean_screen(app, "error dialog")
             assert isinstance(app.screen, ErrorDialog)
             assert "t[bold red]x[red].json" in app.screen.text and "[bold" in text

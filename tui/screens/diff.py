@@ -110,6 +110,12 @@ class DiffScreen(Screen[None]):
         for x in d.comparability.differences:
             text.append(f"\n! {x.what}: BASE {clean(x.base)}, TEST {clean(x.test)}: {x.weakens}", style="yellow")
         self.query_one("#diff-verdict", Static).update(text)
+        # the panel's own table is composed when the panel mounts, which can come after this screen's Mount
+        self.call_after_refresh(self._fill)
+
+    def _fill(self) -> None:
+        """Fill the Diff panel and stack the first compared pair (once the panel's table exists)."""
+        d = self.diff
         rows = panel_rows(d.rows)
         per = "whole span" if d.pairs.matched_by == "span" else f"mean of {plural(len(d.pairs), 'compared step')}"
         note = f"{plural(len(rows), 'row')} · Δ/step: {per} · noise: 95 % interval · bold: beyond noise · / filter"

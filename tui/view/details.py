@@ -120,54 +120,12 @@ def describe_event(
         lk = t.lanes[enc.lane].kind
         rows.append(("GPU ranges" if lk == LaneKind.GPU_RANGES else "inside", chain))
     if kind == Kind.KERNEL:
-        k = t.kernel_row(i)
-        if k >= 0:
-            kt = t.kernels
-            regs = int(kt.registers[k])
-            sh_s, sh_d = int(kt.shared_static[k]), int(kt.shared_dynamic[k])
-            rows.append(("grid", _tuple(kt.grid[k]) + " × block " + _tuple(kt.block[k])))
-            rows.append(
-                (
-                    "resources",
-                    f"{regs} registers/thread · shared {format_bytes(sh_s)} static + {format_bytes(sh_d)} dynamic",
-                )
-            )
-            occ = float(kt.occupancy[k])
-            extra = []
-            if not math.isnan(occ):
-                extra.append(f"est. achieved occupancy {occ:.0f}%")
-            bps, wps = float(kt.blocks_per_sm[k]), float(kt.warps_per_sm[k])
-            if not math.isnan(bps):
-                extra.append(f"{bps:.1f} blocks/SM")
-            if not math.isnan(wps):
-                extra.append(f"{wps:.1f} warps/SM")
-            if extra:
-                rows.append(("occupancy", " · ".join(extra)))
-            raw = int(kt.raw_name[k])
-            if raw >= 0:
-                tail.append(("raw name", clean(t.names[raw])))
+        rows.extend(_kernel_rows(t, i, tail))
     if kind == Kind.KERNEL:
         rows.extend(inductor_rows(data.inductor().info(t.event_name(i))))
     rows.extend(replay_rows(data, i))
     if kind in (Kind.MEMCPY, Kind.MEMSET, Kind.UVM):
-        c = t.copy_row(i)
-        if c >= 0:
-            ct = t.copies
-            nbytes = int(ct.bytes[c])
-            size = f"{format_bytes(nbytes)} ({nbytes:,} bytes)"
-            if dur > 0 and nbytes > 0:
-                size += f" at {format_rate(nbytes / (dur / 1e9))}"
-            rows.append(("size", size))
-            if kind == Kind.MEMCPY:
-                direction = COPY_KIND_LABEL.get(int(ct.direction[c]), "unknown")
-                src = MEM_KIND_LABEL.get(int(ct.src_kind[c]), "unknown")
-                dst = MEM_KIND_LABEL.get(int(ct.dst_kind[c]), "unknown")
-                rows.append(("direction", f"{direction}  {src} → {dst}"))
-            else:
-                rows.append(("memory", MEM_KIND_LABEL.get(int(ct.dst_kind[c]), "unknown")))
-            asy = int(ct.is_async[c])
-            if asy >= 0:
-                rows.append(("async", "yes" if asy else "no (blocks the host)"))
+        rows.extend(_copy_rows(t, i, kind, dur))
     if names is not None:
         inst, starts = names.instances_like(i)
         if len(inst) > 1:
@@ -183,6 +141,62 @@ def describe_event(
     rows.append(("ids", " · ".join(ids)))
     rows.extend(tail)
     return title, rows
+
+
+def _kernel_rows(t: Trace, i: int, tail: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A kernel's launch geometry, resources and occupancy rows (its raw name goes to ``tail``)."""
+    rows: list[tuple[str, str]] = []
+    k = t.kernel_row(i)
+    if k >= 0:
+        kt = t.kernels
+        regs = int(kt.registers[k])
+        sh_s, sh_d = int(kt.shared_static[k]), int(kt.shared_dynamic[k])
+        rows.append(("grid", _tuple(kt.grid[k]) + " × block " + _tuple(kt.block[k])))
+        rows.append(
+            (
+                "resources",
+                f"{regs} registers/thread · shared {format_bytes(sh_s)} static + {format_bytes(sh_d)} dynamic",
+            )
+        )
+        occ = float(kt.occupancy[k])
+        extra = []
+        if not math.isnan(occ):
+            extra.append(f"est. achieved occupancy {occ:.0f}%")
+        bps, wps = float(kt.blocks_per_sm[k]), float(kt.warps_per_sm[k])
+        if not math.isnan(bps):
+            extra.append(f"{bps:.1f} blocks/SM")
+        if not math.isnan(wps):
+            extra.append(f"{wps:.1f} warps/SM")
+        if extra:
+            rows.append(("occupancy", " · ".join(extra)))
+        raw = int(kt.raw_name[k])
+        if raw >= 0:
+            tail.append(("raw name", clean(t.names[raw])))
+    return rows
+
+
+def _copy_rows(t: Trace, i: int, kind: int, dur: int) -> list[tuple[str, str]]:
+    """A copy's, memset's or migration's size (and rate over ``dur`` ns), direction and memory rows."""
+    rows: list[tuple[str, str]] = []
+    c = t.copy_row(i)
+    if c >= 0:
+        ct = t.copies
+        nbytes = int(ct.bytes[c])
+        size = f"{format_bytes(nbytes)} ({nbytes:,} bytes)"
+        if dur > 0 and nbytes > 0:
+            size += f" at {format_rate(nbytes / (dur / 1e9))}"
+        rows.append(("size", size))
+        if kind == Kind.MEMCPY:
+            direction = COPY_KIND_LABEL.get(int(ct.direction[c]), "unknown")
+            src = MEM_KIND_LABEL.get(int(ct.src_kind[c]), "unknown")
+            dst = MEM_KIND_LABEL.get(int(ct.dst_kind[c]), "unknown")
+            rows.append(("direction", f"{direction}  {src} → {dst}"))
+        else:
+            rows.append(("memory", MEM_KIND_LABEL.get(int(ct.dst_kind[c]), "unknown")))
+        asy = int(ct.is_async[c])
+        if asy >= 0:
+            rows.append(("async", "yes" if asy else "no (blocks the host)"))
+    return rows
 
 
 def details_text(title: str, rows: list[tuple[str, str]]) -> Group:

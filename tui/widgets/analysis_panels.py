@@ -236,8 +236,8 @@ class RangesPanel(SummaryTablePanel):
     def row_detail(self, item: Any) -> str:
         r: RangeRow = item
         if not r.gpu_ops:
-            return f"{r.name}: no GPU work was launched inside it."
-        text = f"{r.name}: {format_ns(r.gpu_ns)} of GPU time from {plural(r.gpu_ops, 'GPU op')}"
+            return f"{clean(r.name)}: no GPU work was launched inside it."
+        text = f"{clean(r.name)}: {format_ns(r.gpu_ns)} of GPU time from {plural(r.gpu_ops, 'GPU op')}"
         if r.gpu_ops_autograd:
             via = f" ({self.autograd_via})" if self.autograd_via else ""
             text += f"; {r.gpu_ops_autograd:,} launched by its autograd thread{via}"
@@ -252,7 +252,7 @@ class RangesPanel(SummaryTablePanel):
         self.autograd_via = " and ".join(vias)
         lines = ["GPU time: the busy time of the GPU work launched inside the range (n / N then walk its instances)"]
         if trace is not None and threads:
-            lines.append("Backward pass: " + "; ".join(autograd_note(trace, threads)))
+            lines.append("Backward pass: " + "; ".join(clean(n) for n in autograd_note(trace, threads)))
         self.set_summary(lines)
         if not rows:
             self.set_message("This trace has no annotation ranges (NVTX, record_function or TraceAnnotation).")
