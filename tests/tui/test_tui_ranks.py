@@ -333,7 +333,6 @@ CHECKS: dict[str, Callable[..., Awaitable[None]]] = {
     "close": close,
     "help": help_screen,
     "quit_app": quit_app,
-    "quit_app": quit_app,
     "command_palette": palette,
 }
 
