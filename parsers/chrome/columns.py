@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from gputop_trace.parsers.chrome.op_args import gather_op_args, instant_args
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
 from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, dense_ids, one_ns, to_ns
@@ -259,6 +260,7 @@ def _add_slices(
                 if corr_x[i] >= 0:
                     st.call_size[int(corr_x[i])] = size
     _add_kernel_and_copy_rows(st, argl, ev_x)
+    gather_op_args(st.op_args, argl, ev_x, instant_args(evs, is_x, base))
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)

@@ -1,0 +1,225 @@
+"""The operator tree PyTorch's ``key_averages()`` is computed on, rebuilt from a trace (Kineto JSON here; nsys
+``emit_nvtx`` ranges in :mod:`gputop_trace.analysis.ops_nvtx`).
+
+The rules, read from ``torch/autograd/profiler.py`` (``_parse_kineto_results``) and ``profiler_util.py``
+(``FunctionEvent``, ``EventList._populate_cpu_children``) and checked against ``key_averages()`` of recorded
+traces (tests/unit/test_ops_reference.py):
+
+- **keys**: every host event PyTorch recorded (operators, ``record_function`` / user annotations, ``with_stack``
+  Python frames, CUDA runtime and driver calls) and every device event (kernels, copies, memsets, the
+  ``gpu_user_annotation`` bands), except the bookkeeping names ``_filter_name`` drops (``[memory]``,
+  ``aten::is_leaf`` …). ``ProfilerStep#N`` is keyed as ``ProfilerStep*``.
+- **parents**: per thread, events sorted by (start, longest first); an event's parent is the innermost earlier
+  event that contains it entirely (``[s, e]`` within the parent's, an event starting at the parent's end is not
+  inside it). Device events have no parent.
+- **device time**: a frontend event (operator, annotation, Python frame: an event PyTorch links to nothing) owns
+  the device events whose ``External id`` equals its own; ``device total`` = its own device time plus its
+  children's device totals, ``self device`` = its own. A device event's device total and self time are its
+  duration. Runtime calls own nothing.
+- **self CPU** = duration minus the children's durations. Device events have no CPU time.
+- **memory**: every ``[memory]`` record whose time lies in ``[start, end]`` of a host event (on any thread) counts
+  for it, as CPU memory (host allocations) or device memory (CUDA/HIP/XPU); self = minus the children's. Records
+  no host event covers become ``[memory]`` keys of their own.
+
+Times are int64 ns (PyTorch reports µs; the trace writes µs with three decimals, so the ns are exact), memory in
+bytes (negative for frees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gputop_trace.model.arrays import I64
+from gputop_trace.model.kinds import Kind, LaneKind
+from gputop_trace.model.trace import Trace
+
+#: names ``torch.autograd.profiler_util._filter_name`` leaves out of the function events
+FILTERED_NAMES = frozenset(
+    {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
+    }
+)
+#: host kinds that are function events, and those among them that own device work (PyTorch's "frontend" events)
+HOST_KINDS = (Kind.CPU_OP, Kind.RANGE, Kind.PYTHON, Kind.API)
+FRONTEND_KINDS = (Kind.CPU_OP, Kind.RANGE, Kind.PYTHON)
+DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_RANGE)
+#: PyTorch ``DeviceType`` numbers of host and of device memory (``_cpu_memory_usage`` / ``_device_memory_usage``)
+HOST_MEMORY_TYPES = (0, 2, 5)  # CPU, MKLDNN, IDEEP
+DEVICE_MEMORY_TYPES = (1, 6, 12, 20)  # CUDA, HIP, XPU, PrivateUse1
+
+
+@dataclass(frozen=True)
+class OpTree:
+    """The function events of a trace (``event``: trace indices, host events first in start order, then device
+    events) and their per-event figures: ``parent`` the position (in ``event``) of the enclosing host event
+    (``-1`` none); times in ns, memory in bytes. ``orphan_memory`` are the ``MemoryTable`` rows no host event
+    covers (PyTorch's top-level ``[memory]`` events)."""
+
+    event: I64
+    parent: I64
+    is_device: np.ndarray
+    cpu_total_ns: I64
+    self_cpu_ns: I64
+    device_total_ns: I64
+    self_device_ns: I64
+    cpu_mem: I64
+    self_cpu_mem: I64
+    device_mem: I64
+    self_device_mem: I64
+    orphan_memory: I64
+
+    def __len__(self) -> int:
+        return int(self.event.shape[0])
+
+
+def key_events(trace: Trace) -> tuple[I64, I64]:
+    """(host events on CPU thread lanes, device events on GPU lanes) that are function events: trace indices,
+    each in trace order (lane, then start, longest first)."""
+    lane_kind = trace.lane_kind
+    kind = trace.kind
+    on_cpu = lane_kind[trace.lane] == LaneKind.CPU_THREAD
+    host = np.isin(kind, np.array(HOST_KINDS, dtype=np.uint8)) & on_cpu
+    device = np.isin(kind, np.array(DEVICE_KINDS, dtype=np.uint8)) & ~on_cpu
+    keep = host | device
+    filtered = [trace.name_ids.get(n, -1) for n in FILTERED_NAMES]
+    filtered = [i for i in filtered if i >= 0]
+    if filtered:
+        keep &= ~np.isin(trace.name, np.array(filtered, dtype=np.int32))
+    return np.flatnonzero(keep & host).astype(np.int64), np.flatnonzero(keep & device).astype(np.int64)
+
+
+def _parents(trace: Trace, host: I64) -> I64:
+    """Position (in ``host``) of each host event's parent: the innermost enclosing event on its lane."""
+    start = trace.start_ns[host].tolist()
+    end = (trace.start_ns[host] + trace.dur_ns[host]).tolist()
+    lane = trace.lane[host].tolist()
+    parent = [-1] * len(host)
+    stack: list[int] = []
+    cur_lane = None
+    for i in range(len(host)):
+        if lane[i] != cur_lane:
+            stack = []
+            cur_lane = lane[i]
+        s, e = start[i], end[i]
+        while stack:
+            p = stack[-1]
+            if s >= end[p] or e > end[p]:
+                stack.pop()
+            else:
+                parent[i] = p
+                break
+        stack.append(i)
+    return np.array(parent, dtype=np.int64)
+
+
+def _subtree_sums(values: I64, parent: I64) -> I64:
+    """Each event's value plus its descendants' (children come after their parent in start order)."""
+    total = values.tolist()
+    par = parent.tolist()
+    for i in range(len(par) - 1, -1, -1):  # children before parents, in reverse start order
+        p = par[i]
+        if p >= 0:
+            total[p] += total[i]
+    return np.array(total, dtype=np.int64)
+
+
+def _child_sums(values: I64, parent: I64) -> I64:
+    out = np.zeros_like(values)
+    has = parent >= 0
+    np.add.at(out, parent[has], values[has])
+    return out
+
+
+def _own_device_ns(trace: Trace, host: I64, device: I64) -> I64:
+    """Device time each host event owns: the device events whose External id is the event's own (frontend events
+    only; per rank, as ids are per process)."""
+    own = np.zeros(len(host), dtype=np.int64)
+    if not len(device) or not len(host):
+        return own
+    rank = trace.lane_rank
+    d_ext = trace.ext[device]
+    linked = d_ext > 0
+    d_key = rank[trace.lane[device]][linked].astype(np.int64) * (1 << 40) + d_ext[linked]
+    d_dur = trace.dur_ns[device][linked]
+    if not len(d_key):
+        return own
+    order = np.argsort(d_key, kind="stable")
+    d_key, d_dur = d_key[order], d_dur[order]
+    uniq, first = np.unique(d_key, return_index=True)
+    sums = np.add.reduceat(d_dur, first)
+    front = np.isin(trace.kind[host], np.array(FRONTEND_KINDS, dtype=np.uint8)) & (trace.ext[host] > 0)
+    h_key = rank[trace.lane[host]].astype(np.int64) * (1 << 40) + trace.ext[host]
+    at = np.minimum(np.searchsorted(uniq, h_key), len(uniq) - 1)
+    hit = front & (uniq[at] == h_key)
+    own[hit] = sums[at[hit]]
+    return own
+
+
+def _memory(trace: Trace, host: I64) -> tuple[I64, I64, I64]:
+    """(host bytes, device bytes) each host event's interval covers (records of its rank, any thread, both ends
+    inclusive), and the memory rows no host event covers."""
+    mem = trace.memory
+    n = len(host)
+    cpu = np.zeros(n, dtype=np.int64)
+    dev = np.zeros(n, dtype=np.int64)
+    if not len(mem):
+        return cpu, dev, np.zeros(0, dtype=np.int64)
+    m_rank = trace.lane_rank[trace.lane[mem.event]]
+    m_ts = trace.start_ns[mem.event]
+    h_rank = trace.lane_rank[trace.lane[host]]
+    covered = np.zeros(len(mem), dtype=bool)
+    for r in np.unique(m_rank).tolist():
+        rows = np.flatnonzero(m_rank == r)
+        rows = rows[np.argsort(m_ts[rows], kind="stable")]
+        ts = m_ts[rows]
+        b = mem.bytes[rows]
+        dt = mem.device_type[rows]
+        cum_cpu = np.concatenate(([0], np.cumsum(np.where(np.isin(dt, HOST_MEMORY_TYPES), b, 0))))
+        cum_dev = np.concatenate(([0], np.cumsum(np.where(np.isin(dt, DEVICE_MEMORY_TYPES), b, 0))))
+        sel = np.flatnonzero(h_rank == r)
+        s = trace.start_ns[host[sel]]
+        lo = np.searchsorted(ts, s, side="left")
+        hi = np.searchsorted(ts, s + trace.dur_ns[host[sel]], side="right")
+        cpu[sel] = cum_cpu[hi] - cum_cpu[lo]
+        dev[sel] = cum_dev[hi] - cum_dev[lo]
+        mark = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.add.at(mark, lo, 1)
+        np.add.at(mark, hi, -1)
+        covered[rows] = np.cumsum(mark)[:-1] > 0
+    return cpu, dev, np.flatnonzero(~covered).astype(np.int64)
+
+
+def build_op_tree(trace: Trace) -> OpTree:
+    """The function events of ``trace`` with PyTorch's per-event figures (see the module docstring)."""
+    host, device = key_events(trace)
+    parent = _parents(trace, host)
+    dur = trace.dur_ns[host].astype(np.int64)
+    own_dev = _own_device_ns(trace, host, device)
+    dev_total = _subtree_sums(own_dev, parent)
+    cpu_mem, dev_mem, orphans = _memory(trace, host)
+    nd = len(device)
+    zeros = np.zeros(nd, dtype=np.int64)
+    d_dur = trace.dur_ns[device].astype(np.int64)
+    return OpTree(
+        event=np.concatenate((host, device)),
+        parent=np.concatenate((parent, np.full(nd, -1, dtype=np.int64))),
+        is_device=np.concatenate((np.zeros(len(host), dtype=bool), np.ones(nd, dtype=bool))),
+        cpu_total_ns=np.concatenate((dur, zeros)),
+        self_cpu_ns=np.concatenate((dur - _child_sums(dur, parent), zeros)),
+        device_total_ns=np.concatenate((dev_total, d_dur)),
+        self_device_ns=np.concatenate((own_dev, d_dur)),
+        cpu_mem=np.concatenate((cpu_mem, zeros)),
+        self_cpu_mem=np.concatenate((cpu_mem - _child_sums(cpu_mem, parent), zeros)),
+        device_mem=np.concatenate((dev_mem, zeros)),
+        self_device_mem=np.concatenate((dev_mem - _child_sums(dev_mem, parent), zeros)),
+        orphan_memory=orphans,
+    )

@@ -1,0 +1,211 @@
+"""The operator view: PyTorch's ``key_averages()`` from a trace (one row per key, the same figures), grouped by
+name, by name and input shapes (``group_by_input_shape=True``) or by name and the Python stack around the call.
+
+A key is (name, host or device, user annotation or not) as in ``EventList.key_averages``; the per-event figures
+and their rules are in :mod:`gputop_trace.analysis.op_tree`. Times are int64 ns, memory in bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gputop_trace.analysis.op_tree import DEVICE_KINDS, DEVICE_MEMORY_TYPES, HOST_MEMORY_TYPES, OpTree, build_op_tree
+from gputop_trace.model.arrays import I64
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
+
+GROUP_BY = ("name", "shape", "stack")
+#: how many enclosing Python frames a ``stack`` key holds (``key_averages(group_by_stack_n=5)``, innermost first)
+STACK_DEPTH = 5
+
+#: what a row's events are, by kind
+KIND_LABEL: dict[int, str] = {
+    Kind.CPU_OP: "op",
+    Kind.RANGE: "annotation",
+    Kind.PYTHON: "python",
+    Kind.API: "runtime",
+    Kind.KERNEL: "kernel",
+    Kind.MEMCPY: "memcpy",
+    Kind.MEMSET: "memset",
+    Kind.GPU_RANGE: "gpu_annotation",
+}
+#: row kinds ``ops`` shows unless asked for every key (``--all``): what a PyTorch user calls operators
+OPERATOR_KINDS = frozenset({"op", "annotation"})
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One key of ``key_averages()``. Times in ns, memory in bytes (negative: more freed than allocated).
+
+    ``kind`` is what the events are (:data:`KIND_LABEL`, or ``memory`` for allocations outside every event),
+    ``shapes`` the ``Input Dims`` text when grouped by shape (else None), ``stack`` the enclosing Python frames
+    (innermost first) when grouped by stack. ``events`` are the instances (trace indices, in time order).
+    """
+
+    name: str
+    kind: str
+    count: int
+    cpu_total_ns: int
+    self_cpu_ns: int
+    device_total_ns: int
+    self_device_ns: int
+    cpu_mem: int
+    self_cpu_mem: int
+    device_mem: int
+    self_device_mem: int
+    shapes: str | None = None
+    stack: tuple[str, ...] = ()
+    events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
+
+    @property
+    def is_device(self) -> bool:
+        """Whether the key is a device event (kernel, copy, memset, GPU annotation)."""
+        return self.kind in ("kernel", "memcpy", "memset", "gpu_annotation")
+
+    @property
+    def cpu_mean_ns(self) -> float:
+        return self.cpu_total_ns / self.count if self.count else 0.0
+
+    @property
+    def device_mean_ns(self) -> float:
+        return self.device_total_ns / self.count if self.count else 0.0
+
+
+def key_name(name: str) -> str:
+    """The key PyTorch files an event under (``ProfilerStep#3`` → ``ProfilerStep*``)."""
+    return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+
+
+def shape_key(dims_text: str) -> str:
+    """The ``input_shapes`` PyTorch keys an op under, from its ``Input Dims`` text: a list of tensors (``cat``'s
+    first input) is ``[]`` there."""
+    try:
+        dims = json.loads(dims_text)
+    except ValueError:
+        return "[]"
+    if not isinstance(dims, list):
+        return "[]"
+    return str([d if not any(isinstance(x, list) for x in d) else [] for d in dims if isinstance(d, list)])
+
+
+def _shape_of(trace: Trace) -> Callable[[int], str]:
+    """Event → its shape key (``[]`` when it has none, as PyTorch keys an event without shapes)."""
+    oa = trace.op_args
+    ev = oa.event
+    names = trace.names
+    keys: dict[int, str] = {}
+
+    def shape(i: int) -> str:
+        at = int(np.searchsorted(ev, i))
+        if at < len(ev) and ev[at] == i and oa.shapes[at] >= 0:
+            sid = int(oa.shapes[at])
+            got = keys.get(sid)
+            if got is None:
+                got = keys[sid] = shape_key(names[sid])
+            return got
+        return "[]"
+
+    return shape
+
+
+def _stack_of(trace: Trace, tree: OpTree) -> Callable[[int], tuple[str, ...]]:
+    """Position in the tree → the names of its enclosing Python frames, innermost first (at most STACK_DEPTH)."""
+    parent = tree.parent.tolist()
+    kinds = trace.kind[tree.event].tolist()
+    events = tree.event.tolist()
+
+    def stack(pos: int) -> tuple[str, ...]:
+        out: list[str] = []
+        p = parent[pos]
+        while p >= 0 and len(out) < STACK_DEPTH:
+            if kinds[p] == Kind.PYTHON:
+                out.append(trace.event_name(events[p]))
+            p = parent[p]
+        return tuple(out)
+
+    return stack
+
+
+def op_table(trace: Trace, *, group_by: str = "name", tree: OpTree | None = None) -> list[OpRow]:
+    """The rows of ``key_averages()`` (``group_by="shape"``: of ``key_averages(group_by_input_shape=True)``;
+    ``"stack"``: keyed also by the enclosing Python frames), most self CPU time first, then most device time."""
+    if group_by not in GROUP_BY:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}, not {group_by!r}")
+    tree = tree if tree is not None else build_op_tree(trace)
+    kinds = trace.kind[tree.event].tolist()
+    name_ids = trace.name[tree.event].tolist()
+    names = trace.names
+    shape = _shape_of(trace) if group_by == "shape" else None
+    stack = _stack_of(trace, tree) if group_by == "stack" else None
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for pos in range(len(tree)):
+        kind = kinds[pos]
+        key: tuple[object, ...] = (key_name(names[name_ids[pos]]), kind in _DEVICE, kind in _ANNOTATION)
+        if shape is not None:
+            key = (*key, shape(int(tree.event[pos])) if kind not in _DEVICE else "[]")
+        elif stack is not None:
+            key = (*key, stack(pos))
+        groups.setdefault(key, []).append(pos)
+    rows = [_row(trace, tree, key, positions, group_by) for key, positions in groups.items()]
+    rows.extend(_memory_rows(trace, tree, group_by))
+    rows.sort(key=lambda r: (-r.self_cpu_ns, -r.self_device_ns, r.name))
+    return rows
+
+
+_DEVICE = frozenset(DEVICE_KINDS)
+_ANNOTATION = frozenset({Kind.RANGE, Kind.GPU_RANGE})
+
+
+def _row(trace: Trace, tree: OpTree, key: tuple[object, ...], positions: list[int], group_by: str) -> OpRow:
+    p = np.array(positions, dtype=np.int64)
+    events = tree.event[p]
+    first_kind = int(trace.kind[events[0]])
+    return OpRow(
+        name=str(key[0]),
+        kind=KIND_LABEL.get(first_kind, "other"),
+        count=len(positions),
+        cpu_total_ns=int(tree.cpu_total_ns[p].sum()),
+        self_cpu_ns=int(tree.self_cpu_ns[p].sum()),
+        device_total_ns=int(tree.device_total_ns[p].sum()),
+        self_device_ns=int(tree.self_device_ns[p].sum()),
+        cpu_mem=int(tree.cpu_mem[p].sum()),
+        self_cpu_mem=int(tree.self_cpu_mem[p].sum()),
+        device_mem=int(tree.device_mem[p].sum()),
+        self_device_mem=int(tree.self_device_mem[p].sum()),
+        shapes=str(key[3]) if group_by == "shape" else None,
+        stack=tuple(key[3]) if group_by == "stack" and isinstance(key[3], tuple) else (),
+        events=np.sort(events),
+    )
+
+
+def _memory_rows(trace: Trace, tree: OpTree, group_by: str) -> list[OpRow]:
+    """PyTorch's top-level ``[memory]`` key: the allocations and frees outside every host event."""
+    rows = tree.orphan_memory
+    if not len(rows):
+        return []
+    mem = trace.memory
+    host = np.isin(mem.device_type[rows], HOST_MEMORY_TYPES)
+    device = np.isin(mem.device_type[rows], DEVICE_MEMORY_TYPES)
+    cpu = int(mem.bytes[rows][host].sum())
+    dev = int(mem.bytes[rows][device].sum())
+    return [
+        OpRow(
+            name="[memory]",
+            kind="memory",
+            count=len(rows),
+            cpu_total_ns=0,
+            self_cpu_ns=0,
+            device_total_ns=0,
+            self_device_ns=0,
+            cpu_mem=cpu,
+            self_cpu_mem=cpu,
+            device_mem=dev,
+            self_device_mem=dev,
+            shapes="[]" if group_by == "shape" else None,
+            events=np.sort(mem.event[rows]),
+        )
+    ]
