@@ -1,21 +1,22 @@
-"""The operator tree PyTorch's ``key_averages()`` is computed on, rebuilt from a trace (Kineto JSON here; nsys
-``emit_nvtx`` ranges in :mod:`gputop_trace.analysis.ops_nvtx`).
+"""The operator tree PyTorch's ``key_averages()`` is computed on, rebuilt from a Kineto trace.
 
 The rules, read from ``torch/autograd/profiler.py`` (``_parse_kineto_results``) and ``profiler_util.py``
 (``FunctionEvent``, ``EventList._populate_cpu_children``) and checked against ``key_averages()`` of recorded
-traces (tests/unit/test_ops_reference.py):
+traces (tests/unit/test_ops_reference.py: PyTorch 2.13 on CPU, 2.11 on an H200):
 
-- **keys**: every host event PyTorch recorded (operators, ``record_function`` / user annotations, ``with_stack``
-  Python frames, CUDA runtime and driver calls) and every device event (kernels, copies, memsets, the
-  ``gpu_user_annotation`` bands), except the bookkeeping names ``_filter_name`` drops (``[memory]``,
-  ``aten::is_leaf`` …). ``ProfilerStep#N`` is keyed as ``ProfilerStep*``.
+- **keys**: every host event PyTorch recorded (operators, ``record_function`` / user annotations, CUDA runtime and
+  driver calls, profiler overhead such as CUPTI's ``Activity Buffer Request``, and the ``with_stack`` Python
+  frames, which PyTorch 2.13 makes function events and 2.11 does not: load with ``include_python=False`` for
+  2.11's figures) and every device event (kernels, copies, memsets, ``gpu_user_annotation`` bands), except the
+  bookkeeping names ``_filter_name`` drops (``[memory]``, ``aten::is_leaf`` …). ``ProfilerStep#N`` is keyed as
+  ``ProfilerStep*``.
 - **parents**: per thread, events sorted by (start, longest first); an event's parent is the innermost earlier
-  event that contains it entirely (``[s, e]`` within the parent's, an event starting at the parent's end is not
-  inside it). Device events have no parent.
-- **device time**: a frontend event (operator, annotation, Python frame: an event PyTorch links to nothing) owns
-  the device events whose ``External id`` equals its own; ``device total`` = its own device time plus its
-  children's device totals, ``self device`` = its own. A device event's device total and self time are its
-  duration. Runtime calls own nothing.
+  event that contains it entirely (an event starting at the parent's end is not inside it). Profiler overhead,
+  written outside any thread, nests on the process's main thread. Device events have no parent.
+- **device time**: a frontend event (operator, annotation, Python frame) owns the kernels, copies and memsets
+  whose ``External id`` is its own; profiler overhead owns those of the innermost enclosing event with an id;
+  runtime calls and ``gpu_user_annotation`` bands own nothing. ``device total`` = own device time plus the
+  children's device totals, ``self device`` = own. A device event's device total and self time are its duration.
 - **self CPU** = duration minus the children's durations. Device events have no CPU time.
 - **memory**: every ``[memory]`` record whose time lies in ``[start, end]`` of a host event (on any thread) counts
   for it, as CPU memory (host allocations) or device memory (CUDA/HIP/XPU); self = minus the children's. Records
@@ -81,15 +82,19 @@ class OpTree:
         return int(self.event.shape[0])
 
 
-def key_events(trace: Trace) -> tuple[I64, I64]:
-    """(host events on CPU thread lanes, device events on GPU lanes) that are function events: trace indices,
-    each in trace order (lane, then start, longest first)."""
+def key_events(trace: Trace, rank: int | None = None, *, python: bool = True) -> tuple[I64, I64]:
+    """(host events, device events) that are function events (of ``rank`` only when given; Python frames only
+    with ``python``): trace indices. Host events are on CPU thread lanes, or profiler overhead (CUPTI's
+    ``Activity Buffer Request``) anywhere; device events on GPU lanes. Each in trace order."""
     lane_kind = trace.lane_kind
     kind = trace.kind
     on_cpu = lane_kind[trace.lane] == LaneKind.CPU_THREAD
-    host = np.isin(kind, np.array(HOST_KINDS, dtype=np.uint8)) & on_cpu
+    host_kinds = HOST_KINDS if python else tuple(k for k in HOST_KINDS if k != Kind.PYTHON)
+    host = (np.isin(kind, np.array(host_kinds, dtype=np.uint8)) & on_cpu) | (kind == Kind.OVERHEAD)
     device = np.isin(kind, np.array(DEVICE_KINDS, dtype=np.uint8)) & ~on_cpu
     keep = host | device
+    if rank is not None:
+        keep &= trace.lane_rank[trace.lane] == rank
     filtered = [trace.name_ids.get(n, -1) for n in FILTERED_NAMES]
     filtered = [i for i in filtered if i >= 0]
     if filtered:
@@ -97,11 +102,30 @@ def key_events(trace: Trace) -> tuple[I64, I64]:
     return np.flatnonzero(keep & host).astype(np.int64), np.flatnonzero(keep & device).astype(np.int64)
 
 
-def _parents(trace: Trace, host: I64) -> I64:
-    """Position (in ``host``) of each host event's parent: the innermost enclosing event on its lane."""
+def _nest_lanes(trace: Trace, host: I64) -> I64:
+    """The lane each host event nests on: its own; profiler overhead outside any thread nests on its rank's main
+    thread (the thread whose id is its process id, else the first CPU thread), where PyTorch files it."""
+    lanes = trace.lane[host].astype(np.int64)
+    stray = trace.lane_kind[lanes] != LaneKind.CPU_THREAD
+    if stray.any():
+        main: dict[int, int] = {}
+        for i, ln in enumerate(trace.lanes):
+            if ln.kind == LaneKind.CPU_THREAD and ln.tid == ln.pid:
+                main.setdefault(ln.rank, i)
+        for i, ln in enumerate(trace.lanes):
+            if ln.kind == LaneKind.CPU_THREAD:
+                main.setdefault(ln.rank, i)
+        ranks = trace.lane_rank[lanes[stray]].tolist()
+        lanes[stray] = [main.get(r, -1) for r in ranks]
+    return lanes
+
+
+def _parents(trace: Trace, host: I64, nest_lane: I64) -> I64:
+    """Position (in ``host``, sorted by lane, start, longest first) of each host event's parent: the innermost
+    enclosing event on its lane."""
     start = trace.start_ns[host].tolist()
     end = (trace.start_ns[host] + trace.dur_ns[host]).tolist()
-    lane = trace.lane[host].tolist()
+    lane = nest_lane.tolist()
     parent = [-1] * len(host)
     stack: list[int] = []
     cur_lane = None
@@ -139,15 +163,31 @@ def _child_sums(values: I64, parent: I64) -> I64:
     return out
 
 
-def _own_device_ns(trace: Trace, host: I64, device: I64) -> I64:
-    """Device time each host event owns: the device events whose External id is the event's own (frontend events
-    only; per rank, as ids are per process)."""
+def _host_ids(trace: Trace, host: I64, parent: I64) -> I64:
+    """The id PyTorch links device work to, per host event: a frontend event's External id; profiler overhead
+    takes the id of the innermost enclosing event that has one (CUPTI files it under the operator active when the
+    buffer was requested); ``-1`` for the rest (runtime calls link to their operator, they own nothing)."""
+    ext = trace.ext[host]
+    kind = trace.kind[host]
+    ids = np.where(np.isin(kind, np.array(FRONTEND_KINDS, dtype=np.uint8)) & (ext > 0), ext, -1)
+    for i in np.flatnonzero(kind == Kind.OVERHEAD).tolist():
+        p = int(parent[i])
+        while p >= 0 and ids[p] <= 0:
+            p = int(parent[p])
+        ids[i] = ids[p] if p >= 0 else -1
+    return ids.astype(np.int64)
+
+
+def _own_device_ns(trace: Trace, host: I64, host_id: I64, device: I64) -> I64:
+    """Device time each host event owns: the device events whose External id is the event's id (see
+    :func:`_host_ids`; per rank, as ids are per process)."""
     own = np.zeros(len(host), dtype=np.int64)
     if not len(device) or not len(host):
         return own
     rank = trace.lane_rank
     d_ext = trace.ext[device]
-    linked = d_ext > 0
+    # GPU annotation bands carry the External id of their annotation but are not its device work
+    linked = (d_ext > 0) & (trace.kind[device] != Kind.GPU_RANGE)
     d_key = rank[trace.lane[device]][linked].astype(np.int64) * (1 << 40) + d_ext[linked]
     d_dur = trace.dur_ns[device][linked]
     if not len(d_key):
@@ -156,15 +196,15 @@ def _own_device_ns(trace: Trace, host: I64, device: I64) -> I64:
     d_key, d_dur = d_key[order], d_dur[order]
     uniq, first = np.unique(d_key, return_index=True)
     sums = np.add.reduceat(d_dur, first)
-    front = np.isin(trace.kind[host], np.array(FRONTEND_KINDS, dtype=np.uint8)) & (trace.ext[host] > 0)
-    h_key = rank[trace.lane[host]].astype(np.int64) * (1 << 40) + trace.ext[host]
+    front = host_id > 0
+    h_key = rank[trace.lane[host]].astype(np.int64) * (1 << 40) + host_id
     at = np.minimum(np.searchsorted(uniq, h_key), len(uniq) - 1)
     hit = front & (uniq[at] == h_key)
     own[hit] = sums[at[hit]]
     return own
 
 
-def _memory(trace: Trace, host: I64) -> tuple[I64, I64, I64]:
+def _memory(trace: Trace, host: I64, rank: int | None) -> tuple[I64, I64, I64]:
     """(host bytes, device bytes) each host event's interval covers (records of its rank, any thread, both ends
     inclusive), and the memory rows no host event covers."""
     mem = trace.memory
@@ -195,17 +235,24 @@ def _memory(trace: Trace, host: I64) -> tuple[I64, I64, I64]:
         np.add.at(mark, lo, 1)
         np.add.at(mark, hi, -1)
         covered[rows] = np.cumsum(mark)[:-1] > 0
+    if rank is not None:
+        covered |= m_rank != rank
     return cpu, dev, np.flatnonzero(~covered).astype(np.int64)
 
 
-def build_op_tree(trace: Trace) -> OpTree:
-    """The function events of ``trace`` with PyTorch's per-event figures (see the module docstring)."""
-    host, device = key_events(trace)
-    parent = _parents(trace, host)
+def build_op_tree(trace: Trace, rank: int | None = None, *, python: bool = True) -> OpTree:
+    """The function events of ``trace`` (of ``rank`` only when given) with PyTorch's per-event figures (see the
+    module docstring). ``python``: ``with_stack`` Python frames are function events (PyTorch 2.13 makes them
+    keys of key_averages and parents of the operators they call; 2.11 leaves them out)."""
+    host, device = key_events(trace, rank, python=python)
+    nest = _nest_lanes(trace, host)
+    order = np.lexsort((-trace.dur_ns[host], trace.start_ns[host], nest))
+    host, nest = host[order], nest[order]
+    parent = _parents(trace, host, nest)
     dur = trace.dur_ns[host].astype(np.int64)
-    own_dev = _own_device_ns(trace, host, device)
+    own_dev = _own_device_ns(trace, host, _host_ids(trace, host, parent), device)
     dev_total = _subtree_sums(own_dev, parent)
-    cpu_mem, dev_mem, orphans = _memory(trace, host)
+    cpu_mem, dev_mem, orphans = _memory(trace, host, rank)
     nd = len(device)
     zeros = np.zeros(nd, dtype=np.int64)
     d_dur = trace.dur_ns[device].astype(np.int64)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gputop_trace.analysis.op_flops import Work, estimate
 from gputop_trace.analysis.op_tree import DEVICE_KINDS, DEVICE_MEMORY_TYPES, HOST_MEMORY_TYPES, OpTree, build_op_tree
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
@@ -44,6 +45,9 @@ class OpRow:
     ``kind`` is what the events are (:data:`KIND_LABEL`, or ``memory`` for allocations outside every event),
     ``shapes`` the ``Input Dims`` text when grouped by shape (else None), ``stack`` the enclosing Python frames
     (innermost first) when grouped by stack. ``events`` are the instances (trace indices, in time order).
+    ``flops`` / ``bytes_moved`` are the estimates from shapes summed over the calls
+    (:mod:`gputop_trace.analysis.op_flops`; None when no call had one), ``work_kind`` what the estimate is
+    (``gemm``, ``attention``, ``conv``, ``elementwise``, ``memory``), ``precision`` the first input's.
     """
 
     name: str
@@ -59,6 +63,10 @@ class OpRow:
     self_device_mem: int
     shapes: str | None = None
     stack: tuple[str, ...] = ()
+    flops: int | None = None
+    bytes_moved: int | None = None
+    work_kind: str = ""
+    precision: str = ""
     events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
 
     @property
@@ -130,12 +138,13 @@ def _stack_of(trace: Trace, tree: OpTree) -> Callable[[int], tuple[str, ...]]:
     return stack
 
 
-def op_table(trace: Trace, *, group_by: str = "name", tree: OpTree | None = None) -> list[OpRow]:
+def op_table(trace: Trace, *, group_by: str = "name", tree: OpTree | None = None, python: bool = True) -> list[OpRow]:
     """The rows of ``key_averages()`` (``group_by="shape"``: of ``key_averages(group_by_input_shape=True)``;
-    ``"stack"``: keyed also by the enclosing Python frames), most self CPU time first, then most device time."""
+    ``"stack"``: keyed also by the enclosing Python frames), most self CPU time first, then most device time.
+    ``python``: Python frames are function events (see :func:`~gputop_trace.analysis.op_tree.build_op_tree`)."""
     if group_by not in GROUP_BY:
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}, not {group_by!r}")
-    tree = tree if tree is not None else build_op_tree(trace)
+    tree = tree if tree is not None else build_op_tree(trace, python=python)
     kinds = trace.kind[tree.event].tolist()
     name_ids = trace.name[tree.event].tolist()
     names = trace.names
@@ -150,7 +159,8 @@ def op_table(trace: Trace, *, group_by: str = "name", tree: OpTree | None = None
         elif stack is not None:
             key = (*key, stack(pos))
         groups.setdefault(key, []).append(pos)
-    rows = [_row(trace, tree, key, positions, group_by) for key, positions in groups.items()]
+    work = call_work(trace, tree.event)
+    rows = [_row(trace, tree, key, positions, group_by, work) for key, positions in groups.items()]
     rows.extend(_memory_rows(trace, tree, group_by))
     rows.sort(key=lambda r: (-r.self_cpu_ns, -r.self_device_ns, r.name))
     return rows
@@ -160,10 +170,56 @@ _DEVICE = frozenset(DEVICE_KINDS)
 _ANNOTATION = frozenset({Kind.RANGE, Kind.GPU_RANGE})
 
 
-def _row(trace: Trace, tree: OpTree, key: tuple[object, ...], positions: list[int], group_by: str) -> OpRow:
+def call_work(trace: Trace, events: I64) -> list[Work | None]:
+    """The estimated work of each event's call (None for events without ``record_shapes`` args)."""
+    oa = trace.op_args
+    at = np.minimum(np.searchsorted(oa.event, events), max(len(oa) - 1, 0))
+    hit = (oa.event[at] == events) if len(oa) else np.zeros(len(events), dtype=bool)
+    names = trace.names
+    cache: dict[tuple[int, int, int], Work] = {}
+    out: list[Work | None] = [None] * len(events)
+    name_ids = trace.name[events].tolist()
+    for i in np.flatnonzero(hit).tolist():
+        sid, tid = int(oa.shapes[at[i]]), int(oa.types[at[i]])
+        key = (name_ids[i], sid, tid)
+        w = cache.get(key)
+        if w is None:
+            w = cache[key] = estimate(
+                names[name_ids[i]], names[sid] if sid >= 0 else None, names[tid] if tid >= 0 else None
+            )
+        out[i] = w
+    return out
+
+
+def _sum_work(work: list[Work | None], positions: list[int]) -> tuple[int | None, int | None, str, str]:
+    flops: int | None = None
+    moved: int | None = None
+    kind = precision = ""
+    for pos in positions:
+        w = work[pos]
+        if w is None:
+            continue
+        kind = kind or w.kind
+        precision = precision or w.precision
+        if w.flops is not None:
+            flops = (flops or 0) + w.flops
+        if w.bytes is not None:
+            moved = (moved or 0) + w.bytes
+    return flops, moved, kind, precision
+
+
+def _row(
+    trace: Trace,
+    tree: OpTree,
+    key: tuple[object, ...],
+    positions: list[int],
+    group_by: str,
+    work: list[Work | None],
+) -> OpRow:
     p = np.array(positions, dtype=np.int64)
     events = tree.event[p]
     first_kind = int(trace.kind[events[0]])
+    flops, moved, work_kind, precision = _sum_work(work, positions)
     return OpRow(
         name=str(key[0]),
         kind=KIND_LABEL.get(first_kind, "other"),
@@ -178,6 +234,10 @@ def _row(trace: Trace, tree: OpTree, key: tuple[object, ...], positions: list[in
         self_device_mem=int(tree.self_device_mem[p].sum()),
         shapes=str(key[3]) if group_by == "shape" else None,
         stack=tuple(key[3]) if group_by == "stack" and isinstance(key[3], tuple) else (),
+        flops=flops,
+        bytes_moved=moved,
+        work_kind=work_kind,
+        precision=precision,
         events=np.sort(events),
     )
 
