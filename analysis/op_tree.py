@@ -17,6 +17,8 @@ traces (tests/unit/test_ops_reference.py: PyTorch 2.13 on CPU, 2.11 on an H200):
   whose ``External id`` is its own; profiler overhead owns those of the innermost enclosing event with an id;
   runtime calls and ``gpu_user_annotation`` bands own nothing. ``device total`` = own device time plus the
   children's device totals, ``self device`` = own. A device event's device total and self time are its duration.
+- **duplicates**: an event with its parent's name that is the parent's only child (an op calling its own
+  overload) is dropped, its children and device work going to the parent (``EventList._remove_dup_nodes``).
 - **self CPU** = duration minus the children's durations. Device events have no CPU time.
 - **memory**: every ``[memory]`` record whose time lies in ``[start, end]`` of a host event (on any thread) counts
   for it, as CPU memory (host allocations) or device memory (CUDA/HIP/XPU); self = minus the children's. Records
@@ -240,6 +242,34 @@ def _memory(trace: Trace, host: I64, rank: int | None) -> tuple[I64, I64, I64]:
     return cpu, dev, np.flatnonzero(~covered).astype(np.int64)
 
 
+def _remove_duplicates(trace: Trace, host: I64, parent: I64, own: I64) -> np.ndarray:
+    """PyTorch's ``EventList._remove_dup_nodes``: an event with the same name as its parent, and its parent's only
+    child (``aten::mean`` calling the ``aten::mean.dim`` overload), is dropped; its children become the parent's and
+    its device work replaces the parent's own. Updates ``parent`` and ``own`` in place; returns the kept mask."""
+    n = len(host)
+    name = trace.name[host].tolist()
+    par = parent.tolist()
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(par):
+        if p >= 0:
+            kids[p].append(i)
+    alive = [True] * n
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n):
+            p = par[i]
+            if alive[i] and p >= 0 and name[p] == name[i] and len(kids[p]) == 1:
+                kids[p] = kids[i]
+                own[p] = own[i]
+                for c in kids[i]:
+                    par[c] = p
+                alive[i] = False
+                changed = True
+    parent[:] = par
+    return np.array(alive, dtype=bool)
+
+
 def build_op_tree(trace: Trace, rank: int | None = None, *, python: bool = True) -> OpTree:
     """The function events of ``trace`` (of ``rank`` only when given) with PyTorch's per-event figures (see the
     module docstring). ``python``: ``with_stack`` Python frames are function events (PyTorch 2.13 makes them
@@ -249,8 +279,14 @@ def build_op_tree(trace: Trace, rank: int | None = None, *, python: bool = True)
     order = np.lexsort((-trace.dur_ns[host], trace.start_ns[host], nest))
     host, nest = host[order], nest[order]
     parent = _parents(trace, host, nest)
-    dur = trace.dur_ns[host].astype(np.int64)
     own_dev = _own_device_ns(trace, host, _host_ids(trace, host, parent), device)
+    keep = _remove_duplicates(trace, host, parent, own_dev)
+    if not keep.all():
+        new_pos = np.cumsum(keep) - 1
+        host, own_dev = host[keep], own_dev[keep]
+        parent = parent[keep]
+        parent = np.where(parent >= 0, new_pos[np.maximum(parent, 0)], -1).astype(np.int64)
+    dur = trace.dur_ns[host].astype(np.int64)
     dev_total = _subtree_sums(own_dev, parent)
     cpu_mem, dev_mem, orphans = _memory(trace, host, rank)
     nd = len(device)
