@@ -24,7 +24,8 @@ from gputop_trace.model.trace import Trace
 
 @dataclass(frozen=True)
 class Achieved:
-    """An operator row's achieved rate over its device time, and the share of the GPU's peak (None unknown)."""
+    """An operator row's achieved rate over its device time, and the share of the GPU's peak in percent (None
+    when unknown, or above 100: the estimate then overcounts the work)."""
 
     flop_per_s: float | None
     bytes_per_s: float | None
@@ -67,6 +68,8 @@ def achieved(row: OpRow, gpu: str) -> Achieved:
             pct = 100.0 * flop_rate / peak.flop_per_s
         elif byte_rate is not None:
             pct = 100.0 * byte_rate / peak.bytes_per_s
+    if pct is not None and pct > 100.0:
+        pct = None  # above the peak: the estimate overcounts (a causal mask, a fused op), no share to give
     return Achieved(flop_rate, byte_rate, pct)
 
 

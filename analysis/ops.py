@@ -7,6 +7,7 @@ and their rules are in :mod:`gputop_trace.analysis.op_tree`. Times are int64 ns,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ def op_table(trace: Trace, *, group_by: str = "name", tree: OpTree | None = None
         elif stack is not None:
             key = (*key, stack(pos))
         groups.setdefault(key, []).append(pos)
-    work = call_work(trace, tree.event)
+    work = leaf_precision(call_work(trace, tree.event), tree.parent)
     rows = [_row(trace, tree, key, positions, group_by, work) for key, positions in groups.items()]
     rows.extend(_memory_rows(trace, tree, group_by))
     rows.sort(key=lambda r: (-r.self_cpu_ns, -r.self_device_ns, r.name))
@@ -189,6 +190,25 @@ def call_work(trace: Trace, events: I64) -> list[Work | None]:
             )
         out[i] = w
     return out
+
+
+def leaf_precision(work: list[Work | None], parent: I64) -> list[Work | None]:
+    """``work`` with the precision of a matrix op taken from the matrix op it calls when there is one
+    (``linear`` on FP32 inputs under autocast runs a BF16 ``addmm``: the GEMM's type is what runs)."""
+    below: list[str] = [""] * len(work)
+    par = parent.tolist()
+    for i in range(len(work) - 1, -1, -1):  # children before their parents
+        w = work[i]
+        mine = below[i] or (w.precision if w is not None and w.kind in _MATRIX else "")
+        if w is not None and w.kind in _MATRIX and below[i] and below[i] != w.precision:
+            work[i] = dataclasses.replace(w, precision=below[i])
+        p = par[i]
+        if p >= 0 and mine and not below[p]:
+            below[p] = mine
+    return work
+
+
+_MATRIX = frozenset({"gemm", "attention", "conv"})
 
 
 def _sum_work(work: list[Work | None], positions: list[int]) -> tuple[int | None, int | None, str, str]:

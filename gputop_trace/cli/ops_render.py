@@ -38,9 +38,9 @@ def render(trace: Trace, tree: OpTree, rows: list[OpRow], args: argparse.Namespa
     label = {"shape": "input shapes", "stack": "python frame"}.get(args.group_by)
     # drop the least needed columns until the name has room (each number column: its width + 2 between)
     budget = con.width - 1 - (28 if label else 0)
-    while len(cols) > 4 and budget - sum(w + 2 for _, w, _ in cols) < 24:
+    while len(cols) > 4 and budget - sum(w + 3 for _, w, _ in cols) < 24:
         cols.pop(_drop_index(cols))
-    room = max(12, budget - sum(w + 2 for _, w, _ in cols))
+    room = max(12, budget - sum(w + 3 for _, w, _ in cols))
     t = compact_table(f"Operators ({len(shown)} of {len(rows):,}, by {args.sort.replace('_', ' ')})")
     t.add_column("operator", overflow="ellipsis", no_wrap=True, max_width=room)
     if label:
