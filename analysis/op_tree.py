@@ -24,6 +24,11 @@ traces (tests/unit/test_ops_reference.py: PyTorch 2.13 on CPU, 2.11 on an H200):
   for it, as CPU memory (host allocations) or device memory (CUDA/HIP/XPU); self = minus the children's. Records
   no host event covers become ``[memory]`` keys of their own.
 
+Nsight Systems traces of a run under ``torch.autograd.profiler.emit_nvtx`` give the same table from the NVTX
+operator ranges (``aten::mm, seq = 12, op_id = 34, sizes = [[512, 256], [256, 768]]``): the keys are the names
+without the per-call suffix, the shapes those of ``sizes``, and a range owns the device work launched by the
+runtime calls directly inside it (nsys has no External ids). Such a run records no memory.
+
 Times are int64 ns (PyTorch reports µs; the trace writes µs with three decimals, so the ns are exact), memory in
 bytes (negative for frees).
 """
@@ -92,7 +97,9 @@ def key_events(trace: Trace, rank: int | None = None, *, python: bool = True) ->
     kind = trace.kind
     on_cpu = lane_kind[trace.lane] == LaneKind.CPU_THREAD
     host_kinds = HOST_KINDS if python else tuple(k for k in HOST_KINDS if k != Kind.PYTHON)
-    host = (np.isin(kind, np.array(host_kinds, dtype=np.uint8)) & on_cpu) | (kind == Kind.OVERHEAD)
+    host = np.isin(kind, np.array(host_kinds, dtype=np.uint8)) & on_cpu
+    if trace.meta.format != "nsys":  # Kineto's overhead events are PyTorch's; nsys' CUPTI overhead is not
+        host |= kind == Kind.OVERHEAD
     device = np.isin(kind, np.array(DEVICE_KINDS, dtype=np.uint8)) & ~on_cpu
     keep = host | device
     if rank is not None:
@@ -206,6 +213,23 @@ def _own_device_ns(trace: Trace, host: I64, host_id: I64, device: I64) -> I64:
     return own
 
 
+def _own_device_by_launch(trace: Trace, host: I64, parent: I64, device: I64) -> I64:
+    """Device time each host event owns when the trace has no External ids (Nsight Systems with ``emit_nvtx``):
+    the device work whose launch call's innermost enclosing range is the event."""
+    own = np.zeros(len(host), dtype=np.int64)
+    if not len(device) or not len(host):
+        return own
+    launch = trace.launch_of[device]
+    order = np.argsort(host, kind="stable")
+    at = np.minimum(np.searchsorted(host[order], launch), len(host) - 1)
+    hit = (launch >= 0) & (host[order][at] == launch)
+    pos = order[at[hit]]
+    owner = parent[pos]
+    keep = owner >= 0
+    np.add.at(own, owner[keep], trace.dur_ns[device][hit][keep])
+    return own
+
+
 def _memory(trace: Trace, host: I64, rank: int | None) -> tuple[I64, I64, I64]:
     """(host bytes, device bytes) each host event's interval covers (records of its rank, any thread, both ends
     inclusive), and the memory rows no host event covers."""
@@ -279,7 +303,10 @@ def build_op_tree(trace: Trace, rank: int | None = None, *, python: bool = True)
     order = np.lexsort((-trace.dur_ns[host], trace.start_ns[host], nest))
     host, nest = host[order], nest[order]
     parent = _parents(trace, host, nest)
-    own_dev = _own_device_ns(trace, host, _host_ids(trace, host, parent), device)
+    if trace.meta.format == "nsys":
+        own_dev = _own_device_by_launch(trace, host, parent, device)
+    else:
+        own_dev = _own_device_ns(trace, host, _host_ids(trace, host, parent), device)
     keep = _remove_duplicates(trace, host, parent, own_dev)
     if not keep.all():
         new_pos = np.cumsum(keep) - 1

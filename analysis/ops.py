@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from gputop_trace.analysis.op_flops import Work, estimate
 from gputop_trace.analysis.op_tree import DEVICE_KINDS, DEVICE_MEMORY_TYPES, HOST_MEMORY_TYPES, OpTree, build_op_tree
+from gputop_trace.analysis.ranges import split_range_name
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -89,6 +91,17 @@ def key_name(name: str) -> str:
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
 
 
+_NVTX_SIZES = re.compile(r", sizes = (\[.*\])")
+
+
+def nvtx_key(name: str) -> tuple[str, str]:
+    """(operator name, shape key) of an ``emit_nvtx`` range name (``aten::mm, seq = 3, op_id = 9, sizes = [[2,
+    3], [3, 4]]``); the shape key is ``[]`` without ``sizes``."""
+    m = _NVTX_SIZES.search(name)
+    base = key_name(split_range_name(name, set())[1])
+    return base, shape_key(m.group(1)) if m else "[]"
+
+
 def shape_key(dims_text: str) -> str:
     """The ``input_shapes`` PyTorch keys an op under, from its ``Input Dims`` text: a list of tensors (``cat``'s
     first input) is ``[]`` there."""
@@ -149,15 +162,22 @@ def op_table(trace: Trace, *, group_by: str = "name", tree: OpTree | None = None
     kinds = trace.kind[tree.event].tolist()
     name_ids = trace.name[tree.event].tolist()
     names = trace.names
-    shape = _shape_of(trace) if group_by == "shape" else None
+    nvtx = trace.meta.format == "nsys"
+    cache = {i: nvtx_key(names[i]) for i in set(name_ids)} if nvtx else {}
+    shape = _shape_of(trace) if group_by == "shape" and not nvtx else None
     stack = _stack_of(trace, tree) if group_by == "stack" else None
     groups: dict[tuple[object, ...], list[int]] = {}
     for pos in range(len(tree)):
         kind = kinds[pos]
-        key: tuple[object, ...] = (key_name(names[name_ids[pos]]), kind in _DEVICE, kind in _ANNOTATION)
-        if shape is not None:
-            key = (*key, shape(int(tree.event[pos])) if kind not in _DEVICE else "[]")
-        elif stack is not None:
+        key: tuple[object, ...]
+        if nvtx:  # emit_nvtx ranges: the operator and its sizes are in the name
+            base, nvtx_shape = cache[name_ids[pos]]
+            key = (base, kind in _DEVICE, False) + ((nvtx_shape,) if group_by == "shape" else ())
+        else:
+            key = (key_name(names[name_ids[pos]]), kind in _DEVICE, kind in _ANNOTATION)
+            if shape is not None:
+                key = (*key, shape(int(tree.event[pos])) if kind not in _DEVICE else "[]")
+        if stack is not None:
             key = (*key, stack(pos))
         groups.setdefault(key, []).append(pos)
     work = leaf_precision(call_work(trace, tree.event), tree.parent)
