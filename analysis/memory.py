@@ -39,8 +39,9 @@ class MemorySeries:
         return "host" if self.device < 0 else f"GPU {self.device}"
 
 
-def memory_series(trace: Trace) -> list[MemorySeries]:
-    """The memory series of every (rank, device) with allocator records, host memory last."""
+def memory_series(trace: Trace, *, locate_peak: bool = True) -> list[MemorySeries]:
+    """The memory series of every (rank, device) with allocator records, host memory last (``locate_peak``
+    False: without the operator and stack at the peak)."""
     mem = trace.memory
     if not len(mem):
         return []
@@ -56,7 +57,7 @@ def memory_series(trace: Trace) -> list[MemorySeries]:
         allocated = mem.allocated[rows]
         at = int(np.argmax(allocated))
         ev = int(mem.event[rows[at]])
-        op, stack = _op_at(trace, ev)
+        op, stack = _op_at(trace, ev) if locate_peak else ("", ())
         reserved = mem.reserved[rows]
         out.append(
             MemorySeries(
