@@ -1,6 +1,7 @@
 """``ops`` on an Nsight Systems export of a run under ``emit_nvtx`` (corpus: GindaChen/nsys-ai, H100, 16k NVTX
 operator ranges): one row per operator without the per-call ``op_id`` suffix, and the device time of each operator
-is the work launched by the runtime calls inside it (checked here against a plain time-containment count)."""
+is the work launched by the runtime calls inside it (checked here against a plain time-containment count). Also:
+a rank of a merged multi-rank Kineto job gives the table of its own file (shape strings re-interned)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,18 @@ def test_emit_nvtx_ranges_make_the_operator_table() -> None:
     for name in ("aten::mm", "aten::copy_", "aten::mul", "aten::bmm"):
         assert rows[name].self_device_ns == own[name] > 0, name
     assert rows["aten::mm"].self_cpu_ns < rows["aten::mm"].cpu_total_ns
+
+
+def test_a_rank_of_a_merged_job_gives_the_table_of_its_own_file() -> None:
+    """Merging ranks re-interns the shape strings: rank 0's table from the two-rank job equals its file's."""
+    from gputop_trace.analysis.op_tree import build_op_tree
+
+    job = load_paths([corpus_file("kineto/h200_ddp_2gpu")])
+    alone = load_paths([corpus_file("kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz")])
+    assert len(job.op_args) > len(alone.op_args) > 0
+
+    def table(trace: object, tree: object = None) -> dict[tuple[str, str | None], tuple[int, int]]:
+        rows = op_table(trace, group_by="shape", tree=tree)  # type: ignore[arg-type]
+        return {(r.name, r.shapes): (r.count, r.self_device_ns) for r in rows}
+
+    assert table(job, build_op_tree(job, 0)) == table(alone)

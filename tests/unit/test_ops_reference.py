@@ -147,3 +147,37 @@ def test_python_frames_are_keys_only_when_loaded() -> None:
     no_py = load_paths([str(DATA / "ops_cpu.json.gz")], use_cache=False, include_python=False)
     assert "python" not in {r.kind for r in op_table(no_py)}
     assert len(build_op_tree(no_py)) < len(build_op_tree(trace))
+
+
+def test_group_by_stack_splits_each_operator_by_its_python_frames() -> None:
+    trace, _, _ = _load("cpu-torch2.13")
+    by_name = {(r.name, r.is_device): r for r in op_table(trace)}
+    by_stack = op_table(trace, group_by="stack")
+    sums: dict[tuple[str, bool], list[int]] = {}
+    for r in by_stack:
+        assert len(r.stack) <= 5
+        s = sums.setdefault((r.name, r.is_device), [0, 0, 0])
+        s[0] += r.count
+        s[1] += r.self_cpu_ns
+        s[2] += r.cpu_mem
+    for key, (count, self_cpu, mem) in sums.items():
+        assert (count, self_cpu, mem) == (by_name[key].count, by_name[key].self_cpu_ns, by_name[key].cpu_mem), key
+    addmm = [r for r in by_stack if r.name == "aten::addmm"]  # the linears of several modules
+    assert len(addmm) > 1 and all(r.stack for r in addmm)
+
+
+def test_op_args_and_memory_survive_the_cache(tmp_path: Path) -> None:
+    """The columnar cache stores the two new side tables: a trace reopened from it gives the same ops table."""
+    from gputop_trace.load.cache_entry import open_trace, save_trace
+
+    parsed = load_paths([str(DATA / "ops_cuda.json.gz")], use_cache=False)
+    save_trace(parsed, tmp_path / "saved")
+    cached = open_trace(tmp_path / "saved")
+    for table in ("op_args", "memory"):
+        a, b = getattr(parsed, table), getattr(cached, table)
+        assert len(a) > 100 and len(a) == len(b)
+        for col in a.__dataclass_fields__:
+            assert (getattr(a, col) == getattr(b, col)).all(), (table, col)
+    assert [(r.name, r.count, r.self_cpu_ns, r.device_mem) for r in op_table(cached, group_by="shape")] == [
+        (r.name, r.count, r.self_cpu_ns, r.device_mem) for r in op_table(parsed, group_by="shape")
+    ]
