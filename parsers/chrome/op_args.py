@@ -41,27 +41,19 @@ class OpArgRows:
 
 def shapes_text(dims: Any) -> str | None:
     """``Input Dims`` as PyTorch prints an op's ``input_shapes`` (``[[512, 256], [], [[2], [3]]]``); None when the
-    value is not a list of (lists of) ints."""
-    if not isinstance(dims, list) or not _all_dims(dims):
-        return None
-    return str(dims)
-
-
-def _all_dims(v: list[Any]) -> bool:
-    for x in v:
-        if isinstance(x, list):
-            if not _all_dims(x):
-                return False
-        elif isinstance(x, bool) or not isinstance(x, int):
-            return False
-    return True
+    value is not a list. (A list holding anything but ints reads as no shapes where it is used:
+    :func:`gputop_trace.analysis.ops.shape_key`; it is not checked here, on the hot path.)"""
+    return str(dims) if isinstance(dims, list) else None
 
 
 def types_text(types: Any) -> str | None:
     """``Input type`` as one string (``float, float, Scalar``); None when it is not a list of strings."""
-    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+    if not isinstance(types, list):
         return None
-    return ", ".join(types)
+    try:
+        return ", ".join(types)
+    except TypeError:
+        return None
 
 
 def gather_op_args(rows: OpArgRows, argl: list[Any], ev_x: np.ndarray[Any, Any], instants: list[Any]) -> None:
