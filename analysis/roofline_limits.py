@@ -25,7 +25,11 @@ SATURATED_PCT = 60.0
 HEAVY_TENSOR_PCT = 60.0
 
 #: Published peaks used when a report lacks ncu's peak metrics: name fragment → (dense FP16/BF16 tensor TFLOP/s,
-#: FP32 TFLOP/s, FP64 TFLOP/s, DRAM TB/s). First match wins (more specific names first).
+#: FP32 TFLOP/s, FP64 TFLOP/s, DRAM TB/s). First match wins (more specific names first). Sources, dense figures
+#: (the datasheets print the 2:4-sparsity figure, twice these, for the tensor rates): NVIDIA H200 datasheet (SXM:
+#: BF16/FP16 1,979 TFLOPS sparse, FP32 67, FP64 34, 4.8 TB/s HBM3e); NVIDIA H100 datasheet (SXM: 1,979 sparse,
+#: FP32 67, FP64 34, 3.35 TB/s; PCIe: 1,513 sparse, FP32 51, FP64 26, 2.0 TB/s); NVIDIA A100 datasheet
+#: (BF16/FP16 312 dense, FP32 19.5, FP64 9.7, 80GB SXM 2.0 TB/s). FP8 (op_flops.peak_for) = 2 × the FP16 rate.
 GPU_PEAKS: tuple[tuple[str, float, float, float, float], ...] = (
     ("H200", 989.0, 67.0, 34.0, 4.8),
     ("H100 PCIe", 756.0, 51.0, 26.0, 2.0),

@@ -393,6 +393,11 @@ class GputopApp(App[int]):
             done["ranges"] = range_summary(trace)
             return done["ranges"]
 
+        def ops() -> Any:
+            from gputop_trace.tui.view.ops_view import ops_view
+
+            return ops_view(trace)
+
         def ranks() -> Any:
             from gputop_trace.tui.view.ranks_view import ranks_view
 
@@ -408,6 +413,7 @@ class GputopApp(App[int]):
             ("overview", overview),
             ("ranges", ranges),
             ("ranks", ranks),
+            ("ops", ops),
         ]
         for name, job in jobs:
             if worker.is_cancelled:

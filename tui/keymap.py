@@ -83,6 +83,7 @@ MAIN_BINDINGS: list[Binding] = [
     Binding("5", "panel('drilldown')", "Drill-down", show=False, tooltip="Drill-down panel (ncu)"),
     Binding("6", "panel('findings')", "Findings", show=False, tooltip="Findings panel: what to fix first"),
     Binding("7", "panel('ranks')", "Ranks", show=False, tooltip="Ranks panel: per-rank table and the straggler"),
+    Binding("8", "panel('ops')", "Ops", show=False, tooltip="Ops panel: operators as torch.profiler key_averages()"),
     Binding(
         "R",
         "compare_ranks",
@@ -90,7 +91,7 @@ MAIN_BINDINGS: list[Binding] = [
         show=False,
         tooltip="Ranks side by side: the step under the cursor on every rank, aligned, who is late and why",
     ),
-    Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 7)"),
+    Binding("tab", "cycle_panel(1)", "Panels", key_display="tab", tooltip="Next panel (Details → 1 … 8)"),
     Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False, tooltip="Previous panel"),
     Binding(
         "escape",

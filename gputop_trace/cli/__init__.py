@@ -5,6 +5,19 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.cli import diff, fleet, gaps, kernels, ncu, ranges, ranks, record, summary, transfers, view
+from gputop_trace.cli import diff, fleet, gaps, kernels, ncu, ops, ranges, ranks, record, summary, transfers, view
 
-COMMANDS: tuple[ModuleType, ...] = (view, summary, kernels, gaps, transfers, ranges, ranks, fleet, diff, ncu, record)
+COMMANDS: tuple[ModuleType, ...] = (
+    view,
+    summary,
+    kernels,
+    gaps,
+    transfers,
+    ranges,
+    ops,
+    ranks,
+    fleet,
+    diff,
+    ncu,
+    record,
+)

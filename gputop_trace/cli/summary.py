@@ -146,12 +146,31 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     render_gaps(con, doc, trace)
     render_transfers(con, doc, trace)
     render_ranges(con, doc, noun)
+    render_memory(con, doc, trace)
     common.print_warnings(con, trace)
 
 
 def _units_of(trace: Trace, g: dict[str, Any]) -> str:
     """What a GPU's ``sm_count`` counts: compute units on ROCm, streaming multiprocessors elsewhere."""
     return "CUs" if trace.device_words(g["rank"], g["device"]).runtime == "HIP" else "SMs"
+
+
+def render_memory(con: Console, doc: dict[str, Any], trace: Trace) -> None:
+    """One line per device with allocator records (profile_memory): the peak and the operator it happened in."""
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_bytes, format_ns
+
+    for m in doc.get("memory") or []:
+        where = "host" if m["device"] < 0 else trace.device_label(int(m.get("rank", 0)), int(m["device"]))
+        op = f" in {clean(m['peak_op'])}" if m["peak_op"] else ""
+        con.print(
+            Text(
+                f"memory peak, {where}: {format_bytes(m['peak_allocated_bytes'])} allocated at "
+                f"{format_ns(m['peak_ns'])}{op}"
+            )
+        )
 
 
 def render_findings(con: Console, findings: list[dict[str, Any]]) -> None:

@@ -36,6 +36,8 @@ from gputop_trace.model.tables import (
     GpuInfo,
     KernelTable,
     Lane,
+    MemoryTable,
+    OpArgTable,
     TraceMeta,
 )
 from gputop_trace.model.trace import Trace
@@ -46,7 +48,9 @@ STALE_TMP_SECONDS = 3600.0
 
 _ENUMS: dict[str, type[IntEnum]] = {c.__name__: c for c in (Kind, LaneKind, CopyKind, MemKind, FlowKind)}
 _COLUMN_NAME = re.compile(r"[A-Za-z0-9_]+(/[A-Za-z0-9_]+)?(\.[a-z0-9]+)+")
-_SIDE_TABLES: dict[str, type[Any]] = {c.__name__: c for c in (KernelTable, CopyTable, CollectiveTable, FlowTable)}
+_SIDE_TABLES: dict[str, type[Any]] = {
+    c.__name__: c for c in (KernelTable, CopyTable, CollectiveTable, FlowTable, OpArgTable, MemoryTable)
+}
 _DATACLASSES: dict[str, type[Any]] = {c.__name__: c for c in (Lane, GpuInfo, TraceMeta)}
 
 

@@ -22,6 +22,8 @@ from gputop_trace.model.tables import (
     FlowTable,
     KernelTable,
     Lane,
+    MemoryTable,
+    OpArgTable,
     TraceMeta,
     _empty_columns,
     _frozen,
@@ -74,6 +76,8 @@ class TraceBuilder:
         self._copies: list[dict[str, np.ndarray[Any, Any]]] = []
         self._flows: list[dict[str, np.ndarray[Any, Any]]] = []
         self._collectives: list[dict[str, np.ndarray[Any, Any]]] = []
+        self._op_args: list[dict[str, np.ndarray[Any, Any]]] = []
+        self._memory: list[dict[str, np.ndarray[Any, Any]]] = []
         self.counters: list[CounterSeries] = []
         self.warnings: list[str] = []
 
@@ -151,6 +155,14 @@ class TraceBuilder:
         """Append collective side-table rows (``event`` = provisional indices; name columns are interned ids)."""
         self._collectives.append(_side_columns(CollectiveTable, cols))
 
+    def add_op_args(self, **cols: npt.ArrayLike) -> None:
+        """Append operator-args rows (``event`` = provisional indices; ``shapes``/``types`` interned ids)."""
+        self._op_args.append(_side_columns(OpArgTable, cols))
+
+    def add_memory(self, **cols: npt.ArrayLike) -> None:
+        """Append allocator rows (``event`` = provisional indices of the ``[memory]`` instants)."""
+        self._memory.append(_side_columns(MemoryTable, cols))
+
     def add_flows(self, src: npt.ArrayLike, dst: npt.ArrayLike, kind: FlowKind | npt.ArrayLike) -> None:
         """Append arrows between provisional event indices."""
         self._flows.append(_side_columns(FlowTable, {"src": src, "dst": dst, "kind": kind}))
@@ -189,6 +201,8 @@ class TraceBuilder:
         copies = _build_side(CopyTable, self._copies, inverse)
         flows = _build_flows(self._flows, inverse)
         collectives = _build_side(CollectiveTable, self._collectives, inverse)
+        op_args = _build_side(OpArgTable, self._op_args, inverse)
+        memory = _build_side(MemoryTable, self._memory, inverse)
         counters = tuple(
             dataclasses.replace(c, ts_ns=_frozen(c.ts_ns - np.int64(t0_ns)), values=_frozen(c.values))
             for c in self.counters
@@ -216,6 +230,8 @@ class TraceBuilder:
             counters=counters,
             meta=meta,
             collectives=collectives,
+            op_args=op_args,
+            memory=memory,
         )
 
 
@@ -235,6 +251,12 @@ _SIDE_DEFAULTS: dict[str, Any] = {
     "bytes_in": -1,
     "bytes_out": -1,
     "dtype": -1,
+    "shapes": -1,
+    "types": -1,
+    "seq": -1,
+    "fwd_tid": -1,
+    "allocated": -1,
+    "reserved": -1,
 }
 
 

@@ -16,6 +16,8 @@ from gputop_trace.model.tables import (
     CounterSeries,
     KernelTable,
     Lane,
+    MemoryTable,
+    OpArgTable,
     TraceMeta,
     _frozen,
 )
@@ -37,6 +39,8 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
     kernels: list[dict[str, np.ndarray[Any, Any]]] = []
     copies: list[dict[str, np.ndarray[Any, Any]]] = []
     colls: list[dict[str, np.ndarray[Any, Any]]] = []
+    op_args: list[dict[str, np.ndarray[Any, Any]]] = []
+    memory: list[dict[str, np.ndarray[Any, Any]]] = []
     flows: list[dict[str, np.ndarray[Any, Any]]] = []
     counters: list[CounterSeries] = []
     offset = 0
@@ -70,6 +74,15 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
             ids = co[col]
             co[col] = np.where(ids >= 0, remap[np.maximum(ids, 0)], -1).astype(np.int32) if len(remap) else ids
         colls.append(co)
+        oa = {f.name: getattr(t.op_args, f.name) for f in dataclasses.fields(OpArgTable)}
+        oa["event"] = oa["event"] + offset
+        for col in ("shapes", "types"):
+            ids = oa[col]
+            oa[col] = np.where(ids >= 0, remap[np.maximum(ids, 0)], -1).astype(np.int32) if len(remap) else ids
+        op_args.append(oa)
+        mem = {f.name: getattr(t.memory, f.name) for f in dataclasses.fields(MemoryTable)}
+        mem["event"] = mem["event"] + offset
+        memory.append(mem)
         flows.append({"src": t.flows.src + offset, "dst": t.flows.dst + offset, "kind": t.flows.kind})
         counters.extend(dataclasses.replace(cs, ts_ns=cs.ts_ns + shift) for cs in t.counters)
         offset += len(t)
@@ -100,4 +113,6 @@ def merge_traces(traces: Sequence[Trace], *, fmt: str | None = None) -> Trace:
         counters=tuple(counters),
         meta=meta,
         collectives=CollectiveTable(**{k: _frozen(v) for k, v in _concat_side(CollectiveTable, colls).items()}),
+        op_args=OpArgTable(**{k: _frozen(v) for k, v in _concat_side(OpArgTable, op_args).items()}),
+        memory=MemoryTable(**{k: _frozen(v) for k, v in _concat_side(MemoryTable, memory).items()}),
     )

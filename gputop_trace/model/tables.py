@@ -180,6 +180,52 @@ class FlowTable:
         return int(self.src.shape[0])
 
 
+@dataclass(frozen=True)
+class OpArgTable:
+    """What ``record_shapes`` wrote on framework operators, one row per operator event (``event`` sorted).
+
+    ``shapes`` is the interned text of the op's ``Input Dims`` exactly as PyTorch prints the list
+    (``[[512, 256], [256, 768], []]``; ``-1`` unknown), ``types`` the interned text of its ``Input type`` list
+    (``float, float, Scalar``; ``-1`` unknown), ``seq`` the autograd ``Sequence number`` and ``fwd_tid`` the
+    ``Fwd thread id`` (``-1`` when absent).
+    """
+
+    event: I64
+    shapes: I32
+    types: I32
+    seq: I64
+    fwd_tid: I64
+
+    @staticmethod
+    def empty() -> OpArgTable:
+        return OpArgTable(**_empty_columns(OpArgTable))
+
+    def __len__(self) -> int:
+        return int(self.event.shape[0])
+
+
+@dataclass(frozen=True)
+class MemoryTable:
+    """The allocator's record of each allocation and free (Kineto ``[memory]`` instants of ``profile_memory``),
+    one row per event (``event`` sorted). Sizes in bytes: ``bytes`` the change (negative for a free),
+    ``allocated``/``reserved`` the allocator's totals after it (``-1`` unknown); ``device`` the device index
+    (``-1`` for host memory), ``device_type`` PyTorch's ``DeviceType`` number (0 CPU, 1 CUDA)."""
+
+    event: I64
+    bytes: I64
+    allocated: I64
+    reserved: I64
+    device: I32
+    device_type: I32
+
+    @staticmethod
+    def empty() -> MemoryTable:
+        return MemoryTable(**_empty_columns(MemoryTable))
+
+    def __len__(self) -> int:
+        return int(self.event.shape[0])
+
+
 _SIDE_DTYPES: dict[str, dict[str, Any]] = {
     "KernelTable": {
         "event": np.int64,
@@ -211,6 +257,15 @@ _SIDE_DTYPES: dict[str, dict[str, Any]] = {
         "bytes_in": np.int64,
         "bytes_out": np.int64,
         "dtype": np.int32,
+    },
+    "OpArgTable": {"event": np.int64, "shapes": np.int32, "types": np.int32, "seq": np.int64, "fwd_tid": np.int64},
+    "MemoryTable": {
+        "event": np.int64,
+        "bytes": np.int64,
+        "allocated": np.int64,
+        "reserved": np.int64,
+        "device": np.int32,
+        "device_type": np.int32,
     },
 }
 

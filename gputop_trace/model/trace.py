@@ -32,6 +32,8 @@ from gputop_trace.model.tables import (
     GpuInfo,
     KernelTable,
     Lane,
+    MemoryTable,
+    OpArgTable,
     TraceMeta,
     _frozen,
 )
@@ -102,6 +104,9 @@ class Trace:
     counters: tuple[CounterSeries, ...]
     meta: TraceMeta
     collectives: CollectiveTable = field(default_factory=CollectiveTable.empty)
+    #: ``record_shapes`` args of operators and ``profile_memory`` allocator records (Kineto; empty otherwise)
+    op_args: OpArgTable = field(default_factory=OpArgTable.empty)
+    memory: MemoryTable = field(default_factory=MemoryTable.empty)
 
     # ---- sizes -------------------------------------------------------------------------------------------
     def __len__(self) -> int:

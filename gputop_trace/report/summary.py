@@ -50,6 +50,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
     """The summary as a JSON-contract document."""
     from gputop_trace.analysis.busy import device_busy
     from gputop_trace.analysis.kernels import kernel_table
+    from gputop_trace.analysis.memory import memory_series
     from gputop_trace.model.kinds import KIND_JSON_KEY, Kind
     from gputop_trace.report.analysis_json import (
         device_gaps_json,
@@ -60,13 +61,16 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
     )
     from gputop_trace.report.envelope import envelope
     from gputop_trace.report.kernels_json import kernel_row_json
+    from gputop_trace.report.ops_json import memory_json
     from gputop_trace.report.profiler_json import range_profiler_json
 
     a = analyses if analyses is not None else analyse(trace)
 
-    counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other")}
+    counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other", "memory")}
     for kind, n in trace.count_by_kind().items():
         counts[KIND_JSON_KEY.get(Kind(kind), "other")] += n
+    counts["memory"] = len(trace.memory)  # profile_memory's [memory] records have their own count
+    counts["other"] -= len(trace.memory)
     devices = []
     for d in device_busy(trace):
         info = trace.gpu_info(d.rank, d.device)
@@ -106,6 +110,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
         transfers=transfers_json(trace, a.transfers, copies=False),
         top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
         range_profiler=range_profiler_json(trace),
+        memory=[memory_json(m) for m in memory_series(trace)],
     )
 
 

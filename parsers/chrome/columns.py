@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.devices import PROFILER_SERIES
+from gputop_trace.parsers.chrome.op_args import gather_op_args, instant_args
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
 from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, dense_ids, one_ns, to_ns
@@ -267,6 +268,7 @@ def _add_slices(
     files = list(map(_A_KFILE, argl))
     if files.count(None) != nx:
         _add_inductor_args(st, xs, argl, files)
+    gather_op_args(st.op_args, argl, ev_x, instant_args(evs, is_x, base))
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)

@@ -11,6 +11,7 @@ import numpy as np
 
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind
 from gputop_trace.parsers.chrome.conventions import ARG_DIRECTION, DETAIL_KV, DIRECTION, JAX_COPY, KINETO_COPY, MEMKIND
+from gputop_trace.parsers.chrome.op_args import add_op_tables
 from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.values import int_or
 
@@ -48,6 +49,7 @@ def add_side_tables(
         b.add_kernels(**jax_kernels)
     _add_collectives(st, kind)
     _named_copy_rows(st, kind, names, name, corr, seen_copy, copies)
+    add_op_tables(st.op_args, b)
     if copies.event:
         b.add_copies(
             event=np.array(copies.event, dtype=np.int64),

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.builder import TraceBuilder
+from gputop_trace.parsers.chrome.op_args import OpArgRows
 
 # values of the per-event "ph class" column
 PH_X, PH_I, PH_BE, PH_ASYNC, PH_ASYNC_I = 0, 1, 2, 3, 4
@@ -94,6 +95,7 @@ class State:
         self.details: list[tuple[int, str, str]] = []  # (event, "kernel"|"memcpy"|"memset", details text)
         # torch.compile launcher ops: op name → distinct (kernel_file, kernel_hash, kernel_backend)
         self.inductor_args: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+        self.op_args = OpArgRows()  # record_shapes args of operators, profile_memory records
         # B/E, async and flow events (matched after streaming)
         self.be: list[tuple[int, int, int, int, int, str]] = []  # (src, ts, seq, name, cat, ph)
         self.asyncs: list[tuple[Any, ...]] = []  # (ph, pid, cat, id, ts, name, seq)

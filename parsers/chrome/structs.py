@@ -56,6 +56,16 @@ class Args(msgspec.Struct, gc=False):
     kernel_file: Any = None
     kernel_hash: Any = None
     kernel_backend: Any = None
+    # operator args (record_shapes) and allocator records (profile_memory): parsers/chrome/op_args.py
+    input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    input_type: Any = msgspec.field(default=None, name="Input type")
+    sequence_number: Int64 = msgspec.field(default=-1, name="Sequence number")
+    fwd_thread_id: Int64 = msgspec.field(default=-1, name="Fwd thread id")
+    total_allocated: Int64 | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Int64 = msgspec.field(default=-1, name="Total Reserved")
+    alloc_bytes: Int64 = msgspec.field(default=0, name="Bytes")
+    device_id: Int64 = msgspec.field(default=-1, name="Device Id")
+    device_type: Int64 = msgspec.field(default=-1, name="Device Type")
 
 
 class Event(msgspec.Struct, gc=False):

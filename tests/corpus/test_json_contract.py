@@ -51,7 +51,7 @@ def test_summary_fields_and_types_on_the_sample() -> None:
     assert dev["span_ns"] == dev["busy_ns"] + dev["idle_ns"]
     assert 0.0 <= dev["busy_pct"] <= 100.0
     events = doc["events"]
-    assert set(events) == {"kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other"}
+    assert set(events) == {"kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other", "memory"}
     top = doc["top_kernels"]
     assert isinstance(top, list) and len(top) == 10
     totals = [r["total_ns"] for r in top]

@@ -1,12 +1,13 @@
 """Invariants of every command's JSON on every trace of the corpus (issue 14, 3b).
 
 On each Kineto, JAX, nsys (``.sqlite``) and external trace (each file alone, and each multi-rank folder as one
-job), ``summary``, ``kernels``, ``gaps``, ``transfers``, ``ranges`` and ``ranks --json`` must hold: every
+job), ``summary``, ``kernels``, ``gaps``, ``transfers``, ``ranges``, ``ranks`` and ``ops --json`` must hold: every
 percentage (``*_pct``, ``pct``, and any "N% of" in the words) within 0–100 and every share/severity within 0–1;
 busy + idle = span per device; no rank waits for itself and a rank's collective wait is at most its collective
-time; the clock offsets in the JSON are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a
-CUPTI range-profiler trace's kernel table and summary keep their mode (no timed rows, every counter per row).
-Loads go through the trace cache (one parse per file for the module); files that are not traces are refused.
+time; an operator's self time is at most its total and every operator was called; the clock offsets in the JSON
+are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a CUPTI range-profiler trace's kernel table
+and summary keep their mode (no timed rows, every counter per row). Loads go through the trace cache (one parse per
+file for the module); files that are not traces are refused.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from gputop_trace.load.loader import load_paths
 from tests.cli_run import run_cli
 from tests.paths import CORPUS
 
-COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks")
+COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks", "ops")
 #: corpus files that are not traces: refused with a message (a PyTorch execution trace, a memory export)
 NOT_TRACES = ("external/execution_trace/benchmark_simple_add_et.json.gz", "external/memory_analysis/")
 #: folders that hold the ranks of one job
@@ -106,6 +107,15 @@ def _check_waits(doc: dict[str, Any], errors: list[str]) -> None:
             errors.append(f"finding {f['title']!r}: wait over its collective time")
 
 
+def _check_ops(doc: dict[str, Any], errors: list[str]) -> None:
+    for r in doc.get("ops") or []:
+        if r["count"] < 1:
+            errors.append(f"ops: {r['name']!r} has {r['count']} calls")
+        for self_key, total_key in (("self_cpu_ns", "cpu_total_ns"), ("self_device_ns", "device_total_ns")):
+            if not 0 <= r[self_key] <= r[total_key]:
+                errors.append(f"ops: {r['name']!r} {self_key} {r[self_key]} outside 0..{total_key} {r[total_key]}")
+
+
 @cache
 def _applied_shift(rel: str) -> dict[str, int]:
     t = load_paths([str(CORPUS / rel)])
@@ -130,6 +140,7 @@ def test_every_command_json_keeps_its_invariants(rel: str, capsys: pytest.Captur
         _check_devices(doc, errors)
         _check_waits(doc, errors)
         _check_profiler(doc, errors)
+        _check_ops(doc, errors)
         if cmd == "ranks":
             offsets = doc["stragglers"]["clock_offset_ns"]
             applied = _applied_shift(rel)

@@ -221,7 +221,7 @@ async def panel(app: GputopApp, pilot: Any, key: str, name: str) -> None:
 async def cycle(app: GputopApp, pilot: Any, key: str, step: int) -> None:
     main = _main(app)
     await press(pilot, key)
-    assert main.panel == ("kernels" if step > 0 else "ranks")
+    assert main.panel == ("kernels" if step > 0 else "ops")
 
 
 async def back(app: GputopApp, pilot: Any, key: str) -> None:
@@ -314,6 +314,7 @@ CHECKS: dict[str, Callable[..., Awaitable[None]]] = {
     "panel('drilldown')": lambda a, p, k: panel(a, p, k, "drilldown"),
     "panel('findings')": lambda a, p, k: panel(a, p, k, "findings"),
     "panel('ranks')": lambda a, p, k: panel(a, p, k, "ranks"),
+    "panel('ops')": lambda a, p, k: panel(a, p, k, "ops"),
     "compare_ranks": compare_ranks,
     "cycle_panel(1)": lambda a, p, k: cycle(a, p, k, 1),
     "cycle_panel(-1)": lambda a, p, k: cycle(a, p, k, -1),

@@ -27,6 +27,7 @@ PANES: dict[str, list[str]] = {
     "ranges": ["4"],
     "drilldown": ["j", "j", "j", "w", "right_square_bracket", "c"],
     "findings": ["6"],
+    "ops": ["8", "j", "j"],
     "help": ["question_mark"],
 }
 

@@ -1,4 +1,4 @@
-"""The main screen: the timeline on top; below it the details of the selection or one of the panels (1–7 / Tab);
+"""The main screen: the timeline on top; below it the details of the selection or one of the panels (1–8 / Tab);
 the status bar and the key footer at the bottom. The timeline's keys are the screen's (``main_keys``) so that they
 also work while a panel has the keyboard (a panel's own keys, such as Enter, j/k and / in a table, take precedence);
 the panel keys are in ``main_panels``. This module holds the layout, the analyses' results and jumps as they arrive,
@@ -35,6 +35,7 @@ from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
+from gputop_trace.tui.widgets.ops_panel import OpsPanel
 from gputop_trace.tui.widgets.panel_tabs import PanelTabs
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar
@@ -69,6 +70,7 @@ class MainScreen(TimelineKeys, PanelKeys):
                 yield DrilldownPanel(id="drilldown")
                 yield FindingsPanel(id="findings")
                 yield RanksPanel(id="ranks")
+                yield OpsPanel(id="ops")
         yield StatusBar(id="status")
         yield FittingFooter()
 
@@ -135,6 +137,8 @@ class MainScreen(TimelineKeys, PanelKeys):
             self.refresh_details()
         elif message.name == "findings":
             self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "", self._job_note())
+        elif message.name == "ops":
+            self.query_one(OpsPanel).set_view(message.result)
         elif message.name == "ranks":
             self.query_one(RanksPanel).show(message.result)
             compare = self.compare_screen
@@ -150,6 +154,8 @@ class MainScreen(TimelineKeys, PanelKeys):
         }
         if message.name == "kernels":
             self.query_one(KernelsPanel).set_error(message.text)
+        elif message.name == "ops":
+            self.query_one(OpsPanel).set_error(message.text)
         elif message.name == "ranks":
             self.query_one(RanksPanel).set_error(message.text)
             compare = self.compare_screen

@@ -9,6 +9,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+import numpy as np
+
+from gputop_trace.analysis.op_tree import DEVICE_MEMORY_TYPES
 from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
@@ -25,6 +28,7 @@ class RowKind(IntEnum):
     UTIL = 1  # a GPU's utilization strip (busy union of all its streams), gaps marked
     EVENTS = 2  # one row of a lane's events
     NOTE = 3  # a sentence about what the trace lacks (no events, no GPU activity)
+    MEMORY = 4  # a GPU's allocated memory over time (profile_memory), under its busy strip
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,16 @@ class _Node:
     lane_kind: int = -1
     children: list[_Node] = field(default_factory=list)
     collapsed_by_default: bool = False
+
+
+def _memory_devices(trace: Trace) -> set[tuple[int, int]]:
+    """(rank, device) of the GPUs with allocator records (``profile_memory``)."""
+    mem = trace.memory
+    if not len(mem):
+        return set()
+    gpu = np.isin(mem.device_type, DEVICE_MEMORY_TYPES) & (mem.device >= 0)
+    ranks = trace.lane_rank[trace.lane[mem.event[gpu]]]
+    return set(zip(ranks.tolist(), mem.device[gpu].tolist(), strict=True))
 
 
 def lane_key(lane: int) -> str:
@@ -118,6 +132,7 @@ class LaneLayout:
                 by_rank[t.lanes[lane].rank].append(lane)
         multi_rank = len(by_rank) > 1
         busy_devices = {(r, d) for r, d in zip(t.lane_rank.tolist(), t.lane_device.tolist(), strict=True) if d >= 0}
+        memory_devices = _memory_devices(t)
         for rank in sorted(by_rank):
             gpu: dict[int, list[int]] = defaultdict(list)
             cpu: dict[int, list[int]] = defaultdict(list)
@@ -146,6 +161,8 @@ class LaneLayout:
                             device=dev,
                         )
                     )
+                if (rank, dev) in memory_devices:
+                    g.children.append(_Node(RowKind.MEMORY, f"mem:{rank}:{dev}", "mem", rank=rank, device=dev))
                 order = {LaneKind.GPU_RANGES: 0, LaneKind.GPU_STREAM: 1, LaneKind.UVM: 2}
                 for lane in sorted(gpu[dev], key=lambda x: (order.get(t.lanes[x].kind, 3), t.lanes[x].stream, x)):
                     g.children.append(self._lane_node(lane))
@@ -265,8 +282,8 @@ class LaneLayout:
                 if not folded:
                     for c in n.children:
                         rec(c, level + 1)
-            elif n.kind == RowKind.UTIL:
-                out.append(DisplayRow(RowKind.UTIL, n.key, n.label, level, rank=n.rank, device=n.device))
+            elif n.kind in (RowKind.UTIL, RowKind.MEMORY):
+                out.append(DisplayRow(n.kind, n.key, n.label, level, rank=n.rank, device=n.device))
             else:
                 folded = n.rows > 1 and n.key in collapsed
                 shown = 1 if folded else n.rows

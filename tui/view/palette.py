@@ -49,6 +49,7 @@ class Sid(IntEnum):
     UTIL = 50
     GAP = 51
     RULE = 52
+    MEMORY = 53
 
 
 #: kernel family -> style id
@@ -114,6 +115,7 @@ COLOURS: dict[Sid, str] = {
     Sid.UTIL: "#76b900",
     Sid.GAP: "#e05d5d",
     Sid.RULE: "#505050",
+    Sid.MEMORY: "#b07cc6",
 }
 
 #: What each style id means, for the legend in the help screen.
@@ -136,6 +138,7 @@ LEGEND: dict[Sid, str] = {
     Sid.PYTHON: "Python frame",
     Sid.UTIL: "GPU busy (height = busy fraction)",
     Sid.GAP: "idle gap found by the gap detector",
+    Sid.MEMORY: "GPU memory allocated (height = share of the peak)",
 }
 
 

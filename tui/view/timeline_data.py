@@ -20,6 +20,7 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.kernel_names import Family, kernel_family, kernel_label
 from gputop_trace.tui.view.lanes import LaneLayout
+from gputop_trace.tui.view.memory_lane import MemoryRow, memory_rows
 from gputop_trace.tui.view.palette import event_sids
 from gputop_trace.tui.view.timeline_math import RowData
 from gputop_trace.units import format_bytes
@@ -47,6 +48,7 @@ class TimelineData:
     busy: list[DeviceBusy]
     name_family: U8
     gaps: dict[tuple[int, int], GapMarks] = field(default_factory=dict)
+    memory: dict[tuple[int, int], MemoryRow] = field(default_factory=dict)
     _labels: dict[int, str] = field(default_factory=dict, repr=False)
     _program: list[CompiledProgram] = field(default_factory=list, repr=False)
     _inductor: list[InductorLookup] = field(default_factory=list, repr=False)
@@ -195,4 +197,5 @@ def prepare_timeline(trace: Trace, *, step: Callable[[str], None] | None = None)
     if step:
         step("kernel families")
     fam = kernel_name_families(trace)
-    return TimelineData(trace=trace, layout=layout, rows=rows, util=util, busy=busy, name_family=fam)
+    memory = memory_rows(trace) if len(trace.memory) else {}
+    return TimelineData(trace=trace, layout=layout, rows=rows, util=util, busy=busy, name_family=fam, memory=memory)

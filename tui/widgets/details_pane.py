@@ -14,7 +14,7 @@ from gputop_trace.units import format_ns, plural
 
 HINT = (
     "Nothing selected. Enter selects the event under the cursor ▼ (move it with , and .); [ ] step through the "
-    "lane; n N walk a kernel's instances; x follows launch ↔ kernel; / searches; 1–7 open panels; ? help."
+    "lane; n N walk a kernel's instances; x follows launch ↔ kernel; / searches; 1–8 open panels; ? help."
 )
 
 

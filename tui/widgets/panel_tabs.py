@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-#: (content id, title) of panels 1–7; "details" is shown when no panel is.
+#: (content id, title) of panels 1–8; "details" is shown when no panel is.
 PANELS: tuple[tuple[str, str], ...] = (
     ("kernels", "Kernels"),
     ("gaps", "Gaps"),
@@ -14,6 +14,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("drilldown", "Drill-down"),
     ("findings", "Findings"),
     ("ranks", "Ranks"),
+    ("ops", "Ops"),
 )
 CYCLE: tuple[str, ...] = ("details", *(p for p, _ in PANELS))
 
@@ -30,13 +31,13 @@ class PanelTabs(Static):
 
 
 def tabs_text(current: str, width: int) -> Text:
-    """The tab line for ``width`` columns: padded names when they all fit, else without the padding (every
-    panel still named), else cut with an ellipsis."""
+    """The tab line for ``width`` columns: padded names when they all fit, else without the padding, else without
+    the space after each number (every panel still named: ``5Drill-down│6Findings``), else cut with an ellipsis."""
     entries = [("details", "Details", "")] + [(pid, title, str(i + 1)) for i, (pid, title) in enumerate(PANELS)]
-    for pad in (" ", ""):
+    for pad, gap in ((" ", " "), ("", " "), ("", "")):
         text = Text()
         for pid, title, num in entries:
-            label = f"{pad}{num + ' ' if num else ''}{title}{pad}"
+            label = f"{pad}{num + gap if num else ''}{title}{pad}"
             text.append(label, style="reverse bold" if pid == current else "")
             text.append("│", style="dim")
         if text.cell_len <= width:

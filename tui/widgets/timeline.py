@@ -129,7 +129,7 @@ class Timeline(TimelineCanvas, can_focus=True):
         """Collapse or expand the group or multi-row lane under the lane cursor (or ``key``); returns the key."""
         if key is None:
             line = self.current_line
-            if line is None or line.kind in (RowKind.UTIL, RowKind.NOTE):
+            if line is None or line.kind in (RowKind.UTIL, RowKind.NOTE, RowKind.MEMORY):
                 return None
             if line.kind == RowKind.EVENTS and line.rows_in_lane <= 1:
                 return None
@@ -242,7 +242,7 @@ class Timeline(TimelineCanvas, can_focus=True):
     def cell_at_cursor(self) -> CellInfo | None:
         """What the cursor's cell holds on the current line (None on a group line)."""
         line = self.current_line
-        if line is None or line.kind in (RowKind.GROUP, RowKind.NOTE):
+        if line is None or line.kind in (RowKind.GROUP, RowKind.NOTE, RowKind.MEMORY):
             return None
         w = self.window
         col = w.col_of(self.cursor_t)

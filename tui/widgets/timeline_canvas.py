@@ -20,12 +20,14 @@ from textual.strip import Strip
 
 from gputop_trace.tui.view.kernel_names import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
+from gputop_trace.tui.view.memory_lane import memory_row_cells
 from gputop_trace.tui.view.navigation import FlowIndex
 from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
 from gputop_trace.tui.view.row_render import Cells, event_row_cells, rule_cells, to_segments, util_row_cells
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label, ruler_line
 from gputop_trace.tui.widgets.plot_base import PlotWidget
+from gputop_trace.units import format_bytes
 
 CACHE_LINES = 512
 CURSOR_LINE = "┆"
@@ -217,6 +219,11 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             pct = 100.0 * busy / max(self.t1 - self.t0, 1)
             text = f"{indent}{line.label} {pct:.0f}%"
             style = Style()
+        elif line.kind == RowKind.MEMORY:
+            mem = self.data.memory.get((line.rank, line.device))
+            most = mem.max_between(self.t0, self.t1) if mem is not None else 0
+            text = f"{indent}{line.label} {format_bytes(most)}"
+            style = Style()
         else:
             if line.depth == 0:
                 fold = ("▸" if line.folded else "▾") if line.rows_in_lane > 1 else " "
@@ -234,6 +241,11 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
     def _plot_cells(self, line: DisplayRow, bounds: np.ndarray) -> Cells:  # type: ignore[type-arg]
         if line.kind == RowKind.GROUP:
             return rule_cells(len(bounds) - 1, " " if not line.folded else "┈")
+        if line.kind == RowKind.MEMORY:
+            mem = self.data.memory.get((line.rank, line.device))
+            if mem is not None:
+                return memory_row_cells(mem, bounds)
+            return rule_cells(len(bounds) - 1, " ")
         if line.kind == RowKind.UTIL:
             return util_row_cells(
                 self.data.util_row(line.rank, line.device), self.data.gaps.get((line.rank, line.device)), bounds

@@ -1,0 +1,78 @@
+"""The memory lane under each GPU (``profile_memory`` traces): per screen column, the most memory the allocator
+had allocated on the device during that column, as a block whose height is its share of the device's peak.
+Sizes in bytes, times in ns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gputop_trace.model.arrays import I64
+from gputop_trace.model.trace import Trace
+from gputop_trace.tui.view.palette import Role, Sid, style_key
+from gputop_trace.tui.view.timeline_math import EIGHTHS, Bins
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.view.row_render import Cells
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One device's allocated bytes after each allocator record (``ts_ns`` ascending) and its peak."""
+
+    ts_ns: I64
+    allocated: I64
+    peak: int
+
+    def max_between(self, t0: int, t1: int) -> int:
+        """The most bytes allocated at any time in ``[t0, t1)`` (the level carried in from before ``t0`` too)."""
+        return int(column_max(self, np.array([t0, t1], dtype=np.int64))[0])
+
+
+def memory_rows(trace: Trace) -> dict[tuple[int, int], MemoryRow]:
+    """The memory lane of every GPU with allocator records, by (rank, device)."""
+    from gputop_trace.analysis.memory import memory_series
+
+    return {
+        (s.rank, s.device): MemoryRow(s.ts_ns, s.allocated, s.peak_bytes)
+        for s in memory_series(trace, locate_peak=False)
+        if s.device >= 0
+    }
+
+
+def column_max(row: MemoryRow, bounds: I64) -> I64:
+    """Per column ``[bounds[i], bounds[i+1])``: the most bytes allocated in it (0 before the first record)."""
+    ts, alloc = row.ts_ns, row.allocated
+    width = len(bounds) - 1
+    if not len(ts) or width <= 0:
+        return np.zeros(max(width, 0), dtype=np.int64)
+    # the level at each column's start: the last record before it
+    before = np.searchsorted(ts, bounds[:-1], side="left") - 1
+    level = np.where(before >= 0, alloc[np.maximum(before, 0)], 0)
+    lo = np.searchsorted(ts, bounds[:-1], side="left")
+    hi = np.searchsorted(ts, bounds[1:], side="left")
+    has = hi > lo
+    if has.any():
+        # the columns are contiguous: the records of one column with records run up to the next such column's
+        starts = lo[has]
+        inside = np.maximum.reduceat(alloc[: int(hi[has][-1])], starts)
+        level[has] = np.maximum(level[has], inside)
+    out: I64 = level.astype(np.int64)
+    return out
+
+
+def memory_row_cells(row: MemoryRow, bounds: I64) -> Cells:
+    """Cells of a memory lane: block height = the column's most allocated bytes over the device's peak."""
+    from gputop_trace.tui.view.row_render import Cells  # row_render needs the timeline data, which needs this
+
+    width = len(bounds) - 1
+    level = column_max(row, bounds)
+    eighths = np.ceil(8 * level / max(row.peak, 1)).astype(np.int64)
+    eighths = np.where(level > 0, np.clip(eighths, 1, 8), 0)
+    glyphs = np.array(list(EIGHTHS))
+    chars: list[str] = glyphs[eighths].tolist()
+    keys = np.where(level > 0, style_key(int(Sid.MEMORY), int(Role.DENSE)), 0).astype(np.int64)
+    z = np.zeros(width, dtype=np.int64)
+    return Cells(chars, keys, np.full(width, -1, dtype=np.int64), Bins(z, z, z - 1, z))
