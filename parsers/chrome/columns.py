@@ -13,7 +13,17 @@ import numpy as np
 
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
-from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, dense_ids, one_ns, to_ns
+from gputop_trace.parsers.chrome.values import (
+    MAX_ABS_US,
+    OUT_OF_RANGE_NS,
+    T_FAR,
+    T_MISSING,
+    NotANumberError,
+    dense_ids,
+    float_to_ns,
+    one_ns,
+    tokens_to_ns,
+)
 
 # how a chunk is split by phase: slices and instants become events at once, B/E and async pairs are matched
 # after streaming, flows are bound to slices after the build, metadata fills the name tables
@@ -98,20 +108,24 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
     for note in chunk.notes:
         st.builder.warn(f"The file is not strict JSON: {note}.")
     if chunk.counters:
-        _process_counters(st, chunk.counters, chunk.exact)
+        _process_counters(st, chunk.counters)
     n = len(evs)
     if n == 0:
         return
     exact = chunk.exact
     phs: list[str] = chunk.phs if chunk.phs is not None else list(map(_A_PH, evs))
     ts_f = chunk.ts
-    # an event without a timestamp (NaN) is skipped, except metadata, which needs none
-    no_ts = np.isnan(ts_f) if ts_f is not None else np.fromiter((e.ts != e.ts for e in evs), bool, n)
-    far = (
-        np.abs(ts_f) > MAX_ABS_US
-        if ts_f is not None
-        else np.fromiter((abs(float(e.ts)) > MAX_ABS_US for e in evs), bool, n)
-    )
+    ts_x = chunk.ts_ns  # exact chunks: ns from the text (ts_f is None)
+    if ts_f is None and ts_x is None:  # a lenient read: float timestamps, NaN when missing
+        ts_f = np.fromiter(map(_A_TS, evs), np.float64, n)
+    # an event without a timestamp is skipped, except metadata, which needs none
+    if ts_f is not None:
+        no_ts = np.isnan(ts_f)
+        far = np.abs(ts_f) > MAX_ABS_US
+    else:
+        assert chunk.ts_state is not None and ts_x is not None
+        no_ts = chunk.ts_state == T_MISSING
+        far = chunk.ts_state == T_FAR
     drop = None
     if far.any():  # a timestamp no clock gives (beyond ±146 years): the event is skipped like one without ts
         far &= np.fromiter(map("M".__ne__, phs), bool, n)
@@ -119,7 +133,7 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
             first = evs[int(np.flatnonzero(far)[0])]
             st.skipped += int(far.sum())
             st.skipped_example = st.skipped_example or (
-                f"a {first.ph!r} event named {first.name!r} with ts {float(first.ts):.3g} µs, out of range"
+                f"a {first.ph!r} event named {first.name!r} with ts {float(bytes(first.ts)):.3g} µs, out of range"
             )
             drop = far
             no_ts &= ~far
@@ -142,29 +156,41 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
         phs = list(compress(phs, keep))
         if ts_f is not None:
             ts_f = ts_f[~drop]
+        if ts_x is not None:
+            ts_x = ts_x[~drop]
         n = len(evs)
         if n == 0:
             return
     seq0 = st.seq
     st.seq += n
     if phs.count("X") == n:  # the common case: a run of complete events only
-        _process_slices(st, evs, None, ts_f, exact, seq0, None)
+        _process_slices(st, evs, None, _ts_ns(ts_f, ts_x, None), exact, seq0, None)
         return
     group = np.fromiter(map(_PH_GROUP.get, phs, repeat(_G_OTHER)), dtype=np.uint8, count=n)
     is_p = group <= _G_FLOW
     idx_p = np.flatnonzero(is_p)
     if len(idx_p):
         ev_p = list(compress(evs, is_p.tolist())) if len(idx_p) < n else evs
-        _process_slices(st, ev_p, group[idx_p], ts_f[idx_p] if ts_f is not None else None, exact, seq0, idx_p)
+        _process_slices(st, ev_p, group[idx_p], _ts_ns(ts_f, ts_x, idx_p), exact, seq0, idx_p)
     if len(idx_p) < n:
         _process_other(st, evs, phs, group, exact, seq0)
+
+
+def _ts_ns(
+    ts_f: np.ndarray[Any, Any] | None, ts_x: np.ndarray[Any, Any] | None, idx: np.ndarray[Any, Any] | None
+) -> np.ndarray[Any, Any]:
+    """The ns timestamps of the events at ``idx`` (None: all): from the floats, or the exact ns of the text."""
+    if ts_f is not None:
+        return np.rint((ts_f if idx is None else ts_f[idx]) * 1000.0).astype(np.int64)
+    assert ts_x is not None
+    return ts_x if idx is None else ts_x[idx]
 
 
 def _process_slices(
     st: State,
     evs: list[Any],
     group: np.ndarray[Any, Any] | None,
-    ts_f: np.ndarray[Any, Any] | None,
+    ts: np.ndarray[Any, Any],
     exact: bool,
     seq0: int,
     pos: np.ndarray[Any, Any] | None,
@@ -173,7 +199,6 @@ def _process_slices(
     n = len(evs)
     src = dense_ids(st.srcs, list(map(_A_PIDTID, evs)))
     cat = dense_ids(st.cats, list(map(_A_CAT, evs)))
-    ts = np.rint(ts_f * 1000.0).astype(np.int64) if ts_f is not None else to_ns(map(_A_TS, evs), exact)
     if group is None:
         _add_slices(st, evs, ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None, exact)
         return
@@ -222,7 +247,7 @@ def _add_slices(
     base = st.n
     xs = evs if is_x is None else list(compress(evs, is_x.tolist()))
     nx = len(xs)
-    dur_x = to_ns(map(_A_DUR, xs), exact)
+    dur_x = tokens_to_ns(list(map(_A_DUR, xs)))[0] if exact else float_to_ns(np.fromiter(map(_A_DUR, xs), np.float64))
     far = dur_x == OUT_OF_RANGE_NS
     if far.any():
         st.repaired += int(far.sum())
@@ -326,7 +351,7 @@ def _process_other(
             _metadata(st, e)
         elif g == _G_ASYNC:
             ident = e.id if e.id is not None else (e.id2 if isinstance(e.id2, (int, str)) else None)
-            st.asyncs.append((e.ph, e.pid, e.cat, ident, one_ns(e.ts, exact), e.name, seq0 + i))
+            st.asyncs.append((e.ph, e.pid, e.cat, ident, one_ns(e.ts), e.name, seq0 + i))
         elif g == _G_OTHER:
             st.other_phases[phs[i]] += 1
 
@@ -347,11 +372,14 @@ def _metadata(st: State, e: Any) -> None:
         st.thread_sort[(e.pid, e.tid)] = a.sort_index
 
 
-def _process_counters(st: State, counters: list[Any], exact: bool) -> None:
+def _process_counters(st: State, counters: list[Any]) -> None:
     for c in counters:
         if not isinstance(c.args, dict):
             continue
-        ts = one_ns(c.ts, exact)
+        try:
+            ts = one_ns(c.ts)
+        except NotANumberError:  # a ts that is no number (a string, null): the counter is not read
+            continue
         if ts == OUT_OF_RANGE_NS:
             continue
         for key, value in c.args.items():
