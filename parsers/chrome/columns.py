@@ -5,6 +5,7 @@ B/E, async and flow events are kept for matching; metadata fills the name tables
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
@@ -23,6 +24,7 @@ from gputop_trace.parsers.chrome.values import (
     float_to_ns,
     one_ns,
     tokens_to_ns,
+    us_value,
 )
 
 # how a chunk is split by phase: slices and instants become events at once, B/E and async pairs are matched
@@ -133,7 +135,7 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
             first = evs[int(np.flatnonzero(far)[0])]
             st.skipped += int(far.sum())
             st.skipped_example = st.skipped_example or (
-                f"a {first.ph!r} event named {first.name!r} with ts {float(bytes(first.ts)):.3g} µs, out of range"
+                f"a {first.ph!r} event named {first.name!r} with ts {us_value(first.ts):.3g} µs, out of range"
             )
             drop = far
             no_ts &= ~far
@@ -200,7 +202,7 @@ def _process_slices(
     src = dense_ids(st.srcs, list(map(_A_PIDTID, evs)))
     cat = dense_ids(st.cats, list(map(_A_CAT, evs)))
     if group is None:
-        _add_slices(st, evs, ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None, exact)
+        _add_slices(st, *_x_fields(evs, exact), ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None)
         return
     named = group <= _G_BE
     name = np.full(n, -1, dtype=np.int64)
@@ -213,7 +215,8 @@ def _process_slices(
     if len(sel):
         ev_d = evs if len(sel) == n else list(compress(evs, direct.tolist()))
         is_x = group[sel] == _G_X
-        _add_slices(st, ev_d, ts[sel], src[sel], cat[sel], name[sel], None if is_x.all() else is_x, exact)
+        xs = ev_d if is_x.all() else list(compress(ev_d, is_x.tolist()))
+        _add_slices(st, *_x_fields(xs, exact), ts[sel], src[sel], cat[sel], name[sel], None if is_x.all() else is_x)
     seq = seq0 + (pos if pos is not None else np.arange(n))
     for i in np.flatnonzero(group == _G_BE).tolist():
         st.be.append((int(src[i]), int(ts[i]), int(seq[i]), int(name[i]), int(cat[i]), evs[i].ph))
@@ -232,26 +235,35 @@ def _process_slices(
         f.seq.append(seq[sel])
 
 
+def _x_fields(xs: list[Any], exact: bool) -> tuple[list[Any], np.ndarray[Any, Any], Callable[[int], str]]:
+    """The args (never None), ns durations and a name getter of decoded ``X`` events."""
+    dur_x = tokens_to_ns(list(map(_A_DUR, xs)))[0] if exact else float_to_ns(np.fromiter(map(_A_DUR, xs), np.float64))
+    argl = list(map(_A_ARGS, xs))
+    if None in argl:
+        argl = [a if a is not None else _NO_ARGS for a in argl]
+    return argl, dur_x, lambda i: str(xs[i].name)
+
+
 def _add_slices(
     st: State,
-    evs: list[Any],
+    argl: list[Any],
+    dur_x: np.ndarray[Any, Any],
+    name_of: Callable[[int], str],
     start: np.ndarray[Any, Any],
     src: np.ndarray[Any, Any],
     cat: np.ndarray[Any, Any],
     name: np.ndarray[Any, Any],
     is_x: np.ndarray[Any, Any] | None,
-    exact: bool,
 ) -> None:
-    """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events."""
-    n = len(evs)
+    """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events:
+    ``argl``/``dur_x`` (ns)/``name_of`` are those of the ``X`` events alone."""
+    n = len(start)
     base = st.n
-    xs = evs if is_x is None else list(compress(evs, is_x.tolist()))
-    nx = len(xs)
-    dur_x = tokens_to_ns(list(map(_A_DUR, xs)))[0] if exact else float_to_ns(np.fromiter(map(_A_DUR, xs), np.float64))
+    nx = len(argl)
     far = dur_x == OUT_OF_RANGE_NS
     if far.any():
         st.repaired += int(far.sum())
-        st.repaired_example = st.repaired_example or f"an event named {xs[int(np.flatnonzero(far)[0])].name!r} " + (
+        st.repaired_example = st.repaired_example or f"an event named {name_of(int(np.flatnonzero(far)[0]))!r} " + (
             "whose dur is out of range (shown with duration 0)"
         )
         dur_x[far] = 0
@@ -259,9 +271,6 @@ def _add_slices(
     if neg.any():
         st.negative_dur += int(neg.sum())
         dur_x[neg] = 0
-    argl = list(map(_A_ARGS, xs))
-    if None in argl:
-        argl = [a if a is not None else _NO_ARGS for a in argl]
     corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
     no_corr = corr_x < 0
     if no_corr.any():

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from gputop_trace.parsers.chrome import fast
 from gputop_trace.parsers.chrome.lenient import lenient_chunk, python_chunk
 from gputop_trace.parsers.chrome.structs import (
     DEC_ANY,
@@ -76,6 +77,10 @@ def decode_chunk(text: bytes | memoryview) -> Chunk:
 
 
 def _decode_chunk_or_recurse(text: bytes | memoryview) -> Chunk:
+    if fast.enabled():
+        fc = fast.scan(text)
+        if fc is not None:
+            return Chunk([], fast=fc)
     try:
         events = DEC_EVENTS.decode(text)
     except msgspec.ValidationError:

@@ -24,6 +24,7 @@ from gputop_trace.model.trace import PYTHON_LEFT_OUT, Trace
 from gputop_trace.parsers.chrome.classify import classify_all, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
+from gputop_trace.parsers.chrome.fast_columns import process_fast
 from gputop_trace.parsers.chrome.flows import bind_flow_events, launch_flows
 from gputop_trace.parsers.chrome.matching import match_async, match_begin_end
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
@@ -67,7 +68,10 @@ def load(
     with ByteStream(path, on_read=on_read) as src:
         try:
             for chunk in stream_events(src, info):
-                process_chunk(st, chunk, include_python=include_python)
+                if chunk.fast is not None:
+                    process_fast(st, chunk.fast, include_python=include_python)
+                else:
+                    process_chunk(st, chunk, include_python=include_python)
                 if progress is not None:
                     progress(src.bytes_in, file_size, st.n)
         except LoadCancelled:

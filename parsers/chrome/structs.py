@@ -122,6 +122,7 @@ class Chunk:
     ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
     ts_ns: npt.NDArray[np.int64] | None = None  # every event's ``ts`` in ns (``exact`` chunks)
     ts_state: npt.NDArray[np.uint8] | None = None  # values.T_OK / T_MISSING / T_FAR (``exact`` chunks)
+    fast: Any = None  # the compiled scanner's columns (a fast.FastChunk; ``events`` is then empty)
 
 
 @dataclass

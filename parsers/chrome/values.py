@@ -184,6 +184,11 @@ def float_to_ns(arr: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     return out
 
 
+def us_value(v: Any) -> float:
+    """A ts as a float, for messages (its text, or the float a lenient read made)."""
+    return float(v) if isinstance(v, (int, float)) else float(bytes(v))
+
+
 def one_ns(v: Any) -> int:
     """One µs value (number text, or a float/int) → int ns (see :func:`tokens_to_ns`)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
