@@ -131,6 +131,19 @@ typedef struct {
     const unsigned char *p, *end;
 } Cur;
 
+/* the args keys the Python side reads (Args' field names), set by configure(); an args object holding one of
+ * them (other than the three read here) is decoded by msgspec, the others are not decoded at all */
+#define MAX_WANTED 256
+static char *wanted[MAX_WANTED];
+static Py_ssize_t wanted_len[MAX_WANTED];
+static int n_wanted = 0;
+
+static int is_wanted(const unsigned char *k, Py_ssize_t n) {
+    for (int i = 0; i < n_wanted; i++)
+        if (wanted_len[i] == n && wanted[i][0] == (char)k[0] && !memcmp(wanted[i], k, n)) return 1;
+    return 0;
+}
+
 static inline void ws(Cur *c) {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
 }
@@ -331,6 +344,7 @@ static int skip_value(Cur *c, int depth) {
 /* output columns */
 typedef struct {
     Buf ph, name, cat, src, ts_d, ts_ns, ts_st, dur_d, dur_ns, dur_st, args_at, args_len, el_at, el_len, args_json;
+    Buf corr, ext, dev, need;
     Py_ssize_t n_args;
 } Out;
 
@@ -376,6 +390,55 @@ static int put_time(Out *o, int which, const Num *n, const unsigned char *s, con
     return 0;
 }
 
+enum { A_CORR, A_EXT, A_DEV, A_OTHER };
+
+/* an args object at c->p: reads correlation, External id and device when they are plain int64 integers; *need
+ * is set when anything else the Python side reads is there (or one of the three is of another type) */
+static int scan_args(Cur *c, int depth, int *need, int64_t *vals) {
+    c->p++;
+    ws(c);
+    unsigned seen = 0;
+    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
+    for (;;) {
+        int esc;
+        if (c->p >= c->end || *c->p != '"') return -1;
+        const unsigned char *ks = c->p + 1;
+        if (scan_string(c, &esc)) return -1;
+        Py_ssize_t kn = c->p - 1 - ks;
+        int kind = A_OTHER;
+        if (esc) *need = 1;
+        else if (kn == 11 && !memcmp(ks, "correlation", 11)) kind = A_CORR;
+        else if (kn == 11 && !memcmp(ks, "External id", 11)) kind = A_EXT;
+        else if (kn == 6 && !memcmp(ks, "device", 6)) kind = A_DEV;
+        else if (is_wanted(ks, kn)) *need = 1;
+        ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        ws(c);
+        if (kind != A_OTHER) {
+            const unsigned char *vs = c->p;
+            Num num;
+            if (seen & (1u << kind)) *need = 1;
+            seen |= 1u << kind;
+            if (vs < c->end && (*vs == '-' || (*vs >= '0' && *vs <= '9'))) {
+                if (scan_number(c, &num)) return -1;
+                if (int64_token(&num)) vals[kind] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
+                else *need = 1;
+            } else {
+                *need = 1;
+                if (skip_value(c, depth + 1)) return -1;
+            }
+        } else if (skip_value(c, depth + 1)) {
+            return -1;
+        }
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; ws(c); continue; }
+        if (*c->p == '}') { c->p++; return 0; }
+        return -1;
+    }
+}
+
 /* one element (an object) at c->p; 0 ok, -1 refuse */
 static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names, Interner *cats, Interner *srcs) {
     const unsigned char *el_start = c->p;
@@ -390,6 +453,8 @@ static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names
     Py_ssize_t pid_n = 1, tid_n = 1;
     int64_t args_at = 0;
     int32_t args_len = 0;
+    int need = 0;
+    int64_t avals[3] = {-1, -1, -1};
     int have_ts = 0, have_dur = 0;
     if (c->p < c->end && *c->p == '}') { c->p++; goto done; }
     for (;;) {
@@ -448,10 +513,11 @@ static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names
             break;
         case K_ARGS:
             if (*vs == 'n') { if (skip_value(c, 1)) return -1; break; }
-            if (*vs != '{' || skip_value(c, 1)) return -1;
+            if (*vs != '{' || scan_args(c, 1, &need, avals)) return -1;
             args_at = vs - base;
             args_len = (int32_t)(c->p - vs);
-            if ((o->n_args++ && buf_put(&o->args_json, ",", 1)) || buf_put(&o->args_json, vs, args_len)) return -2;
+            if (need && ((o->n_args++ && buf_put(&o->args_json, ",", 1)) || buf_put(&o->args_json, vs, args_len)))
+                return -2;
             break;
         default:
             if (skip_value(c, 1)) return -1;
@@ -479,6 +545,10 @@ done:;
     if (buf_put(&o->ph, &ph, 1) || buf_put(&o->name, &nid, 4) || buf_put(&o->cat, &cid, 4) ||
         buf_put(&o->src, &sid, 4) || buf_put(&o->args_at, &args_at, 8) || buf_put(&o->args_len, &args_len, 4) ||
         buf_put(&o->el_at, &el_at, 8) || buf_put(&o->el_len, &el_len, 4))
+        return -2;
+    uint8_t nd = (uint8_t)need;
+    if (buf_put(&o->corr, &avals[A_CORR], 8) || buf_put(&o->ext, &avals[A_EXT], 8) ||
+        buf_put(&o->dev, &avals[A_DEV], 8) || buf_put(&o->need, &nd, 1))
         return -2;
     return 0;
 }
@@ -545,7 +615,8 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         res = Py_None;
         Py_INCREF(res);
     } else {
-        res = Py_BuildValue("{s:N,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "args_json", as_bytes(&o.args_json), "n", n,
+        res = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "args_json", as_bytes(&o.args_json), "corr", as_bytes(&o.corr), "ext",
+                            as_bytes(&o.ext), "dev", as_bytes(&o.dev), "need", as_bytes(&o.need), "n", n,
                             "ph", as_bytes(&o.ph), "name", as_bytes(&o.name), "cat", as_bytes(&o.cat), "src",
                             as_bytes(&o.src), "ts_d", as_bytes(&o.ts_d), "ts_ns", as_bytes(&o.ts_ns), "ts_st",
                             as_bytes(&o.ts_st), "dur_d", as_bytes(&o.dur_d), "dur_ns", as_bytes(&o.dur_ns), "dur_st",
@@ -560,7 +631,32 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     return res;
 }
 
+static PyObject *configure(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "configure() takes a list of bytes");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MAX_WANTED) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "too many keys"); return NULL; }
+    for (int i = 0; i < n_wanted; i++) free(wanted[i]);
+    n_wanted = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *data;
+        Py_ssize_t len;
+        if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(seq, i), &data, &len) || len == 0) {
+            Py_DECREF(seq);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "empty key");
+            return NULL;
+        }
+        wanted[n_wanted] = malloc(len);
+        if (!wanted[n_wanted]) { Py_DECREF(seq); return PyErr_NoMemory(); }
+        memcpy(wanted[n_wanted], data, len);
+        wanted_len[n_wanted++] = len;
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"configure", configure, METH_O, "configure(keys): the args keys the Python side reads"},
     {"scan", scan, METH_O, "scan(text) -> dict of columns, or None when the pure-Python decoder must read it"},
     {NULL, NULL, 0, NULL}};
 

@@ -254,12 +254,15 @@ def _add_slices(
     cat: np.ndarray[Any, Any],
     name: np.ndarray[Any, Any],
     is_x: np.ndarray[Any, Any] | None,
+    ids: tuple[np.ndarray[Any, Any], ...] | None = None,
 ) -> None:
     """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events:
-    ``argl``/``dur_x`` (ns)/``name_of`` are those of the ``X`` events alone."""
+    ``dur_x`` (ns) and ``name_of`` are those of the ``X`` events alone; ``argl`` their args, or, with ``ids``
+    (the compiled scanner's: correlation, External id and device of every ``X`` event, and the places of the
+    events whose args hold more), the args of those events only."""
     n = len(start)
     base = st.n
-    nx = len(argl)
+    nx = len(dur_x)
     far = dur_x == OUT_OF_RANGE_NS
     if far.any():
         st.repaired += int(far.sum())
@@ -271,28 +274,35 @@ def _add_slices(
     if neg.any():
         st.negative_dur += int(neg.sum())
         dur_x[neg] = 0
-    corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+    if ids is None:
+        corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+        ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
+        dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+        at = np.arange(nx)  # the X event of each args in argl
+    else:
+        corr_x, ext_x, dev_x, at = ids
+        corr_x = corr_x.copy()
+    na = len(argl)
     no_corr = corr_x < 0
     if no_corr.any():
         corr_x[no_corr] = -1
         texts = list(map(_A_CORR_ID, argl))
-        if texts.count(None) != nx:
-            for i in np.flatnonzero(no_corr).tolist():
-                if texts[i] is not None:
-                    corr_x[i] = _int64_or(texts[i], -1)
-    ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
-    dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+        if texts.count(None) != na:
+            for i, t in enumerate(texts):
+                if t is not None and no_corr[at[i]]:
+                    corr_x[at[i]] = _int64_or(t, -1)
     # provisional index of every X event
     ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
     sizes = list(map(_A_SIZE, argl))
-    if sizes.count(-1) != nx:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
+    if sizes.count(-1) != na:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
         for i, v in enumerate(sizes):
             size = _int64_or(v, -1)
             if size >= 0:
-                st.own_size[int(ev_x[i])] = (size, argl[i].direction)
-                if corr_x[i] >= 0:
-                    st.call_size[int(corr_x[i])] = size
-    _add_kernel_and_copy_rows(st, argl, ev_x)
+                j = int(at[i])
+                st.own_size[int(ev_x[j])] = (size, argl[i].direction)
+                if corr_x[j] >= 0:
+                    st.call_size[int(corr_x[j])] = size
+    _add_kernel_and_copy_rows(st, argl, ev_x[at] if ids is not None else ev_x)
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)

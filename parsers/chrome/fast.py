@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -30,6 +31,8 @@ try:  # the compiled scanner is optional: built by `pip install .` where a C com
     from gputop_trace.parsers.chrome import _fastscan  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - depends on the install
     _fastscan = None
+else:  # the args keys the Python side reads: an args object holding one of them is decoded into Args
+    _fastscan.configure([f.encode_name.encode() for f in msgspec.structs.fields(Args)])
 
 #: set to 1 to force the pure-Python decoder (the reference) even where the compiled scanner is installed
 PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
@@ -37,6 +40,9 @@ PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
 DEC_ARGS = msgspec.json.Decoder(list[Args])
 DEC_EXACT_ONE = msgspec.json.Decoder(ExactEvent)
 _NO_ARGS = Args()
+_A_CORR = attrgetter("correlation")
+_A_EXT = attrgetter("external_id")
+_A_DEV = attrgetter("device")
 
 
 #: chunks the scanner read, and chunks it left to the Python path (for tests and benchmarks)
@@ -74,7 +80,11 @@ class FastChunk:
     names: list[bytes]  # JSON text of each distinct name (with its quotes)
     cats: list[bytes]
     srcs: list[bytes]  # JSON text of pid, \x01, JSON text of tid
-    args: np.ndarray[Any, Any]  # object array: each event's Args (the shared empty one when it has none)
+    args: np.ndarray[Any, Any]  # object array: each event's Args where ``need``, else the shared empty one
+    need: np.ndarray[Any, Any]  # bool: the event's args hold a field beyond the three below (decoded into Args)
+    corr: np.ndarray[Any, Any]  # int64 args.correlation (-1 when absent), External id, device
+    ext: np.ndarray[Any, Any]
+    dev: np.ndarray[Any, Any]
     counters: list[CounterEvent]
 
     def element(self, i: int) -> bytes:
@@ -97,17 +107,23 @@ def scan(text: bytes | memoryview) -> FastChunk | None:
     n = got["n"]
     el_at = np.frombuffer(got["el_at"], np.int64)
     el_len = np.frombuffer(got["el_len"], np.int32)
-    args_len = np.frombuffer(got["args_len"], np.int32)
-    has = np.flatnonzero(args_len > 0)
+    need = np.frombuffer(got["need"], np.uint8).astype(bool)
+    corr = np.frombuffer(got["corr"], np.int64).copy()
+    ext = np.frombuffer(got["ext"], np.int64).copy()
+    dev = np.frombuffer(got["dev"], np.int64).copy()
+    has = np.flatnonzero(need)
     args = np.empty(n, dtype=object)
     args[:] = [_NO_ARGS] * n
     if len(has):
         try:
-            decoded = DEC_ARGS.decode(got["args_json"])  # every event's args object, in one call
+            decoded = DEC_ARGS.decode(got["args_json"])  # the args that hold more than ids, in one call
         except (msgspec.MsgspecError, RecursionError):
             stats["fallback"] += 1
             return None  # an args field of the wrong type: the Python path repairs or skips it
         args[has] = decoded
+        corr[has] = np.fromiter(map(_A_CORR, decoded), np.int64, len(has))
+        ext[has] = np.fromiter(map(_A_EXT, decoded), np.int64, len(has))
+        dev[has] = np.fromiter(map(_A_DEV, decoded), np.int64, len(has))
     ph = np.frombuffer(got["ph"], np.uint8)
     chunk = FastChunk(
         n=n,
@@ -127,6 +143,10 @@ def scan(text: bytes | memoryview) -> FastChunk | None:
         cats=got["cats"],
         srcs=got["srcs"],
         args=args,
+        need=need,
+        corr=corr,
+        ext=ext,
+        dev=dev,
         counters=[],
     )
     stats["scanned"] += 1

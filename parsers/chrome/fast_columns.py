@@ -128,7 +128,9 @@ def _slices(
     if len(sel):
         is_x = group[sel] == _G_X
         xrows = rows[sel[is_x]]
-        argl = fc.args[xrows].tolist()
+        detail = np.flatnonzero(fc.need[xrows])
+        argl = fc.args[xrows[detail]].tolist()
+        ids = (fc.corr[xrows], fc.ext[xrows], fc.dev[xrows], detail)
         dur_x = _ns(fc, xrows, exact, dur=True)
         names = decode_strings(fc.names)
         loc = fc.name[xrows]
@@ -142,6 +144,7 @@ def _slices(
             cat[sel],
             name[sel],
             None if is_x.all() else is_x,
+            ids,
         )
     seq = seq0 + pos
     for i in np.flatnonzero(group == _G_BE).tolist():
