@@ -39,6 +39,8 @@ PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
 
 DEC_ARGS = msgspec.json.Decoder(list[Args])
 DEC_EXACT_ONE = msgspec.json.Decoder(ExactEvent)
+DEC_EXACT_LIST = msgspec.json.Decoder(list[ExactEvent])
+DEC_EVENT_LIST = msgspec.json.Decoder(list[Event])
 _NO_ARGS = Args()
 _A_CORR = attrgetter("correlation")
 _A_EXT = attrgetter("external_id")
@@ -86,6 +88,7 @@ class FastChunk:
     ext: np.ndarray[Any, Any]
     dev: np.ndarray[Any, Any]
     counters: list[CounterEvent]
+    _names: list[str] | None = None
 
     def element(self, i: int) -> bytes:
         at = int(self.el_at[i])
@@ -94,6 +97,18 @@ class FastChunk:
     def event(self, i: int, exact: bool) -> Any:
         """Event ``i`` decoded as the Python path decodes it (ts/dur as text when ``exact``)."""
         return (DEC_EXACT_ONE if exact else DEC_ONE).decode(self.element(i))
+
+    def events(self, rows: list[int], exact: bool) -> list[Any]:
+        """The events at ``rows``, decoded in one call."""
+        text, at, ln = self.text, self.el_at, self.el_len
+        joined = b",".join([text[a : a + b] for a, b in zip(at[rows].tolist(), ln[rows].tolist(), strict=True)])
+        return (DEC_EXACT_LIST if exact else DEC_EVENT_LIST).decode(b"[" + joined + b"]")
+
+    def name_strings(self) -> list[str]:
+        """The chunk's distinct names (decoded once)."""
+        if self._names is None:
+            self._names = decode_strings(self.names)
+        return self._names
 
 
 def scan(text: bytes | memoryview) -> FastChunk | None:

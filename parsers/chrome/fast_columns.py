@@ -132,7 +132,7 @@ def _slices(
         argl = fc.args[xrows[detail]].tolist()
         ids = (fc.corr[xrows], fc.ext[xrows], fc.dev[xrows], detail)
         dur_x = _ns(fc, xrows, exact, dur=True)
-        names = decode_strings(fc.names)
+        names = fc.name_strings()
         loc = fc.name[xrows]
         _add_slices(
             st,
@@ -155,7 +155,7 @@ def _slices(
         ac2g = st.cats.get("ac2g", -1)
         sel = sel[cat[sel] != ac2g]  # launch flows come from correlation ids
     if len(sel):
-        ev_f = [fc.event(int(rows[i]), exact) for i in sel.tolist()]
+        ev_f = fc.events(rows[sel].tolist(), exact)
         f = st.flows
         f.ident.extend(e.id for e in ev_f)
         f.cat.append(cat[sel])
@@ -171,9 +171,9 @@ def _name_ids(st: State, fc: FastChunk, local: np.ndarray[Any, Any]) -> np.ndarr
     texts = fc.names
     m = np.full(len(texts), -1, dtype=np.int64)
     table = st.builder.names
+    strings = fc.name_strings()
     for u in uniq[np.argsort(first, kind="stable")].tolist():
-        t = texts[u]
-        m[u] = table.intern(decode_strings([t])[0])
+        m[u] = table.intern(strings[u])
     return m[local]
 
 
