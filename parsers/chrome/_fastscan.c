@@ -382,7 +382,13 @@ static int int64_token(const Num *n) {
 
 /* a time field: double and exact ns */
 static int put_time(Out *o, int which, const Num *n, const unsigned char *s, const unsigned char *e) {
-    double d = num_double(n, s, e);
+    double d;
+    if (!which && n->int_digits <= 19 && n->ip > (1ULL << 43) + 1)
+        /* a ts beyond 2**43 µs: the chunk is read from the exact ns, and its double only decides that (it is
+         * > 2**43 either way): no correctly rounded conversion is needed (epoch timestamps, 19 digits) */
+        d = n->neg ? -(double)n->ip : (double)n->ip;
+    else
+        d = num_double(n, s, e);
     uint8_t st;
     int64_t ns = num_ns(n, &st);
     Buf *bd = which ? &o->dur_d : &o->ts_d, *bn = which ? &o->dur_ns : &o->ts_ns, *bs = which ? &o->dur_st : &o->ts_st;
