@@ -56,7 +56,11 @@ def _find_corpus() -> Path:
 
 
 CORPUS = _find_corpus()
+#: the trace the Kineto inputs repeat: the corpus GPT trace, else (a checkout without the corpus, e.g. a GPU box
+#: given only the repository) the bundled sample recorded from the same workload
 KINETO_SOURCE = CORPUS / "kineto" / "h200_gpt_train_small.json.gz"
+if not KINETO_SOURCE.exists():
+    KINETO_SOURCE = ROOT / "gputop_trace" / "sample_traces" / "h200_train_step.json.gz"
 NSYS_SOURCE = CORPUS / "nsys" / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
 DEFAULT_OUT = Path(os.environ.get("GPUTOP_BENCH_DIR", Path(tempfile.gettempdir()) / "gputop-bench"))
 
@@ -400,7 +404,9 @@ def ensure(out: Path = DEFAULT_OUT, only: list[str] | None = None, log: Any = pr
         if only and name not in only:
             continue
         path = out / name
-        recipe = {"kind": kind, "param": param, "version": RECIPE_VERSION}
+        recipe: dict[str, Any] = {"kind": kind, "param": param, "version": RECIPE_VERSION}
+        if kind.startswith("kineto") or kind == "gzip":
+            recipe["source"] = KINETO_SOURCE.name
         if manifest.get(name, {}).get("recipe") == recipe and path.exists():
             done[name] = path
             continue
