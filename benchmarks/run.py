@@ -476,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the report")
     args = ap.parse_args(argv)
     run = Run(args.work, args.quick, 2 if args.quick else args.repeat, args.hta_1gb)
-    only = ["kineto_100mb.json", "kineto_100mb.json.gz", "kineto_epoch_100mb.json"] if args.quick else None
+    small = ["kineto_100mb.json", "kineto_100mb.json.gz", "kineto_epoch_100mb.json"]
+    only = small if args.quick or (args.no_1gb and args.no_plugins) else None
     run.log(f"inputs in {run.work}")
     run.inputs = make_large.ensure(run.work, only, log=run.log)
     if EXTERNAL_EPOCH.exists():
