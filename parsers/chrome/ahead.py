@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from gputop_trace.parsers.chrome.stream import stream_events
@@ -31,7 +31,7 @@ def enabled() -> bool:
     return os.environ.get(READ_AHEAD_ENV, "1") not in ("0", "false", "no")
 
 
-def chunks(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
+def chunks(src: ByteStream, info: DocumentInfo) -> Generator[Chunk, None, None]:
     """:func:`~gputop_trace.parsers.chrome.stream.stream_events`, read ahead on a second thread when
     :func:`enabled` (``info`` is complete once the iterator is exhausted)."""
     if not enabled():

@@ -200,7 +200,8 @@ def local_to_global(local: np.ndarray[Any, Any], keys: list[Any], table: dict[An
         if g is None:
             g = table[k] = len(table)
         m[u] = g
-    return m[local]
+    out: np.ndarray[Any, Any] = m[local]
+    return out
 
 
 __all__ = ["PH_I", "PH_X", "Event", "FastChunk", "State", "available", "enabled", "scan"]

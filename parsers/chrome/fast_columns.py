@@ -99,11 +99,14 @@ def process_fast(st: State, fc: FastChunk, *, include_python: bool = True) -> No
 
 
 def _ns(fc: FastChunk, rows: np.ndarray[Any, Any], exact: bool, dur: bool) -> np.ndarray[Any, Any]:
+    out: np.ndarray[Any, Any]
     if exact:
-        return (fc.dur_ns if dur else fc.ts_ns)[rows].astype(np.int64)
-    if dur:
-        return float_to_ns(fc.dur_d[rows])
-    return np.rint(fc.ts_d[rows] * 1000.0).astype(np.int64)
+        out = (fc.dur_ns if dur else fc.ts_ns)[rows].astype(np.int64)
+    elif dur:
+        out = float_to_ns(fc.dur_d[rows])
+    else:
+        out = np.rint(fc.ts_d[rows] * 1000.0).astype(np.int64)
+    return out
 
 
 def _slices(
@@ -174,7 +177,8 @@ def _name_ids(st: State, fc: FastChunk, local: np.ndarray[Any, Any]) -> np.ndarr
     strings = fc.name_strings()
     for u in uniq[np.argsort(first, kind="stable")].tolist():
         m[u] = table.intern(strings[u])
-    return m[local]
+    out: np.ndarray[Any, Any] = m[local]
+    return out
 
 
 __all__ = ["OUT_OF_RANGE_NS", "process_fast"]

@@ -116,7 +116,7 @@ def _texts_to_ns(texts: npt.NDArray[Any], tokens: Sequence[Any]) -> tuple[npt.ND
     frac = sp.slice(texts, dot + 1, None)
     f3 = sp.ljust(sp.slice(frac, 0, 3), 3, b"0").astype(np.int64)
     r = sp.ljust(sp.slice(frac, 3, 4), 1, b"0").astype(np.int64)
-    sticky = sp.str_len(sp.rstrip(sp.slice(frac, 4, None), b"0")) > 0
+    sticky = sp.str_len(sp.rstrip(sp.slice(frac, 4, None), b"0")) > 0  # type: ignore[arg-type]
     far = whole > _MAX_INT_US
     trunc = np.where(far, 0, whole) * 1000 + f3
     far |= (trunc > MAX_ABS_NS) | ((trunc == MAX_ABS_NS) & ((r > 0) | sticky))

@@ -29,12 +29,14 @@ CHROME_FILES = sorted(
 )
 
 
-def _both(path: str, monkeypatch: pytest.MonkeyPatch, **kw: bool) -> tuple[Trace, Trace, dict[str, int]]:
+def _both(
+    path: str, monkeypatch: pytest.MonkeyPatch, include_python: bool = True
+) -> tuple[Trace, Trace, dict[str, int]]:
     monkeypatch.setenv(fast.PURE_PYTHON_ENV, "1")
-    pure = chrome.load(path, **kw)
+    pure = chrome.load(path, include_python=include_python)
     monkeypatch.delenv(fast.PURE_PYTHON_ENV)
     before = dict(fast.stats)
-    compiled = chrome.load(path, **kw)
+    compiled = chrome.load(path, include_python=include_python)
     used = {k: fast.stats[k] - before[k] for k in before}
     return pure, compiled, used
 
