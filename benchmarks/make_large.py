@@ -8,6 +8,8 @@ Outputs (file names are fixed, so benchmarks find them):
 
 - ``kineto_100mb.json`` / ``kineto_1gb.json`` and their ``.json.gz``: Kineto JSON of about 100 MB and 1 GB
   (uncompressed), written in Kineto's own layout (the element text of the source, only the numbers changed);
+- ``kineto_epoch_100mb.json``: the 100 MB input with its timestamps rebased onto the Unix epoch (16 digits
+  before the point, as traces recorded with Kineto's default clock elsewhere have);
 - ``nsys_10m.sqlite``: an Nsight Systems export with 10 M kernel rows (every CUPTI activity table repeated with
   the same factor, so launches keep their runtime calls);
 - ``model_10m/``: a 10 M-event :class:`~gputop_trace.model.trace.Trace` in the columnar cache layout
@@ -54,7 +56,11 @@ def _find_corpus() -> Path:
 
 
 CORPUS = _find_corpus()
+#: the trace the Kineto inputs repeat: the corpus GPT trace, else (a checkout without the corpus, e.g. a GPU box
+#: given only the repository) the bundled sample recorded from the same workload
 KINETO_SOURCE = CORPUS / "kineto" / "h200_gpt_train_small.json.gz"
+if not KINETO_SOURCE.exists():
+    KINETO_SOURCE = ROOT / "gputop_trace" / "sample_traces" / "h200_train_step.json.gz"
 NSYS_SOURCE = CORPUS / "nsys" / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
 DEFAULT_OUT = Path(os.environ.get("GPUTOP_BENCH_DIR", Path(tempfile.gettempdir()) / "gputop-bench"))
 
@@ -65,11 +71,16 @@ RECIPES: dict[str, tuple[str, int]] = {
     "kineto_100mb.json.gz": ("gzip", 100 * MB),
     "kineto_1gb.json": ("kineto", 1000 * MB),
     "kineto_1gb.json.gz": ("gzip", 1000 * MB),
+    # the 100 MB input rebased onto Unix-epoch timestamps (µs since 1970: 16 digits before the point, as most
+    # traces recorded outside this corpus have)
+    "kineto_epoch_100mb.json": ("kineto_epoch", 100 * MB),
     "nsys_10m.sqlite": ("nsys", 10_000_000),
     "model_10m": ("model", 10_000_000),
 }
 RECIPE_VERSION = 1
 GAP_NS = 1_000_000  # between two copies of the trace
+#: where the epoch variant's first event lands: 2026-10-01 00:00:00 UTC, in ns
+EPOCH_START_NS = 1_790_812_800_000_000_000
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -141,8 +152,9 @@ def _fmt_us(ns: int) -> bytes:
     return f"{sign}{ns // 1000}.{ns % 1000:03d}".encode()
 
 
-def kineto_copies(source: Path, target_bytes: int) -> Iterator[bytes]:
-    """The text of a Kineto trace repeated along time until it holds about ``target_bytes``, in pieces."""
+def kineto_copies(source: Path, target_bytes: int, *, epoch: bool = False) -> Iterator[bytes]:
+    """The text of a Kineto trace repeated along time until it holds about ``target_bytes``, in pieces;
+    ``epoch``: every timestamp moved so that the first is :data:`EPOCH_START_NS` (Unix-epoch µs in the text)."""
     text = _read_source(source)
     head, elems, sep, tail = _split_document(text)
     templates = [_template(e) for e in elems]
@@ -156,6 +168,7 @@ def kineto_copies(source: Path, target_bytes: int) -> Iterator[bytes]:
     ]
     period = span + max(durs, default=0) + GAP_NS
     period = int(math.ceil(period / 1000) * 1000)
+    rebase = (EPOCH_START_NS - min(ts)) // 1000 * 1000 if epoch else 0  # whole µs: the digits after the point stay
     max_id = {
         k: max([v for t in templates for kk, v in t.fields if kk == k], default=0) + 1 for k in ("flow", "corr", "ext")
     }
@@ -165,7 +178,7 @@ def kineto_copies(source: Path, target_bytes: int) -> Iterator[bytes]:
     yield head
     first = True
     for k in range(copies):
-        shift = {"ts": k * period, "flow": k * id_stride, "corr": k * id_stride, "ext": k * max_id["ext"]}
+        shift = {"ts": rebase + k * period, "flow": k * id_stride, "corr": k * id_stride, "ext": k * max_id["ext"]}
         out: list[bytes] = []
         for t, meta in zip(templates, is_meta, strict=True):
             if meta and k:
@@ -182,11 +195,11 @@ def kineto_copies(source: Path, target_bytes: int) -> Iterator[bytes]:
     yield tail
 
 
-def write_kineto(source: Path, out: Path, target_bytes: int) -> None:
+def write_kineto(source: Path, out: Path, target_bytes: int, *, epoch: bool = False) -> None:
     """Write a repeated Kineto trace of about ``target_bytes`` (atomically: temp file, then rename)."""
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "wb") as f:
-        for piece in kineto_copies(source, target_bytes):
+        for piece in kineto_copies(source, target_bytes, epoch=epoch):
             f.write(piece)
     os.replace(tmp, out)
 
@@ -391,13 +404,15 @@ def ensure(out: Path = DEFAULT_OUT, only: list[str] | None = None, log: Any = pr
         if only and name not in only:
             continue
         path = out / name
-        recipe = {"kind": kind, "param": param, "version": RECIPE_VERSION}
+        recipe: dict[str, Any] = {"kind": kind, "param": param, "version": RECIPE_VERSION}
+        if kind.startswith("kineto") or kind == "gzip":
+            recipe["source"] = KINETO_SOURCE.name
         if manifest.get(name, {}).get("recipe") == recipe and path.exists():
             done[name] = path
             continue
         t0 = time.perf_counter()
-        if kind == "kineto":
-            write_kineto(KINETO_SOURCE, path, param)
+        if kind in ("kineto", "kineto_epoch"):
+            write_kineto(KINETO_SOURCE, path, param, epoch=kind == "kineto_epoch")
         elif kind == "gzip":
             plain = out / name.removesuffix(".gz")
             if not plain.exists() or _manifest(out).get(plain.name, {}).get("recipe", {}).get("param") != param:

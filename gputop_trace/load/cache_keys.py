@@ -87,13 +87,14 @@ _FINGERPRINT: list[str] = []
 def fingerprint_sources() -> list[tuple[str, Path]]:
     """The source files whose text decides what a loaded trace holds, as (name inside the package, path): the
     loader, every module of the model and every module of the parsers, sub-folders included (``chrome/``,
-    ``nsys/``), so that an edit to any of them makes older cache entries stale."""
+    ``nsys/``, the C source of the compiled scanner), so that an edit to any of them makes older cache entries stale."""
     from gputop_trace import parsers
     from gputop_trace.load import loader
 
     files = [("load/loader.py", Path(loader.__file__))]
     for base, folder in (("model", Path(model.__file__).parent), ("parsers", Path(parsers.__file__).parent)):
-        files += [(f"{base}/{f.relative_to(folder).as_posix()}", f) for f in sorted(folder.rglob("*.py"))]
+        found = sorted([*folder.rglob("*.py"), *folder.rglob("*.c")])  # .c: the optional compiled scanner
+        files += [(f"{base}/{f.relative_to(folder).as_posix()}", f) for f in found]
     return files
 
 

@@ -5,6 +5,7 @@ B/E, async and flow events are kept for matching; metadata fills the name tables
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
@@ -12,10 +13,21 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.devices import PROFILER_SERIES
-from gputop_trace.parsers.chrome.op_args import gather_op_args, instant_args
+from gputop_trace.parsers.chrome.op_args import gather_op_args
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
-from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, dense_ids, one_ns, to_ns
+from gputop_trace.parsers.chrome.values import (
+    MAX_ABS_US,
+    OUT_OF_RANGE_NS,
+    T_FAR,
+    T_MISSING,
+    NotANumberError,
+    dense_ids,
+    float_to_ns,
+    one_ns,
+    tokens_to_ns,
+    us_value,
+)
 
 # how a chunk is split by phase: slices and instants become events at once, B/E and async pairs are matched
 # after streaming, flows are bound to slices after the build, metadata fills the name tables
@@ -102,22 +114,26 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
     for note in chunk.notes:
         st.builder.warn(f"The file is not strict JSON: {note}.")
     if chunk.counters:
-        _process_counters(st, chunk.counters, chunk.exact)
+        _process_counters(st, chunk.counters)
     if chunk.profiler_ranges:
-        _process_profiler_ranges(st, chunk.profiler_ranges, chunk.exact)
+        _process_profiler_ranges(st, chunk.profiler_ranges)
     n = len(evs)
     if n == 0:
         return
     exact = chunk.exact
     phs: list[str] = chunk.phs if chunk.phs is not None else list(map(_A_PH, evs))
     ts_f = chunk.ts
-    # an event without a timestamp (NaN) is skipped, except metadata, which needs none
-    no_ts = np.isnan(ts_f) if ts_f is not None else np.fromiter((e.ts != e.ts for e in evs), bool, n)
-    far = (
-        np.abs(ts_f) > MAX_ABS_US
-        if ts_f is not None
-        else np.fromiter((abs(float(e.ts)) > MAX_ABS_US for e in evs), bool, n)
-    )
+    ts_x = chunk.ts_ns  # exact chunks: ns from the text (ts_f is None)
+    if ts_f is None and ts_x is None:  # a lenient read: float timestamps, NaN when missing
+        ts_f = np.fromiter(map(_A_TS, evs), np.float64, n)
+    # an event without a timestamp is skipped, except metadata, which needs none
+    if ts_f is not None:
+        no_ts = np.isnan(ts_f)
+        far = np.abs(ts_f) > MAX_ABS_US
+    else:
+        assert chunk.ts_state is not None and ts_x is not None
+        no_ts = chunk.ts_state == T_MISSING
+        far = chunk.ts_state == T_FAR
     drop = None
     if far.any():  # a timestamp no clock gives (beyond ±146 years): the event is skipped like one without ts
         far &= np.fromiter(map("M".__ne__, phs), bool, n)
@@ -125,7 +141,7 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
             first = evs[int(np.flatnonzero(far)[0])]
             st.skipped += int(far.sum())
             st.skipped_example = st.skipped_example or (
-                f"a {first.ph!r} event named {first.name!r} with ts {float(first.ts):.3g} µs, out of range"
+                f"a {first.ph!r} event named {first.name!r} with ts {us_value(first.ts):.3g} µs, out of range"
             )
             drop = far
             no_ts &= ~far
@@ -148,29 +164,41 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
         phs = list(compress(phs, keep))
         if ts_f is not None:
             ts_f = ts_f[~drop]
+        if ts_x is not None:
+            ts_x = ts_x[~drop]
         n = len(evs)
         if n == 0:
             return
     seq0 = st.seq
     st.seq += n
     if phs.count("X") == n:  # the common case: a run of complete events only
-        _process_slices(st, evs, None, ts_f, exact, seq0, None)
+        _process_slices(st, evs, None, _ts_ns(ts_f, ts_x, None), exact, seq0, None)
         return
     group = np.fromiter(map(_PH_GROUP.get, phs, repeat(_G_OTHER)), dtype=np.uint8, count=n)
     is_p = group <= _G_FLOW
     idx_p = np.flatnonzero(is_p)
     if len(idx_p):
         ev_p = list(compress(evs, is_p.tolist())) if len(idx_p) < n else evs
-        _process_slices(st, ev_p, group[idx_p], ts_f[idx_p] if ts_f is not None else None, exact, seq0, idx_p)
+        _process_slices(st, ev_p, group[idx_p], _ts_ns(ts_f, ts_x, idx_p), exact, seq0, idx_p)
     if len(idx_p) < n:
         _process_other(st, evs, phs, group, exact, seq0)
+
+
+def _ts_ns(
+    ts_f: np.ndarray[Any, Any] | None, ts_x: np.ndarray[Any, Any] | None, idx: np.ndarray[Any, Any] | None
+) -> np.ndarray[Any, Any]:
+    """The ns timestamps of the events at ``idx`` (None: all): from the floats, or the exact ns of the text."""
+    if ts_f is not None:
+        return np.rint((ts_f if idx is None else ts_f[idx]) * 1000.0).astype(np.int64)
+    assert ts_x is not None
+    return ts_x if idx is None else ts_x[idx]
 
 
 def _process_slices(
     st: State,
     evs: list[Any],
     group: np.ndarray[Any, Any] | None,
-    ts_f: np.ndarray[Any, Any] | None,
+    ts: np.ndarray[Any, Any],
     exact: bool,
     seq0: int,
     pos: np.ndarray[Any, Any] | None,
@@ -179,9 +207,8 @@ def _process_slices(
     n = len(evs)
     src = dense_ids(st.srcs, list(map(_A_PIDTID, evs)))
     cat = dense_ids(st.cats, list(map(_A_CAT, evs)))
-    ts = np.rint(ts_f * 1000.0).astype(np.int64) if ts_f is not None else to_ns(map(_A_TS, evs), exact)
     if group is None:
-        _add_slices(st, evs, ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None, exact)
+        _add_slices(st, *_x_fields(evs, exact), ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None)
         return
     named = group <= _G_BE
     name = np.full(n, -1, dtype=np.int64)
@@ -194,7 +221,19 @@ def _process_slices(
     if len(sel):
         ev_d = evs if len(sel) == n else list(compress(evs, direct.tolist()))
         is_x = group[sel] == _G_X
-        _add_slices(st, ev_d, ts[sel], src[sel], cat[sel], name[sel], None if is_x.all() else is_x, exact)
+        xs = ev_d if is_x.all() else list(compress(ev_d, is_x.tolist()))
+        inst = None if is_x.all() else list(map(_A_ARGS, compress(ev_d, (~is_x).tolist())))
+        _add_slices(
+            st,
+            *_x_fields(xs, exact),
+            ts[sel],
+            src[sel],
+            cat[sel],
+            name[sel],
+            None if inst is None else is_x,
+            None,
+            inst,
+        )
     seq = seq0 + (pos if pos is not None else np.arange(n))
     for i in np.flatnonzero(group == _G_BE).tolist():
         st.be.append((int(src[i]), int(ts[i]), int(seq[i]), int(name[i]), int(cat[i]), evs[i].ph))
@@ -213,26 +252,40 @@ def _process_slices(
         f.seq.append(seq[sel])
 
 
+def _x_fields(xs: list[Any], exact: bool) -> tuple[list[Any], np.ndarray[Any, Any], Callable[[int], str]]:
+    """The args (never None), ns durations and a name getter of decoded ``X`` events."""
+    dur_x = tokens_to_ns(list(map(_A_DUR, xs)))[0] if exact else float_to_ns(np.fromiter(map(_A_DUR, xs), np.float64))
+    argl = list(map(_A_ARGS, xs))
+    if None in argl:
+        argl = [a if a is not None else _NO_ARGS for a in argl]
+    return argl, dur_x, lambda i: str(xs[i].name)
+
+
 def _add_slices(
     st: State,
-    evs: list[Any],
+    argl: list[Any],
+    dur_x: np.ndarray[Any, Any],
+    name_of: Callable[[int], str],
     start: np.ndarray[Any, Any],
     src: np.ndarray[Any, Any],
     cat: np.ndarray[Any, Any],
     name: np.ndarray[Any, Any],
     is_x: np.ndarray[Any, Any] | None,
-    exact: bool,
+    ids: tuple[np.ndarray[Any, Any], ...] | None = None,
+    inst_args: list[Any] | None = None,
 ) -> None:
-    """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events."""
-    n = len(evs)
+    """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events
+    (``inst_args``: the instants' args in their order, for the allocator records of ``profile_memory``):
+    ``dur_x`` (ns) and ``name_of`` are those of the ``X`` events alone; ``argl`` their args, or, with ``ids``
+    (the compiled scanner's: correlation, External id and device of every ``X`` event, and the places of the
+    events whose args hold more), the args of those events only."""
+    n = len(start)
     base = st.n
-    xs = evs if is_x is None else list(compress(evs, is_x.tolist()))
-    nx = len(xs)
-    dur_x = to_ns(map(_A_DUR, xs), exact)
+    nx = len(dur_x)
     far = dur_x == OUT_OF_RANGE_NS
     if far.any():
         st.repaired += int(far.sum())
-        st.repaired_example = st.repaired_example or f"an event named {xs[int(np.flatnonzero(far)[0])].name!r} " + (
+        st.repaired_example = st.repaired_example or f"an event named {name_of(int(np.flatnonzero(far)[0]))!r} " + (
             "whose dur is out of range (shown with duration 0)"
         )
         dur_x[far] = 0
@@ -240,35 +293,43 @@ def _add_slices(
     if neg.any():
         st.negative_dur += int(neg.sum())
         dur_x[neg] = 0
-    argl = list(map(_A_ARGS, xs))
-    if None in argl:
-        argl = [a if a is not None else _NO_ARGS for a in argl]
-    corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+    if ids is None:
+        corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+        ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
+        dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+        at = np.arange(nx)  # the X event of each args in argl
+    else:
+        corr_x, ext_x, dev_x, at = ids
+        corr_x = corr_x.copy()
+    na = len(argl)
     no_corr = corr_x < 0
     if no_corr.any():
         corr_x[no_corr] = -1
         texts = list(map(_A_CORR_ID, argl))
-        if texts.count(None) != nx:
-            for i in np.flatnonzero(no_corr).tolist():
-                if texts[i] is not None:
-                    corr_x[i] = _int64_or(texts[i], -1)
-    ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
-    dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+        if texts.count(None) != na:
+            for i, t in enumerate(texts):
+                if t is not None and no_corr[at[i]]:
+                    corr_x[at[i]] = _int64_or(t, -1)
     # provisional index of every X event
     ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
     sizes = list(map(_A_SIZE, argl))
-    if sizes.count(-1) != nx:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
+    if sizes.count(-1) != na:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
         for i, v in enumerate(sizes):
             size = _int64_or(v, -1)
             if size >= 0:
-                st.own_size[int(ev_x[i])] = (size, argl[i].direction)
-                if corr_x[i] >= 0:
-                    st.call_size[int(corr_x[i])] = size
-    _add_kernel_and_copy_rows(st, argl, ev_x)
+                j = int(at[i])
+                st.own_size[int(ev_x[j])] = (size, argl[i].direction)
+                if corr_x[j] >= 0:
+                    st.call_size[int(corr_x[j])] = size
+    ev_a = ev_x[at] if ids is not None else ev_x  # the X event of each args in argl
+    _add_kernel_and_copy_rows(st, argl, ev_a)
     files = list(map(_A_KFILE, argl))
-    if files.count(None) != nx:
-        _add_inductor_args(st, xs, argl, files)
-    gather_op_args(st.op_args, argl, ev_x, instant_args(evs, is_x, base))
+    if files.count(None) != na:
+        _add_inductor_args(st, [name_of(int(j)) for j in at.tolist()], argl, files)
+    instants: list[tuple[int, Any]] = []
+    if is_x is not None and inst_args:
+        instants = list(zip((base + np.flatnonzero(~is_x)).tolist(), inst_args, strict=True))
+    gather_op_args(st.op_args, argl, ev_a, instants)
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)
@@ -328,12 +389,12 @@ def _add_kernel_and_copy_rows(st: State, argl: list[Any], ev_x: np.ndarray[Any, 
                 st.details.append((int(ev_x[i]), "memset", stx))
 
 
-def _add_inductor_args(st: State, xs: list[Any], argl: list[Any], files: list[Any]) -> None:
+def _add_inductor_args(st: State, names: list[str], argl: list[Any], files: list[Any]) -> None:
     """torch.compile's launcher ops (``kernel_file``, ``kernel_hash``, ``kernel_backend`` args) by op name."""
-    for e, a, f in zip(xs, argl, files, strict=True):
+    for op, a, f in zip(names, argl, files, strict=True):
         if isinstance(f, str):
             h, b = a.kernel_hash, a.kernel_backend
-            st.inductor_args[e.name].add((f, h if isinstance(h, str) else "", b if isinstance(b, str) else ""))
+            st.inductor_args[op].add((f, h if isinstance(h, str) else "", b if isinstance(b, str) else ""))
 
 
 def _process_other(
@@ -347,7 +408,7 @@ def _process_other(
             _metadata(st, e)
         elif g == _G_ASYNC:
             ident = e.id if e.id is not None else (e.id2 if isinstance(e.id2, (int, str)) else None)
-            st.asyncs.append((e.ph, e.pid, e.cat, ident, one_ns(e.ts, exact), e.name, seq0 + i))
+            st.asyncs.append((e.ph, e.pid, e.cat, ident, one_ns(e.ts), e.name, seq0 + i))
         elif g == _G_OTHER:
             st.other_phases[phs[i]] += 1
 
@@ -368,14 +429,17 @@ def _metadata(st: State, e: Any) -> None:
         st.thread_sort[(e.pid, e.tid)] = a.sort_index
 
 
-def _process_profiler_ranges(st: State, ranges: list[Any], exact: bool) -> None:
+def _process_profiler_ranges(st: State, ranges: list[Any]) -> None:
     """The hardware counters of CUPTI range-profiler ranges: one sample per range and counter, at the range's
     start, in a series named :data:`~gputop_trace.model.devices.PROFILER_SERIES` + the counter's name (the
     ranges themselves are events on the device's profiler lane)."""
     for r in ranges:
         if not isinstance(r.args, dict):
             continue
-        ts = one_ns(r.ts, exact)
+        try:
+            ts = one_ns(r.ts)
+        except NotANumberError:  # a ts that is no number: the range's counters are not read
+            continue
         if ts == OUT_OF_RANGE_NS:
             continue
         for key, value in r.args.items():
@@ -386,11 +450,14 @@ def _process_profiler_ranges(st: State, ranges: list[Any], exact: bool) -> None:
             values.append(float(value))
 
 
-def _process_counters(st: State, counters: list[Any], exact: bool) -> None:
+def _process_counters(st: State, counters: list[Any]) -> None:
     for c in counters:
         if not isinstance(c.args, dict):
             continue
-        ts = one_ns(c.ts, exact)
+        try:
+            ts = one_ns(c.ts)
+        except NotANumberError:  # a ts that is no number (a string, null): the counter is not read
+            continue
         if ts == OUT_OF_RANGE_NS:
             continue
         for key, value in c.args.items():

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from gputop_trace.parsers.chrome import fast
 from gputop_trace.parsers.chrome.conventions import PROFILER_RANGE_CAT
 from gputop_trace.parsers.chrome.lenient import lenient_chunk, python_chunk
 from gputop_trace.parsers.chrome.structs import (
@@ -23,9 +24,10 @@ from gputop_trace.parsers.chrome.structs import (
     Chunk,
     NotAnArray,
 )
+from gputop_trace.parsers.chrome.values import tokens_to_ns
 
 #: |ts| below this many µs converts exactly to whole ns through a float64 (ulp/2 < 0.5 ns); above it the
-#: chunk is decoded again with decimal timestamps.
+#: chunk is decoded again with its ts/dur as text, converted exactly in bulk (``values.tokens_to_ns``).
 EXACT_FLOAT_LIMIT_US = float(2**43)
 
 
@@ -77,6 +79,11 @@ def decode_chunk(text: bytes | memoryview) -> Chunk:
 
 
 def _decode_chunk_or_recurse(text: bytes | memoryview) -> Chunk:
+    # CUPTI range-profiler ranges carry their counters in args the scanner does not keep: the Python path reads them
+    if fast.enabled() and _PROFILED.search(text) is None:
+        fc = fast.scan(text)
+        if fc is not None:
+            return Chunk([], fast=fc)
     try:
         events = DEC_EVENTS.decode(text)
     except msgspec.ValidationError:
@@ -118,11 +125,11 @@ def _finish_chunk(chunk: Chunk, text: bytes | memoryview) -> None:
     chunk.phs = list(map(_A_PH, events))
     ts = np.fromiter(map(_A_TS, events), np.float64, len(events))
     if len(ts) and float(np.fmax.reduce(np.abs(ts))) > EXACT_FLOAT_LIMIT_US:  # fmax: NaN (no ts) ignored
-        try:
-            chunk.events = DEC_EXACT.decode(text)
-            chunk.exact = True
-        except msgspec.MsgspecError:
-            pass
+        # the same bytes again with ts/dur as text, converted in bulk (they decoded as numbers just above)
+        exact = DEC_EXACT.decode(bytes(text))  # its Raw values refer to the bytes: not the reused window
+        chunk.ts_ns, chunk.ts_state = tokens_to_ns(list(map(_A_TS, exact)))
+        chunk.events = exact
+        chunk.exact = True
     if not chunk.exact:
         chunk.ts = ts
     profiled = _PROFILED.search(text) is not None  # a regex reads a memoryview without copying it

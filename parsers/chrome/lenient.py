@@ -111,7 +111,7 @@ def python_chunk(text: bytes) -> Chunk:
                     name=ev.name,
                     pid=ev.pid,
                     tid=ev.tid,
-                    ts=ev.ts,
+                    ts=msgspec.Raw(repr(ev.ts).encode()),
                     args=args if isinstance(args, dict) else None,
                 )
             )

@@ -22,15 +22,16 @@ from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
+from gputop_trace.parsers.chrome.ahead import chunks as read_ahead
 from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
+from gputop_trace.parsers.chrome.fast_columns import process_fast
 from gputop_trace.parsers.chrome.flows import bind_flow_events, launch_flows
 from gputop_trace.parsers.chrome.graph_replays import REPLAY_NAME, replay_bands
 from gputop_trace.parsers.chrome.matching import match_async, match_begin_end
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
-from gputop_trace.parsers.chrome.stream import stream_events
 from gputop_trace.parsers.chrome.structs import DocumentInfo
 from gputop_trace.parsers.chrome.values import int_or, stable_int
 from gputop_trace.parsers.source import ByteStream
@@ -69,8 +70,11 @@ def load(
     info = DocumentInfo()
     with ByteStream(path, on_read=on_read) as src:
         try:
-            for chunk in stream_events(src, info):
-                process_chunk(st, chunk, include_python=include_python)
+            for chunk in read_ahead(src, info):
+                if chunk.fast is not None:
+                    process_fast(st, chunk.fast, include_python=include_python)
+                else:
+                    process_chunk(st, chunk, include_python=include_python)
                 if progress is not None:
                     progress(src.bytes_in, file_size, st.n)
         except LoadCancelled:

@@ -9,7 +9,6 @@ Gathered while streaming (:func:`gather_op_args`, by provisional event index) an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -85,18 +84,6 @@ def gather_op_args(rows: OpArgRows, argl: list[Any], ev_x: np.ndarray[Any, Any],
             rows.mem_device_type.append(a.device_type)
 
 
-def instant_args(evs: list[Any], is_x: np.ndarray[Any, Any] | None, base: int) -> list[tuple[int, Any]]:
-    """``(provisional index, args)`` of the instants among ``evs`` (``is_x`` False; None: there are none)."""
-    if is_x is None:
-        return []
-    inst = ~is_x
-    if not inst.any():
-        return []
-    idx = np.flatnonzero(inst)
-    return list(zip((base + idx).tolist(), map(_A_ARGS, compress(evs, inst.tolist())), strict=True))
-
-
-_A_ARGS = attrgetter("args")
 
 
 def add_op_tables(rows: OpArgRows, builder: TraceBuilder) -> None:

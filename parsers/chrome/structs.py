@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Annotated, Any, Union
 
 import msgspec
@@ -86,15 +85,16 @@ class Event(msgspec.Struct, gc=False):
 
 
 class ExactEvent(msgspec.Struct, gc=False):
-    """The same event with exact decimal timestamps, for files whose timestamps are too large for a float."""
+    """The same event with ``ts``/``dur`` kept as their JSON text (empty when absent), for files whose timestamps
+    are too large for a float: :func:`~gputop_trace.parsers.chrome.values.tokens_to_ns` reads them exactly."""
 
     ph: str = ""
     name: str = ""
     cat: str = ""
     pid: Union[Int64, str] = 0  # noqa: UP007
     tid: Union[Int64, str] = 0  # noqa: UP007
-    ts: Decimal = Decimal("NaN")
-    dur: Decimal = Decimal(0)
+    ts: msgspec.Raw = msgspec.Raw()
+    dur: msgspec.Raw = msgspec.Raw()
     id: Union[Int64, str, None] = None  # noqa: UP007
     id2: Any = None
     s: str = ""
@@ -109,7 +109,7 @@ class CounterEvent(msgspec.Struct, gc=False):
     name: str = ""
     pid: Union[Int64, str] = 0  # noqa: UP007
     tid: Union[Int64, str] = 0  # noqa: UP007
-    ts: float = 0.0
+    ts: msgspec.Raw = msgspec.Raw(b"0")  # the text of the µs
     id: Union[Int64, str, None] = None  # noqa: UP007
     args: dict[str, Any] | None = None
 
@@ -138,6 +138,9 @@ class Chunk:
     notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
     phs: list[str] | None = None  # every event's ``ph`` (when the typed decoder made the chunk)
     ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
+    ts_ns: npt.NDArray[np.int64] | None = None  # every event's ``ts`` in ns (``exact`` chunks)
+    ts_state: npt.NDArray[np.uint8] | None = None  # values.T_OK / T_MISSING / T_FAR (``exact`` chunks)
+    fast: Any = None  # the compiled scanner's columns (a fast.FastChunk; ``events`` is then empty)
 
 
 @dataclass

@@ -1,0 +1,671 @@
+/* The optional compiled scanner of the Chrome loader: one run of traceEvents elements ("[e, e, ...]") straight
+ * into columns, without a Python object per event.
+ *
+ * scan(text) reads the top-level fields every event has (ph, name, cat, pid, tid, ts, dur, and the types of id,
+ * s, bp, args) and gives back, per event: the phase character, chunk-local ids of the name, the category and the
+ * (pid, tid) pair (interned by their JSON text), ts and dur both as the correctly rounded double (what a float
+ * decoder gives) and as exact int64 ns of the decimal text (rounded half to even), and the byte spans of the
+ * element and of its "args" object. The args are not read here: the Python side decodes the spans it needs with
+ * msgspec, so an args field added to the Python structs works on this path too.
+ *
+ * It returns None for anything it does not read exactly like msgspec's typed decoding of the same bytes would:
+ * malformed JSON, a cut inside an element, invalid UTF-8 or lone surrogates, NaN, numbers beyond int64 in pid or
+ * tid, exponents in ts/dur, a field of another type, phases longer than one character, duplicate keys, deep
+ * nesting. The caller then decodes the chunk with the pure-Python path (the reference), so every recovery and
+ * repair rule stays in one place. The scan runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#define MAX_DEPTH 48
+#define MAX_ABS_NS 4611686018427387904LL /* 2**62 */
+#define MAX_INT_US 4611686018427387LL
+#define T_OK 0
+#define T_MISSING 1
+#define T_FAR 2
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_put(Buf *b, const void *p, Py_ssize_t n) {
+    if (b->len + n > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) return -1;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+/* interner: key bytes -> dense id in first-seen order */
+typedef struct {
+    Buf keys;      /* all keys, back to back */
+    Buf offs;      /* int64 offsets of key starts (n + 1 entries at the end) */
+    int32_t *slots; /* id + 1, 0 = empty */
+    uint64_t *hashes;
+    Py_ssize_t cap, n;
+} Interner;
+
+static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+static int interner_init(Interner *t) {
+    memset(t, 0, sizeof(*t));
+    t->cap = 256;
+    t->slots = calloc(t->cap, sizeof(int32_t));
+    t->hashes = calloc(t->cap, sizeof(uint64_t));
+    int64_t zero = 0;
+    if (!t->slots || !t->hashes || buf_put(&t->offs, &zero, sizeof zero)) return -1;
+    return 0;
+}
+
+static void interner_free(Interner *t) {
+    free(t->keys.data); free(t->offs.data); free(t->slots); free(t->hashes);
+}
+
+static const char *key_at(Interner *t, int32_t id, Py_ssize_t *n) {
+    int64_t *o = (int64_t *)t->offs.data;
+    *n = (Py_ssize_t)(o[id + 1] - o[id]);
+    return t->keys.data + o[id];
+}
+
+static int interner_grow(Interner *t) {
+    Py_ssize_t cap = t->cap * 2;
+    int32_t *slots = calloc(cap, sizeof(int32_t));
+    uint64_t *hashes = calloc(cap, sizeof(uint64_t));
+    if (!slots || !hashes) { free(slots); free(hashes); return -1; }
+    for (Py_ssize_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i]) continue;
+        Py_ssize_t j = (Py_ssize_t)(t->hashes[i] & (uint64_t)(cap - 1));
+        while (slots[j]) j = (j + 1) & (cap - 1);
+        slots[j] = t->slots[i];
+        hashes[j] = t->hashes[i];
+    }
+    free(t->slots); free(t->hashes);
+    t->slots = slots; t->hashes = hashes; t->cap = cap;
+    return 0;
+}
+
+/* the id of a key made of up to two parts (a, then an optional \x01 and b) */
+static int32_t intern2(Interner *t, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
+    uint64_t h = hash_bytes((const unsigned char *)a, na);
+    if (b) { h ^= 0x9e3779b97f4a7c15ULL; h *= 1099511628211ULL; h ^= hash_bytes((const unsigned char *)b, nb); }
+    Py_ssize_t total = na + (b ? nb + 1 : 0);
+    Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(t->cap - 1));
+    while (t->slots[j]) {
+        if (t->hashes[j] == h) {
+            Py_ssize_t kn;
+            const char *k = key_at(t, t->slots[j] - 1, &kn);
+            if (kn == total && memcmp(k, a, na) == 0 &&
+                (!b || (k[na] == '\x01' && memcmp(k + na + 1, b, nb) == 0)))
+                return t->slots[j] - 1;
+        }
+        j = (j + 1) & (t->cap - 1);
+    }
+    int32_t id = (int32_t)t->n;
+    if (buf_put(&t->keys, a, na)) return -1;
+    if (b) { char sep = '\x01'; if (buf_put(&t->keys, &sep, 1) || buf_put(&t->keys, b, nb)) return -1; }
+    int64_t off = (int64_t)t->keys.len;
+    if (buf_put(&t->offs, &off, sizeof off)) return -1;
+    t->slots[j] = id + 1;
+    t->hashes[j] = h;
+    t->n++;
+    if (t->n * 2 > t->cap && interner_grow(t)) return -1;
+    return id;
+}
+
+typedef struct {
+    const unsigned char *p, *end;
+} Cur;
+
+/* the args keys the Python side reads (Args' field names), set by configure(); an args object holding one of
+ * them (other than the three read here) is decoded by msgspec, the others are not decoded at all */
+#define MAX_WANTED 256
+static char *wanted[MAX_WANTED];
+static Py_ssize_t wanted_len[MAX_WANTED];
+static int n_wanted = 0;
+
+static int is_wanted(const unsigned char *k, Py_ssize_t n) {
+    for (int i = 0; i < n_wanted; i++)
+        if (wanted_len[i] == n && wanted[i][0] == (char)k[0] && !memcmp(wanted[i], k, n)) return 1;
+    return 0;
+}
+
+static inline void ws(Cur *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
+}
+
+static int hexval(unsigned char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* a JSON string at c->p (the opening quote); on success c->p is after the closing quote. *escaped says whether
+ * it held escapes. Invalid UTF-8, control characters, bad escapes and lone surrogates fail (-1). */
+static int scan_string(Cur *c, int *escaped) {
+    const unsigned char *p = c->p + 1, *end = c->end;
+    *escaped = 0;
+    while (p < end) {
+        unsigned char ch = *p;
+        if (ch == '"') { c->p = p + 1; return 0; }
+        if (ch < 0x20) return -1;
+        if (ch == '\\') {
+            *escaped = 1;
+            if (p + 1 >= end) return -1;
+            unsigned char e = p[1];
+            if (e == 'u') {
+                if (p + 6 > end) return -1;
+                int v = 0;
+                for (int i = 2; i < 6; i++) { int h = hexval(p[i]); if (h < 0) return -1; v = v * 16 + h; }
+                p += 6;
+                if (v >= 0xD800 && v <= 0xDBFF) { /* must be followed by a low surrogate */
+                    if (p + 6 > end || p[0] != '\\' || p[1] != 'u') return -1;
+                    int w = 0;
+                    for (int i = 2; i < 6; i++) { int h = hexval(p[i]); if (h < 0) return -1; w = w * 16 + h; }
+                    if (w < 0xDC00 || w > 0xDFFF) return -1;
+                    p += 6;
+                } else if (v >= 0xDC00 && v <= 0xDFFF) {
+                    return -1;
+                }
+                continue;
+            }
+            if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+                continue;
+            }
+            return -1;
+        }
+        if (ch < 0x80) { p++; continue; }
+        /* UTF-8 sequence */
+        int n;
+        uint32_t cp;
+        if (ch >= 0xC2 && ch <= 0xDF) { n = 1; cp = ch & 0x1F; }
+        else if (ch >= 0xE0 && ch <= 0xEF) { n = 2; cp = ch & 0x0F; }
+        else if (ch >= 0xF0 && ch <= 0xF4) { n = 3; cp = ch & 0x07; }
+        else return -1;
+        if (p + n >= end) return -1;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return -1;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return -1;
+        p += n + 1;
+    }
+    return -1;
+}
+
+typedef struct {
+    int neg, has_frac, has_exp;
+    int int_digits, frac_digits;
+    uint64_t ip;       /* integer part (valid when int_digits <= 19) */
+    int64_t f3;        /* first three fraction digits, as ns */
+    int r, sticky;     /* the fourth fraction digit, any nonzero digit after it */
+    uint64_t mant;     /* all digits (valid when int_digits + frac_digits <= 19) */
+} Num;
+
+/* a JSON number's grammar, with the parts the conversions need */
+static int scan_number(Cur *c, Num *n) {
+    const unsigned char *p = c->p, *end = c->end;
+    memset(n, 0, sizeof *n);
+    if (p < end && *p == '-') { n->neg = 1; p++; }
+    if (p >= end) return -1;
+    if (*p == '0') {
+        p++;
+        n->int_digits = 1;
+        if (p < end && *p >= '0' && *p <= '9') return -1; /* leading zero */
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (n->int_digits < 19) { n->ip = n->ip * 10 + (*p - '0'); n->mant = n->mant * 10 + (*p - '0'); }
+            n->int_digits++;
+            p++;
+        }
+    } else {
+        return -1;
+    }
+    if (p < end && *p == '.') {
+        p++;
+        n->has_frac = 1;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') {
+            int d = *p - '0';
+            n->frac_digits++;
+            if (n->frac_digits <= 3) n->f3 = n->f3 * 10 + d;
+            else if (n->frac_digits == 4) n->r = d;
+            else if (d) n->sticky = 1;
+            if (n->int_digits + n->frac_digits <= 19) n->mant = n->mant * 10 + d;
+            p++;
+        }
+    }
+    for (int k = n->frac_digits; k < 3; k++) n->f3 *= 10;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        n->has_exp = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    c->p = p;
+    return 0;
+}
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* the correctly rounded double of the number text at [s, e) */
+static double num_double(const Num *n, const unsigned char *s, const unsigned char *e) {
+    if (!n->has_exp && n->int_digits + n->frac_digits <= 19 && n->mant <= (1ULL << 53) && n->frac_digits <= 22) {
+        double d = (double)n->mant / POW10[n->frac_digits];
+        return n->neg ? -d : d;
+    }
+    char tmp[64];
+    Py_ssize_t len = e - s;
+    if (len < (Py_ssize_t)sizeof tmp) {
+        memcpy(tmp, s, len);
+        tmp[len] = 0;
+        return strtod(tmp, NULL);
+    }
+    char *big = malloc(len + 1);
+    if (!big) return NAN;
+    memcpy(big, s, len);
+    big[len] = 0;
+    double d = strtod(big, NULL);
+    free(big);
+    return d;
+}
+
+/* exact ns of a plain number (no exponent: the caller refuses those), rounded half to even */
+static int64_t num_ns(const Num *n, uint8_t *state) {
+    if (n->int_digits > 16 || n->ip > (uint64_t)MAX_INT_US) { *state = T_FAR; return INT64_MIN; }
+    int64_t trunc = (int64_t)n->ip * 1000 + n->f3;
+    if (trunc > MAX_ABS_NS || (trunc == MAX_ABS_NS && (n->r || n->sticky))) { *state = T_FAR; return INT64_MIN; }
+    int up = n->r > 5 || (n->r == 5 && (n->sticky || (trunc & 1)));
+    int64_t mag = trunc + up;
+    *state = T_OK;
+    return n->neg ? -mag : mag;
+}
+
+static int skip_value(Cur *c, int depth);
+
+static int skip_container(Cur *c, int depth, unsigned char close) {
+    if (depth > MAX_DEPTH) return -1;
+    c->p++;
+    ws(c);
+    if (c->p < c->end && *c->p == close) { c->p++; return 0; }
+    for (;;) {
+        if (close == '}') {
+            int esc;
+            if (c->p >= c->end || *c->p != '"' || scan_string(c, &esc)) return -1;
+            ws(c);
+            if (c->p >= c->end || *c->p != ':') return -1;
+            c->p++;
+            ws(c);
+        }
+        if (skip_value(c, depth + 1)) return -1;
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; ws(c); continue; }
+        if (*c->p == close) { c->p++; return 0; }
+        return -1;
+    }
+}
+
+static int skip_value(Cur *c, int depth) {
+    if (c->p >= c->end) return -1;
+    unsigned char ch = *c->p;
+    int esc;
+    Num n;
+    switch (ch) {
+    case '"': return scan_string(c, &esc);
+    case '{': return skip_container(c, depth, '}');
+    case '[': return skip_container(c, depth, ']');
+    case 't': if (c->end - c->p >= 4 && !memcmp(c->p, "true", 4)) { c->p += 4; return 0; } return -1;
+    case 'f': if (c->end - c->p >= 5 && !memcmp(c->p, "false", 5)) { c->p += 5; return 0; } return -1;
+    case 'n': if (c->end - c->p >= 4 && !memcmp(c->p, "null", 4)) { c->p += 4; return 0; } return -1;
+    default: return scan_number(c, &n);
+    }
+}
+
+/* output columns */
+typedef struct {
+    Buf ph, name, cat, src, ts_d, ts_ns, ts_st, dur_d, dur_ns, dur_st, args_at, args_len, el_at, el_len, args_json;
+    Buf corr, ext, dev, need;
+    Py_ssize_t n_args;
+} Out;
+
+static void out_free(Out *o) {
+    Buf *b = (Buf *)o;
+    for (size_t i = 0; i < sizeof(Out) / sizeof(Buf); i++) free(b[i].data);
+}
+
+enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ID, K_ID2, K_S, K_BP, K_ARGS, K_OTHER };
+
+static int key_kind(const unsigned char *k, Py_ssize_t n) {
+#define IS(s) (n == (Py_ssize_t)sizeof(s) - 1 && !memcmp(k, s, n))
+    if (IS("ph")) return K_PH;
+    if (IS("name")) return K_NAME;
+    if (IS("cat")) return K_CAT;
+    if (IS("pid")) return K_PID;
+    if (IS("tid")) return K_TID;
+    if (IS("ts")) return K_TS;
+    if (IS("dur")) return K_DUR;
+    if (IS("id")) return K_ID;
+    if (IS("id2")) return K_ID2;
+    if (IS("s")) return K_S;
+    if (IS("bp")) return K_BP;
+    if (IS("args")) return K_ARGS;
+    return K_OTHER;
+#undef IS
+}
+
+/* an int64 JSON integer token (no fraction, no exponent, within int64) */
+static int int64_token(const Num *n) {
+    if (n->has_frac || n->has_exp || n->int_digits > 19) return 0;
+    if (n->neg ? n->ip > 9223372036854775808ULL : n->ip > 9223372036854775807ULL) return 0;
+    return 1;
+}
+
+/* a time field: double and exact ns */
+static int put_time(Out *o, int which, const Num *n, const unsigned char *s, const unsigned char *e) {
+    double d;
+    if (!which && n->int_digits <= 19 && n->ip > (1ULL << 43) + 1)
+        /* a ts beyond 2**43 µs: the chunk is read from the exact ns, and its double only decides that (it is
+         * > 2**43 either way): no correctly rounded conversion is needed (epoch timestamps, 19 digits) */
+        d = n->neg ? -(double)n->ip : (double)n->ip;
+    else
+        d = num_double(n, s, e);
+    uint8_t st;
+    int64_t ns = num_ns(n, &st);
+    Buf *bd = which ? &o->dur_d : &o->ts_d, *bn = which ? &o->dur_ns : &o->ts_ns, *bs = which ? &o->dur_st : &o->ts_st;
+    if (buf_put(bd, &d, 8) || buf_put(bn, &ns, 8) || buf_put(bs, &st, 1)) return -1;
+    return 0;
+}
+
+enum { A_CORR, A_EXT, A_DEV, A_OTHER };
+
+/* an args object at c->p: reads correlation, External id and device when they are plain int64 integers; *need
+ * is set when anything else the Python side reads is there (or one of the three is of another type) */
+static int scan_args(Cur *c, int depth, int *need, int64_t *vals) {
+    c->p++;
+    ws(c);
+    unsigned seen = 0;
+    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
+    for (;;) {
+        int esc;
+        if (c->p >= c->end || *c->p != '"') return -1;
+        const unsigned char *ks = c->p + 1;
+        if (scan_string(c, &esc)) return -1;
+        Py_ssize_t kn = c->p - 1 - ks;
+        int kind = A_OTHER;
+        if (esc) *need = 1;
+        else if (kn == 11 && !memcmp(ks, "correlation", 11)) kind = A_CORR;
+        else if (kn == 11 && !memcmp(ks, "External id", 11)) kind = A_EXT;
+        else if (kn == 6 && !memcmp(ks, "device", 6)) kind = A_DEV;
+        else if (is_wanted(ks, kn)) *need = 1;
+        ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        ws(c);
+        if (kind != A_OTHER) {
+            const unsigned char *vs = c->p;
+            Num num;
+            if (seen & (1u << kind)) *need = 1;
+            seen |= 1u << kind;
+            if (vs < c->end && (*vs == '-' || (*vs >= '0' && *vs <= '9'))) {
+                if (scan_number(c, &num)) return -1;
+                if (int64_token(&num)) vals[kind] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
+                else *need = 1;
+            } else {
+                *need = 1;
+                if (skip_value(c, depth + 1)) return -1;
+            }
+        } else if (skip_value(c, depth + 1)) {
+            return -1;
+        }
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; ws(c); continue; }
+        if (*c->p == '}') { c->p++; return 0; }
+        return -1;
+    }
+}
+
+/* one element (an object) at c->p; 0 ok, -1 refuse */
+static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names, Interner *cats, Interner *srcs) {
+    const unsigned char *el_start = c->p;
+    if (c->p >= c->end || *c->p != '{') return -1;
+    c->p++;
+    ws(c);
+    unsigned seen = 0;
+    uint8_t ph = 0;
+    const unsigned char *name_s = (const unsigned char *)"\"\"", *cat_s = name_s;
+    Py_ssize_t name_n = 2, cat_n = 2;
+    const unsigned char *pid_s = (const unsigned char *)"0", *tid_s = pid_s;
+    Py_ssize_t pid_n = 1, tid_n = 1;
+    int64_t args_at = 0;
+    int32_t args_len = 0;
+    int need = 0;
+    int64_t avals[3] = {-1, -1, -1};
+    int have_ts = 0, have_dur = 0;
+    if (c->p < c->end && *c->p == '}') { c->p++; goto done; }
+    for (;;) {
+        int esc;
+        if (c->p >= c->end || *c->p != '"') return -1;
+        const unsigned char *ks = c->p + 1;
+        if (scan_string(c, &esc)) return -1;
+        Py_ssize_t kn = c->p - 1 - ks;
+        if (esc) return -1; /* an escaped key may spell a known one: leave it to the reference */
+        int kind = key_kind(ks, kn);
+        ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (kind != K_OTHER) {
+            if (seen & (1u << kind)) return -1; /* duplicate key: leave it to the reference */
+            seen |= 1u << kind;
+        }
+        const unsigned char *vs = c->p;
+        Num num;
+        switch (kind) {
+        case K_PH:
+            if (*vs != '"' || scan_string(c, &esc) || esc) return -1;
+            if (c->p - vs == 3) ph = vs[1];
+            else if (c->p - vs != 2) return -1; /* phases of more than one character */
+            break;
+        case K_NAME:
+        case K_CAT:
+        case K_S:
+        case K_BP:
+            if (*vs != '"' || scan_string(c, &esc)) return -1;
+            if (kind == K_NAME) { name_s = vs; name_n = c->p - vs; }
+            if (kind == K_CAT) { cat_s = vs; cat_n = c->p - vs; }
+            break;
+        case K_PID:
+        case K_TID:
+            if (*vs == '"') {
+                if (scan_string(c, &esc)) return -1;
+            } else {
+                if (scan_number(c, &num) || !int64_token(&num)) return -1;
+            }
+            if (kind == K_PID) { pid_s = vs; pid_n = c->p - vs; } else { tid_s = vs; tid_n = c->p - vs; }
+            break;
+        case K_TS:
+        case K_DUR:
+            if (*vs == '"' || *vs == '{' || *vs == '[' || *vs == 't' || *vs == 'f' || *vs == 'n') return -1;
+            if (scan_number(c, &num) || num.has_exp) return -1;
+            if (put_time(o, kind == K_DUR, &num, vs, c->p)) return -2;
+            if (kind == K_TS) have_ts = 1; else have_dur = 1;
+            break;
+        case K_ID:
+            if (*vs == '"') { if (scan_string(c, &esc)) return -1; }
+            else if (*vs == 'n') { if (skip_value(c, 1)) return -1; }
+            else if (scan_number(c, &num) || !int64_token(&num)) return -1;
+            break;
+        case K_ARGS:
+            if (*vs == 'n') { if (skip_value(c, 1)) return -1; break; }
+            if (*vs != '{' || scan_args(c, 1, &need, avals)) return -1;
+            args_at = vs - base;
+            args_len = (int32_t)(c->p - vs);
+            if (need && ((o->n_args++ && buf_put(&o->args_json, ",", 1)) || buf_put(&o->args_json, vs, args_len)))
+                return -2;
+            break;
+        default:
+            if (skip_value(c, 1)) return -1;
+        }
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; ws(c); continue; }
+        if (*c->p == '}') { c->p++; break; }
+        return -1;
+    }
+done:;
+    double nan = NAN, zero = 0.0;
+    int64_t z = 0;
+    uint8_t missing = T_MISSING, ok = T_OK;
+    if (!have_ts && (buf_put(&o->ts_d, &nan, 8) || buf_put(&o->ts_ns, &z, 8) || buf_put(&o->ts_st, &missing, 1)))
+        return -2;
+    if (!have_dur && (buf_put(&o->dur_d, &zero, 8) || buf_put(&o->dur_ns, &z, 8) || buf_put(&o->dur_st, &ok, 1)))
+        return -2;
+    int32_t nid = intern2(names, (const char *)name_s, name_n, NULL, 0);
+    int32_t cid = intern2(cats, (const char *)cat_s, cat_n, NULL, 0);
+    int32_t sid = intern2(srcs, (const char *)pid_s, pid_n, (const char *)tid_s, tid_n);
+    if (nid < 0 || cid < 0 || sid < 0) return -2;
+    int64_t el_at = el_start - base;
+    int32_t el_len = (int32_t)(c->p - el_start);
+    if (buf_put(&o->ph, &ph, 1) || buf_put(&o->name, &nid, 4) || buf_put(&o->cat, &cid, 4) ||
+        buf_put(&o->src, &sid, 4) || buf_put(&o->args_at, &args_at, 8) || buf_put(&o->args_len, &args_len, 4) ||
+        buf_put(&o->el_at, &el_at, 8) || buf_put(&o->el_len, &el_len, 4))
+        return -2;
+    uint8_t nd = (uint8_t)need;
+    if (buf_put(&o->corr, &avals[A_CORR], 8) || buf_put(&o->ext, &avals[A_EXT], 8) ||
+        buf_put(&o->dev, &avals[A_DEV], 8) || buf_put(&o->need, &nd, 1))
+        return -2;
+    return 0;
+}
+
+static PyObject *keys_list(Interner *t) {
+    PyObject *list = PyList_New(t->n);
+    if (!list) return NULL;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_ssize_t n;
+        const char *k = key_at(t, (int32_t)i, &n);
+        PyObject *b = PyBytes_FromStringAndSize(k, n);
+        if (!b) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, b);
+    }
+    return list;
+}
+
+static PyObject *as_bytes(Buf *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len); }
+
+static PyObject *scan(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    const unsigned char *base = view.buf;
+    Cur c = {base, base + view.len};
+    Out o;
+    memset(&o, 0, sizeof o);
+    Interner names, cats, srcs;
+    int rc = 0;
+    Py_ssize_t n = 0;
+    if (interner_init(&names) || interner_init(&cats) || interner_init(&srcs)) rc = -2;
+    if (!rc && buf_put(&o.args_json, "[", 1)) rc = -2;
+    Py_BEGIN_ALLOW_THREADS
+    if (!rc) {
+        ws(&c);
+        if (c.p >= c.end || *c.p != '[') rc = -1;
+        else {
+            c.p++;
+            ws(&c);
+            if (c.p < c.end && *c.p == ']') c.p++;
+            else {
+                for (;;) {
+                    rc = scan_event(&c, base, &o, &names, &cats, &srcs);
+                    if (rc) break;
+                    n++;
+                    ws(&c);
+                    if (c.p >= c.end) { rc = -1; break; }
+                    if (*c.p == ',') { c.p++; ws(&c); continue; }
+                    if (*c.p == ']') { c.p++; break; }
+                    rc = -1;
+                    break;
+                }
+            }
+            ws(&c);
+            if (!rc && c.p != c.end) rc = -1;
+        }
+    }
+    if (!rc && buf_put(&o.args_json, "]", 1)) rc = -2;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *res = NULL;
+    if (rc == -2) {
+        PyErr_NoMemory();
+    } else if (rc == -1) {
+        res = Py_None;
+        Py_INCREF(res);
+    } else {
+        res = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "args_json", as_bytes(&o.args_json), "corr", as_bytes(&o.corr), "ext",
+                            as_bytes(&o.ext), "dev", as_bytes(&o.dev), "need", as_bytes(&o.need), "n", n,
+                            "ph", as_bytes(&o.ph), "name", as_bytes(&o.name), "cat", as_bytes(&o.cat), "src",
+                            as_bytes(&o.src), "ts_d", as_bytes(&o.ts_d), "ts_ns", as_bytes(&o.ts_ns), "ts_st",
+                            as_bytes(&o.ts_st), "dur_d", as_bytes(&o.dur_d), "dur_ns", as_bytes(&o.dur_ns), "dur_st",
+                            as_bytes(&o.dur_st), "args_at", as_bytes(&o.args_at), "args_len",
+                            as_bytes(&o.args_len), "el_at", as_bytes(&o.el_at), "el_len", as_bytes(&o.el_len),
+                            "names", keys_list(&names), "cats", keys_list(&cats), "srcs", keys_list(&srcs));
+    }
+    out_free(&o);
+    interner_free(&names);
+    interner_free(&cats);
+    interner_free(&srcs);
+    return res;
+}
+
+static PyObject *configure(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "configure() takes a list of bytes");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MAX_WANTED) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "too many keys"); return NULL; }
+    for (int i = 0; i < n_wanted; i++) free(wanted[i]);
+    n_wanted = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char *data;
+        Py_ssize_t len;
+        if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(seq, i), &data, &len) || len == 0) {
+            Py_DECREF(seq);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "empty key");
+            return NULL;
+        }
+        wanted[n_wanted] = malloc(len);
+        if (!wanted[n_wanted]) { Py_DECREF(seq); return PyErr_NoMemory(); }
+        memcpy(wanted[n_wanted], data, len);
+        wanted_len[n_wanted++] = len;
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_O, "configure(keys): the args keys the Python side reads"},
+    {"scan", scan, METH_O, "scan(text) -> dict of columns, or None when the pure-Python decoder must read it"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fastscan(void) { return PyModule_Create(&module); }

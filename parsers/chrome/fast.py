@@ -1,0 +1,207 @@
+"""The compiled path of the Chrome loader: chunks scanned into columns by the optional C extension
+(``_fastscan.c``), then turned into the loader's columns here, with the same rules as
+:mod:`~gputop_trace.parsers.chrome.columns` (the pure-Python path, which stays the reference and the fallback).
+
+What is compiled and what is not: the scanner reads the fixed top-level fields of every event (``ph``, ``name``,
+``cat``, ``pid``, ``tid``, ``ts``, ``dur``; the types of ``id``, ``s``, ``bp``, ``args``) and joins every
+event's ``args`` object into one JSON array, which is decoded here in one ``msgspec`` call into the same
+:class:`~gputop_trace.parsers.chrome.structs.Args` structs the Python path reads: a field added to ``Args``
+works on both paths. The rare events (metadata, counters, async and non-launch flow events, examples quoted in
+warnings) are decoded one by one from their element's bytes with the Python path's decoders.
+
+A chunk the scanner does not read exactly as the typed ``msgspec`` decoder would (damaged or non-strict JSON,
+fields of other types, ...) is decoded by the Python path, so truncation recovery, damage resync and the lenient
+repairs are the same code on both paths. ``GPUTOP_PURE_PYTHON=1`` forces the Python path everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from gputop_trace.parsers.chrome.state import PH_I, PH_X, State
+from gputop_trace.parsers.chrome.structs import DEC_COUNTER, DEC_ONE, Args, CounterEvent, Event, ExactEvent
+
+try:  # the compiled scanner is optional: built by `pip install .` where a C compiler is present
+    from gputop_trace.parsers.chrome import _fastscan  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the install
+    _fastscan = None
+else:  # the args keys the Python side reads: an args object holding one of them is decoded into Args
+    _fastscan.configure([f.encode_name.encode() for f in msgspec.structs.fields(Args)])
+
+#: set to 1 to force the pure-Python decoder (the reference) even where the compiled scanner is installed
+PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
+
+DEC_ARGS = msgspec.json.Decoder(list[Args])
+DEC_EXACT_ONE = msgspec.json.Decoder(ExactEvent)
+DEC_EXACT_LIST = msgspec.json.Decoder(list[ExactEvent])
+DEC_EVENT_LIST = msgspec.json.Decoder(list[Event])
+_NO_ARGS = Args()
+_A_CORR = attrgetter("correlation")
+_A_EXT = attrgetter("external_id")
+_A_DEV = attrgetter("device")
+
+
+#: chunks the scanner read, and chunks it left to the Python path (for tests and benchmarks)
+stats = {"scanned": 0, "fallback": 0}
+
+
+def available() -> bool:
+    """Whether the compiled scanner is installed."""
+    return _fastscan is not None
+
+
+def enabled() -> bool:
+    """Whether chunks are scanned by compiled code (installed, and not turned off by :data:`PURE_PYTHON_ENV`)."""
+    return _fastscan is not None and os.environ.get(PURE_PYTHON_ENV, "") not in ("1", "true", "yes")
+
+
+@dataclass
+class FastChunk:
+    """One chunk as the scanner gave it: per-event columns (chunk-local ids for names, categories and threads),
+    the chunk's bytes (for the rare events decoded one by one) and every event's args."""
+
+    n: int
+    text: bytes
+    ph: np.ndarray[Any, Any]  # uint8 phase character (0: none)
+    name: np.ndarray[Any, Any]  # int32 local ids into ``names``
+    cat: np.ndarray[Any, Any]
+    src: np.ndarray[Any, Any]
+    ts_d: np.ndarray[Any, Any]  # float64 µs, NaN when missing (what a float decoder gives)
+    ts_ns: np.ndarray[Any, Any]  # int64 exact ns of the text
+    ts_st: np.ndarray[Any, Any]  # uint8 values.T_OK / T_MISSING / T_FAR
+    dur_d: np.ndarray[Any, Any]
+    dur_ns: np.ndarray[Any, Any]
+    el_at: np.ndarray[Any, Any]  # int64 start of each element in ``text``
+    el_len: np.ndarray[Any, Any]
+    names: list[bytes]  # JSON text of each distinct name (with its quotes)
+    cats: list[bytes]
+    srcs: list[bytes]  # JSON text of pid, \x01, JSON text of tid
+    args: np.ndarray[Any, Any]  # object array: each event's Args where ``need``, else the shared empty one
+    need: np.ndarray[Any, Any]  # bool: the event's args hold a field beyond the three below (decoded into Args)
+    corr: np.ndarray[Any, Any]  # int64 args.correlation (-1 when absent), External id, device
+    ext: np.ndarray[Any, Any]
+    dev: np.ndarray[Any, Any]
+    counters: list[CounterEvent]
+    _names: list[str] | None = None
+
+    def element(self, i: int) -> bytes:
+        at = int(self.el_at[i])
+        return self.text[at : at + int(self.el_len[i])]
+
+    def event(self, i: int, exact: bool) -> Any:
+        """Event ``i`` decoded as the Python path decodes it (ts/dur as text when ``exact``)."""
+        return (DEC_EXACT_ONE if exact else DEC_ONE).decode(self.element(i))
+
+    def events(self, rows: list[int], exact: bool) -> list[Any]:
+        """The events at ``rows``, decoded in one call."""
+        text, at, ln = self.text, self.el_at, self.el_len
+        joined = b",".join([text[a : a + b] for a, b in zip(at[rows].tolist(), ln[rows].tolist(), strict=True)])
+        return (DEC_EXACT_LIST if exact else DEC_EVENT_LIST).decode(b"[" + joined + b"]")
+
+    def name_strings(self) -> list[str]:
+        """The chunk's distinct names (decoded once)."""
+        if self._names is None:
+            self._names = decode_strings(self.names)
+        return self._names
+
+
+def scan(text: bytes | memoryview) -> FastChunk | None:
+    """Scan ``[e, e, ...]`` into a :class:`FastChunk`; None when the Python path must decode it."""
+    assert _fastscan is not None
+    got = _fastscan.scan(text)
+    if got is None:
+        stats["fallback"] += 1
+        return None
+    data = bytes(text)
+    n = got["n"]
+    el_at = np.frombuffer(got["el_at"], np.int64)
+    el_len = np.frombuffer(got["el_len"], np.int32)
+    need = np.frombuffer(got["need"], np.uint8).astype(bool)
+    corr = np.frombuffer(got["corr"], np.int64).copy()
+    ext = np.frombuffer(got["ext"], np.int64).copy()
+    dev = np.frombuffer(got["dev"], np.int64).copy()
+    has = np.flatnonzero(need)
+    args = np.empty(n, dtype=object)
+    args[:] = [_NO_ARGS] * n
+    if len(has):
+        try:
+            decoded = DEC_ARGS.decode(got["args_json"])  # the args that hold more than ids, in one call
+        except (msgspec.MsgspecError, RecursionError):
+            stats["fallback"] += 1
+            return None  # an args field of the wrong type: the Python path repairs or skips it
+        args[has] = decoded
+        corr[has] = np.fromiter(map(_A_CORR, decoded), np.int64, len(has))
+        ext[has] = np.fromiter(map(_A_EXT, decoded), np.int64, len(has))
+        dev[has] = np.fromiter(map(_A_DEV, decoded), np.int64, len(has))
+    ph = np.frombuffer(got["ph"], np.uint8)
+    chunk = FastChunk(
+        n=n,
+        text=data,
+        ph=ph,
+        name=np.frombuffer(got["name"], np.int32),
+        cat=np.frombuffer(got["cat"], np.int32),
+        src=np.frombuffer(got["src"], np.int32),
+        ts_d=np.frombuffer(got["ts_d"], np.float64),
+        ts_ns=np.frombuffer(got["ts_ns"], np.int64),
+        ts_st=np.frombuffer(got["ts_st"], np.uint8),
+        dur_d=np.frombuffer(got["dur_d"], np.float64),
+        dur_ns=np.frombuffer(got["dur_ns"], np.int64),
+        el_at=el_at,
+        el_len=el_len,
+        names=got["names"],
+        cats=got["cats"],
+        srcs=got["srcs"],
+        args=args,
+        need=need,
+        corr=corr,
+        ext=ext,
+        dev=dev,
+        counters=[],
+    )
+    stats["scanned"] += 1
+    for i in np.flatnonzero(ph == ord("C")).tolist():
+        try:
+            chunk.counters.append(DEC_COUNTER.decode(chunk.element(i)))
+        except msgspec.MsgspecError:
+            pass
+    return chunk
+
+
+def decode_strings(texts: list[bytes]) -> list[str]:
+    """JSON string texts (with quotes) → str; plain ones without a decoder call."""
+    out = []
+    for t in texts:
+        out.append(t[1:-1].decode("utf-8") if b"\\" not in t else msgspec.json.decode(t))
+    return out
+
+
+def decode_src(text: bytes) -> tuple[Any, Any]:
+    """``pid\\x01tid`` texts → (pid, tid) as the typed decoder gives them (int, or str)."""
+    pid, tid = text.split(b"\x01")
+    return msgspec.json.decode(pid), msgspec.json.decode(tid)
+
+
+def local_to_global(local: np.ndarray[Any, Any], keys: list[Any], table: dict[Any, int]) -> np.ndarray[Any, Any]:
+    """Chunk-local ids → the file's dense ids in ``table``; new keys get ids in the order they first appear in
+    ``local`` (file order, as :func:`~gputop_trace.parsers.chrome.values.dense_ids` gives them)."""
+    if len(local) == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, first = np.unique(local, return_index=True)
+    m = np.full(len(keys), -1, dtype=np.int64)
+    for u in uniq[np.argsort(first, kind="stable")].tolist():
+        k = keys[u]
+        g = table.get(k)
+        if g is None:
+            g = table[k] = len(table)
+        m[u] = g
+    out: np.ndarray[Any, Any] = m[local]
+    return out
+
+
+__all__ = ["PH_I", "PH_X", "Event", "FastChunk", "State", "available", "enabled", "scan"]

@@ -1,0 +1,135 @@
+"""The compiled scanner (``parsers/chrome/_fastscan.c``, optional) and the pure-Python decoder (the reference and
+the fallback) give exactly the same model on every Chrome, JAX and external trace of the corpus, on the bundled
+samples and on the edge files of the reference-loader tests, whatever the chunk size; and the compiled path is
+really the one that ran (it is not a comparison of the Python path with itself)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gputop_trace.errors import TraceError
+from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.chrome import fast
+from gputop_trace.parsers.chrome import loader as chrome
+from gputop_trace.parsers.chrome import stream as chrome_stream
+from tests.conftest import CORPUS, SAMPLES
+from tests.corpus.test_reference_loader import _edge_files
+from tests.trace_compare import trace_differences
+
+pytestmark = pytest.mark.skipif(not fast.available(), reason="the compiled scanner is not built here")
+
+CHROME_FILES = sorted(
+    str(p.relative_to(CORPUS))
+    for sub in ("kineto", "jax", "external")
+    for p in (CORPUS / sub).rglob("*.json*")
+    if p.name.endswith((".json", ".json.gz"))
+)
+
+
+def _both(
+    path: str, monkeypatch: pytest.MonkeyPatch, include_python: bool = True
+) -> tuple[Trace, Trace, dict[str, int]]:
+    monkeypatch.setenv(fast.PURE_PYTHON_ENV, "1")
+    pure = chrome.load(path, include_python=include_python)
+    monkeypatch.delenv(fast.PURE_PYTHON_ENV)
+    before = dict(fast.stats)
+    compiled = chrome.load(path, include_python=include_python)
+    used = {k: fast.stats[k] - before[k] for k in before}
+    return pure, compiled, used
+
+
+@pytest.fixture
+def _fresh_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(fast.PURE_PYTHON_ENV, raising=False)
+    yield
+
+
+def test_the_corpus_list_holds_every_kind_of_chrome_trace() -> None:
+    if not CORPUS.is_dir():
+        pytest.skip("no corpus")
+    assert len(CHROME_FILES) >= 18
+    assert any(f.startswith("external/") for f in CHROME_FILES) and any(f.startswith("jax/") for f in CHROME_FILES)
+
+
+@pytest.mark.corpus
+@pytest.mark.usefixtures("_fresh_env")
+@pytest.mark.parametrize("rel", CHROME_FILES)
+def test_compiled_and_python_paths_give_the_same_model(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(CORPUS / rel)
+    try:
+        pure, compiled, used = _both(path, monkeypatch)
+    except TraceError as e:  # an execution trace (not a Chrome trace): both paths refuse it with one message
+        monkeypatch.setenv(fast.PURE_PYTHON_ENV, "1")
+        with pytest.raises(TraceError) as pure_error:
+            chrome.load(path)
+        assert str(pure_error.value) == str(e)
+        return
+    assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
+    if rel.startswith("kineto/") or "negative_queue" in rel:  # strict JSON with fields of the expected types
+        assert used == {"scanned": used["scanned"], "fallback": 0} and used["scanned"] >= 1, used
+    pure, compiled, _ = _both(path, monkeypatch, include_python=False)
+    assert not trace_differences(compiled, pure)[:8]
+
+
+@pytest.mark.corpus
+@pytest.mark.usefixtures("_fresh_env")
+@pytest.mark.parametrize(
+    "rel", ["kineto/h200_gpt_train_small.json.gz", "jax/h200_jax_mlp.perfetto_trace.json.gz",
+            "external/negative_queue_length_values_check/rank0.json.gz", "external/amd_trace/"
+            "mi250_minitoy_train_ROCm6_2_kineto.json.gz", "external/mtia_trace_single_rank/mtia_rank_0.json.gz"]
+)  # fmt: skip
+def test_small_chunks_mix_every_phase_and_still_agree(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4 KiB chunks: metadata, flows, counters and slices meet in one chunk; many more chunk boundaries
+    monkeypatch.setattr(chrome_stream, "CHUNK", 4096)
+    pure, compiled, used = _both(str(CORPUS / rel), monkeypatch)
+    assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
+    # chunks with an args field of another type ("device": "0" in JAX and ROCm traces) go to the Python path,
+    # the others are scanned: both kinds meet in one file here
+    assert used["scanned"] >= 1, used
+
+
+@pytest.mark.usefixtures("_fresh_env")
+@pytest.mark.parametrize("name", sorted(p.name for p in Path(SAMPLES).glob("*.json.gz")))
+def test_bundled_samples_agree(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pure, compiled, used = _both(str(Path(SAMPLES) / name), monkeypatch)
+    assert not trace_differences(compiled, pure)[:8]
+    assert used["scanned"] >= 1
+
+
+@pytest.mark.usefixtures("_fresh_env")
+@pytest.mark.parametrize("chunk", [256, 1 << 20])
+def test_edge_files_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # wrong types, missing ts, negative durations, epoch timestamps, B/E and async pairs, counters, trailers
+    monkeypatch.setattr(chrome_stream, "CHUNK", chunk)
+    for label, path in _edge_files(tmp_path).items():
+        for include_python in (True, False):
+            pure, compiled, _ = _both(path, monkeypatch, include_python=include_python)
+            diffs = trace_differences(compiled, pure)
+            assert not diffs, f"{label} ({chunk}-byte chunks): {diffs[:5]}"
+
+
+@pytest.mark.usefixtures("_fresh_env")
+def test_scanner_leaves_what_it_cannot_read_exactly_to_the_python_path() -> None:
+    for text in (
+        b'[{"ph":"X","ts":"12","dur":1}]',  # a string where a number belongs: the lenient path repairs it
+        b'[{"ph":"X","ts":1e3}]',  # exponent form
+        b'[{"ph":"X","ts":NaN}]',
+        b'[{"ph":"X","name":"\\ud800","ts":1}]',  # a lone surrogate
+        b'[{"ph":"X","name":"\xff","ts":1}]',  # invalid UTF-8
+        b'[{"ph":"X","ts":1,"ts":2}]',  # a duplicate key
+        b'[{"ph":"X","pid":1.5,"ts":1}]',
+        b'[{"ph":"X","pid":99999999999999999999,"ts":1}]',
+        b'[{"ph":"Xy","ts":1}]',
+        b'[{"ph":"X","ts":1},',  # cut inside the array
+        b'[{"ph":"X","ts":1,"args":{"device":"zero"}}]',  # an args field of the wrong type
+        b'[{"\\u0074s":1}]',  # an escaped key
+        b"[1, 2]",
+    ):
+        assert fast.scan(text) is None, text
+    got = fast.scan(b'[{"ph":"X","name":"a\\"b","ts":1790857026123456.789,"dur":0.0015,"pid":"p","tid":2}]')
+    assert got is not None
+    assert got.ts_ns.tolist() == [1790857026123456789] and got.dur_ns.tolist() == [2]
+    assert fast.decode_strings(got.names) == ['a"b'] and fast.decode_src(got.srcs[0]) == ("p", 2)
