@@ -84,8 +84,6 @@ def gather_op_args(rows: OpArgRows, argl: list[Any], ev_x: np.ndarray[Any, Any],
             rows.mem_device_type.append(a.device_type)
 
 
-
-
 def add_op_tables(rows: OpArgRows, builder: TraceBuilder) -> None:
     """Hand the gathered rows to the builder (nothing when the trace has none)."""
     if rows.event:
