@@ -133,3 +133,18 @@ def test_scanner_leaves_what_it_cannot_read_exactly_to_the_python_path() -> None
     assert got is not None
     assert got.ts_ns.tolist() == [1790857026123456789] and got.dur_ns.tolist() == [2]
     assert fast.decode_strings(got.names) == ['a"b'] and fast.decode_src(got.srcs[0]) == ("p", 2)
+
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+@pytest.mark.usefixtures("_fresh_env")
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.json.gz") if "key_averages" not in p.name))
+def test_recorded_references_agree(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our own recordings (tests/data: record_shapes args and profile_memory allocator records, torch.compile
+    launcher args, CUDA-graph replays) give the same model, side tables included, on both paths."""
+    pure, compiled, used = _both(str(DATA / name), monkeypatch)
+    assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
+    assert used["scanned"] >= 1, used
+    if name.startswith("ops_"):
+        assert len(compiled.op_args.event) > 0 and len(compiled.memory.event) > 0
