@@ -17,7 +17,10 @@ Rules (the fast loader must give the same result):
   event other than ``M`` without ``ts`` is skipped (counted in a warning);
 - args: ``correlation`` (else the text ``correlation_id``), ``External id``, ``device``; a slice with a ``grid``
   or ``registers per thread`` has a kernel row, else one with ``bytes`` a copy row; JAX ``kernel_details`` /
-  ``memcpy_details`` / ``Memset_details`` strings are kept for the side tables; Kineto's ``Collective name`` and
+  ``memcpy_details`` / ``Memset_details`` strings are kept for the side tables; an operator's ``Input Dims`` /
+  ``Input type`` / ``Sequence number`` / ``Fwd thread id`` (record_shapes), a ``[memory]`` instant's allocator
+  record (profile_memory) and a Triton launcher's ``kernel_file`` / ``kernel_hash`` / ``kernel_backend`` are kept
+  as their rows; Kineto's ``Collective name`` and
   message sizes make a collective row;
 - a copy without ``bytes`` takes its own ``size`` (MTIA's DMA copies, with their ``direction`` words), else the
   ``size`` of the runtime call of the same correlation id (HIP writes it as text); ``stream`` and ``kind`` are
@@ -222,6 +225,8 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
                 cols["phc"].append(state.PH_I)
                 for k in ("dur", "corr", "ext", "dev"):
                     cols[k].append(0 if k == "dur" else -1)
+                if args is not None and isinstance(args.get("Total Allocated"), int):  # a profile_memory record
+                    _memory_row(st.op_args, event, args)
                 continue
             cols["phc"].append(state.PH_X)
             dur = _ns(e.get("dur", 0))
@@ -233,6 +238,13 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
             cols["corr"].append(_correlation(a))
             cols["ext"].append(_int_arg(a, "External id"))
             cols["dev"].append(_int_arg(a, "device"))
+            if isinstance(a.get("kernel_file"), str):  # torch.compile's Triton launcher op
+                h, b = a.get("kernel_hash"), a.get("kernel_backend")
+                st.inductor_args[name].add(
+                    (a["kernel_file"], h if isinstance(h, str) else "", b if isinstance(b, str) else "")
+                )
+            if a.get("Input Dims") is not None or _int_arg(a, "Sequence number") != -1:  # record_shapes
+                _op_row(st.op_args, event, a)
             if _int_arg(a, "size") >= 0:
                 st.own_size[event] = (_int_arg(a, "size"), a.get("direction"))
                 if cols["corr"][-1] >= 0:
@@ -290,6 +302,27 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
             st.other_phases[ph] += 1
     _store(st, cols, kern, copy_ev, copy_bytes, flows)
     return chrome._finish(st, info, path, os.path.getsize(path), rank, default_rank, False, None)
+
+
+def _op_row(rows: Any, event: int, a: dict[str, Any]) -> None:
+    """An operator's record_shapes args: its shapes as PyTorch prints them, its input types joined by ", "."""
+    dims, types = a.get("Input Dims"), a.get("Input type")
+    rows.event.append(event)
+    rows.shapes.append(str(dims) if isinstance(dims, list) else None)
+    ok = isinstance(types, list) and all(isinstance(t, str) for t in types)
+    rows.types.append(", ".join(types) if ok else None)
+    rows.seq.append(_int_arg(a, "Sequence number"))
+    rows.fwd_tid.append(_int_arg(a, "Fwd thread id"))
+
+
+def _memory_row(rows: Any, event: int, a: dict[str, Any]) -> None:
+    """A ``[memory]`` instant's allocator record (bytes)."""
+    rows.mem_event.append(event)
+    rows.mem_bytes.append(_int_arg(a, "Bytes", 0))
+    rows.mem_allocated.append(a["Total Allocated"])
+    rows.mem_reserved.append(_int_arg(a, "Total Reserved"))
+    rows.mem_device.append(_int_arg(a, "Device Id"))
+    rows.mem_device_type.append(_int_arg(a, "Device Type"))
 
 
 def _metadata(st: Any, e: dict[str, Any], args: dict[str, Any] | None) -> None:

@@ -237,3 +237,15 @@ def test_comparison_reports_a_changed_model(tmp_path: Path) -> None:
     assert diffs and diffs[0].startswith("trace.start_ns[5]")
     renamed = dataclasses.replace(t, meta=dataclasses.replace(t.meta, producer="other"))
     assert trace_differences(t, renamed) == [f"trace.meta.producer: {t.meta.producer!r} != 'other'"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ops_cpu.json.gz", "ops_cuda.json.gz", "compiled_cudagraphs_cuda.json.gz", "compiled_cudagraphs_cpu.json.gz"],
+)
+def test_fast_loader_matches_reference_on_our_recordings(name: str) -> None:
+    """tests/data: record_shapes rows, profile_memory records, torch.compile launcher args, graph replays."""
+    path = str(Path(__file__).resolve().parent.parent / "data" / name)
+    fast = chrome.load(path)
+    assert_traces_equal(fast, chrome_reference.load(path))
+    assert len(fast.op_args.event) > 0
