@@ -102,7 +102,8 @@ def test_view_in_a_real_terminal() -> None:
         assert "h200_gpt_train_small" in lines[-2] and "ev" in lines[-2]
         # zoom in: the ruler's window and ticks change
         tm.keys("w")
-        zoomed = tm.wait_for(lambda s: s.splitlines()[0] != lines[0])
+        # the ruler and the status bar are separate widgets, redrawn one after the other: wait for both
+        zoomed = tm.wait_for(lambda s: s.splitlines()[0] != lines[0] and "win 96.9 ms" not in s.splitlines()[-2])
         assert zoomed.splitlines()[0].startswith("⟷ 48.5 ms")
         assert "win 48.5 ms" in zoomed.splitlines()[-2]
         # the Kernels panel lists the top kernel first
