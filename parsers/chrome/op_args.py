@@ -18,6 +18,8 @@ from gputop_trace.model.builder import TraceBuilder
 
 _A_DIMS = attrgetter("input_dims")
 _A_SEQ = attrgetter("sequence_number")
+_A_TYPE = attrgetter("input_type")
+_A_FWD = attrgetter("fwd_thread_id")
 _A_ALLOC = attrgetter("total_allocated")
 
 
@@ -61,17 +63,21 @@ def gather_op_args(rows: OpArgRows, argl: list[Any], ev_x: np.ndarray[Any, Any],
     n = len(argl)
     dims = list(map(_A_DIMS, argl))
     seqs = list(map(_A_SEQ, argl))
-    if dims.count(None) != n or seqs.count(-1) != n:
-        for i in range(n):
-            d, s = dims[i], seqs[i]
-            if d is None and s == -1:
-                continue
-            a = argl[i]
-            rows.event.append(int(ev_x[i]))
-            rows.shapes.append(shapes_text(d))
-            rows.types.append(types_text(a.input_type))
-            rows.seq.append(s)
-            rows.fwd_tid.append(a.fwd_thread_id)
+    no_dims, no_seq = dims.count(None), seqs.count(-1)
+    if no_dims == n and no_seq == n:
+        return
+    # one pass per column (no Python loop body per operator: this runs on every operator of a record_shapes trace)
+    if no_dims and no_seq:
+        keep = [i for i, (d, q) in enumerate(zip(dims, seqs, strict=True)) if d is not None or q != -1]
+        argl = [argl[i] for i in keep]
+        dims = [dims[i] for i in keep]
+        seqs = [seqs[i] for i in keep]
+        ev_x = ev_x[keep]
+    rows.event.extend(ev_x.tolist())
+    rows.shapes.extend(map(shapes_text, dims))
+    rows.types.extend(map(types_text, map(_A_TYPE, argl)))
+    rows.seq.extend(seqs)
+    rows.fwd_tid.extend(map(_A_FWD, argl))
     if instants:
         for ev, a in instants:
             if a is None or a.total_allocated is None:

@@ -32,6 +32,23 @@ TRITON = "external/triton_example/triton_example.json.gz"
 MTIA = "external/mtia_trace_single_rank/mtia_rank_0.json.gz"
 
 
+def _busy_idle(spans: list[tuple[int, int]]) -> tuple[int, int]:
+    """(busy, idle) ns of a device's op intervals: their union, and the rest of first start to last end (plain
+    Python, independent of the tool)."""
+    spans.sort()
+    busy = 0
+    cur_s, cur_e = spans[0]
+    for lo, hi in spans[1:]:
+        if lo > cur_e:
+            busy += cur_e - cur_s
+            cur_s, cur_e = lo, hi
+        else:
+            cur_e = max(cur_e, hi)
+    busy += cur_e - cur_s
+    span = max(hi for _, hi in spans) - spans[0][0]
+    return busy, span - busy
+
+
 def _events(rel: str) -> list[dict[str, Any]]:
     with gzip.open(CORPUS / rel, "rt") as f:
         doc = json.load(f, parse_float=Decimal)
@@ -52,18 +69,8 @@ def stdlib_device_busy(rel: str, cats: tuple[str, ...]) -> dict[int, tuple[int, 
             ops[int(e.get("args", {}).get("device", e["pid"]))].append((start, start + max(_ns(e.get("dur", 0)), 0)))
     out = {}
     for dev, spans in ops.items():
-        spans.sort()
-        busy = 0
-        cur_s, cur_e = spans[0]
-        for lo, hi in spans[1:]:
-            if lo > cur_e:
-                busy += cur_e - cur_s
-                cur_s, cur_e = lo, hi
-            else:
-                cur_e = max(cur_e, hi)
-        busy += cur_e - cur_s
-        span = max(hi for _, hi in spans) - spans[0][0]
-        out[dev] = (sum(hi - lo for lo, hi in spans), busy, span - busy)
+        busy, idle = _busy_idle(spans)
+        out[dev] = (sum(hi - lo for lo, hi in spans), busy, idle)
     return out
 
 
@@ -114,20 +121,7 @@ def stdlib_figures(
         if cat in KERNEL_CATS and not (cat == "mtia_ccp_events" and e["name"] == "dma_request"):
             n, total = kernels.get((e["name"], dev), (0, 0))
             kernels[(e["name"], dev)] = (n + 1, total + dur)
-    busy_idle = {}
-    for dev, iv in spans.items():
-        iv.sort()
-        busy = 0
-        cur_s, cur_e = iv[0]
-        for lo, hi in iv[1:]:
-            if lo > cur_e:
-                busy += cur_e - cur_s
-                cur_s, cur_e = lo, hi
-            else:
-                cur_e = max(cur_e, hi)
-        busy += cur_e - cur_s
-        span = max(hi for _, hi in iv) - iv[0][0]
-        busy_idle[dev] = (busy, span - busy)
+    busy_idle = {dev: _busy_idle(iv) for dev, iv in spans.items()}
     return kernels, busy_idle
 
 

@@ -20,13 +20,13 @@ from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.histogram import histogram_text
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name, kernel_family, kernel_label
-from gputop_trace.tui.widgets.table_panel import Column, TablePanel
+from gputop_trace.tui.widgets.table_panel import Column, SortedTablePanel
 from gputop_trace.units import format_ns, plural
 
 SORTS: tuple[str, ...] = ("total", "count", "mean", "max", "name")
 
 
-class KernelTable(TablePanel):
+class KernelTable(SortedTablePanel):
     """The sortable, filterable kernel table."""
 
     title = "Kernels panel"
@@ -87,29 +87,19 @@ class KernelTable(TablePanel):
         r: KernelRow = item
         return bool(pattern.search(r.name) or pattern.search(self.display_name(r)))
 
-    def sorted_rows(self, rows: Sequence[KernelRow]) -> list[KernelRow]:
-        key = {
+    sorts = SORTS
+
+    def sort_value(self, name: str) -> Any:
+        return {
             "total": lambda r: r.total_ns,
             "count": lambda r: r.count,
             "mean": lambda r: r.mean_ns,
             "max": lambda r: r.max_ns,
             "name": lambda r: self.display_name(r).lower(),
-        }[self.sort]
-        desc = self.descending if self.sort != "name" else not self.descending
-        return sorted(rows, key=key, reverse=desc)
+        }[name]
 
-    def action_cycle_sort(self) -> None:
-        """Sort by the next column (total, count, mean, max, name)."""
-        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        self.descending = True
-        self.items = self.sorted_rows(self.items)
-        self.set_items(self.items, self._note())
-
-    def action_reverse_sort(self) -> None:
-        """Reverse the sort order."""
-        self.descending = not self.descending
-        self.items = self.sorted_rows(self.items)
-        self.set_items(self.items, self._note())
+    def sort_note(self) -> str:
+        return self._note()
 
     def _note(self) -> str:
         arrow = "↓" if self.descending else "↑"

@@ -19,11 +19,11 @@ from gputop_trace.analysis.ops import OpRow
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.ops_view import SORTS, OpsView, shape_breakdown, sort_key
-from gputop_trace.tui.widgets.table_panel import Column, TablePanel
+from gputop_trace.tui.widgets.table_panel import Column, SortedTablePanel
 from gputop_trace.units import format_ns, format_si
 
 
-class OpsTable(TablePanel):
+class OpsTable(SortedTablePanel):
     """The sortable, filterable operator table."""
 
     title = "Ops panel"
@@ -74,23 +74,13 @@ class OpsTable(TablePanel):
         r: OpRow = item
         return bool(pattern.search(r.name))
 
-    def sorted_rows(self, rows: Sequence[OpRow]) -> list[OpRow]:
-        key: Any = sort_key(self.sort)
-        desc = self.descending if self.sort != "name" else not self.descending
-        return sorted(rows, key=key, reverse=desc)
+    sorts = SORTS
 
-    def action_cycle_sort(self) -> None:
-        """Sort by the next column (self CPU, CPU, self device, device, calls, FLOPs, name)."""
-        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        self.descending = True
-        self.items = self.sorted_rows(self.items)
-        self.set_items(self.items, self._note())
+    def sort_value(self, name: str) -> Any:
+        return sort_key(name)
 
-    def action_reverse_sort(self) -> None:
-        """Reverse the sort order."""
-        self.descending = not self.descending
-        self.items = self.sorted_rows(self.items)
-        self.set_items(self.items, self._note())
+    def sort_note(self) -> str:
+        return self._note()
 
     def _note(self, extra: str = "") -> str:
         arrow = "↓" if self.descending else "↑"

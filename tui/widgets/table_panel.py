@@ -229,3 +229,37 @@ class TablePanel(Vertical):
             self.focus_table()
             return True
         return False
+
+
+class SortedTablePanel(TablePanel):
+    """A table panel sorted on one of :attr:`sorts` (``o`` the next one, ``r`` reverses): largest first, except
+    ``name``, A → Z. Subclasses give each sort's value (:meth:`sort_value`) and the note under the table."""
+
+    sorts: ClassVar[tuple[str, ...]] = ()
+    sort: str = ""
+    descending: bool = True
+
+    def sort_value(self, name: str) -> Any:
+        """The function a row is sorted on for the sort ``name``."""
+        raise NotImplementedError
+
+    def sort_note(self) -> str:
+        """The note under the table once the rows are sorted again."""
+        return ""
+
+    def sorted_rows(self, rows: Sequence[Any]) -> list[Any]:
+        desc = self.descending if self.sort != "name" else not self.descending
+        return sorted(rows, key=self.sort_value(self.sort), reverse=desc)
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
+        self.sort = self.sorts[(self.sorts.index(self.sort) + 1) % len(self.sorts)]
+        self.descending = True
+        self.items = self.sorted_rows(self.items)
+        self.set_items(self.items, self.sort_note())
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort order."""
+        self.descending = not self.descending
+        self.items = self.sorted_rows(self.items)
+        self.set_items(self.items, self.sort_note())
