@@ -309,8 +309,8 @@ def _op_row(rows: Any, event: int, a: dict[str, Any]) -> None:
     dims, types = a.get("Input Dims"), a.get("Input type")
     rows.event.append(event)
     rows.shapes.append(str(dims) if isinstance(dims, list) else None)
-    ok = isinstance(types, list) and all(isinstance(t, str) for t in types)
-    rows.types.append(", ".join(types) if ok else None)
+    texts = [t for t in types if isinstance(t, str)] if isinstance(types, list) else []
+    rows.types.append(", ".join(texts) if isinstance(types, list) and len(texts) == len(types) else None)
     rows.seq.append(_int_arg(a, "Sequence number"))
     rows.fwd_tid.append(_int_arg(a, "Fwd thread id"))
 
