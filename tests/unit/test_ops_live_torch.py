@@ -20,7 +20,10 @@ def _record(out: Path) -> Any:
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x = torch.randn(32, 64)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True, with_stack=True) as prof:
+    # no with_stack: PyTorch's own key_averages() sometimes fails to decode a Python frame name recorded from another
+    # thread of the test process (UnicodeDecodeError inside torch/autograd/profiler.py, seen under pytest-xdist in
+    # CI); Python frames as keys are checked on the recorded references (tests/unit/test_ops_reference.py)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
         for i in range(2):
             with record_function(f"step_{i}"):
                 loss = model(x).square().mean()
