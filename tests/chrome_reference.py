@@ -307,12 +307,14 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
 def _op_row(rows: Any, event: int, a: dict[str, Any]) -> None:
     """An operator's record_shapes args: its shapes as PyTorch prints them, its input types joined by ", "."""
     dims, types = a.get("Input Dims"), a.get("Input type")
-    rows.event.append(event)
-    rows.shapes.append(str(dims) if isinstance(dims, list) else None)
     texts = [t for t in types if isinstance(t, str)] if isinstance(types, list) else []
-    rows.types.append(", ".join(texts) if isinstance(types, list) and len(texts) == len(types) else None)
-    rows.seq.append(_int_arg(a, "Sequence number"))
-    rows.fwd_tid.append(_int_arg(a, "Fwd thread id"))
+    rows.add_row(
+        event,
+        str(dims) if isinstance(dims, list) else None,
+        ", ".join(texts) if isinstance(types, list) and len(texts) == len(types) else None,
+        _int_arg(a, "Sequence number"),
+        _int_arg(a, "Fwd thread id"),
+    )
 
 
 def _memory_row(rows: Any, event: int, a: dict[str, Any]) -> None:

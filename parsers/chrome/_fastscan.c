@@ -5,8 +5,11 @@
  * s, bp, args) and gives back, per event: the phase character, chunk-local ids of the name, the category and the
  * (pid, tid) pair (interned by their JSON text), ts and dur both as the correctly rounded double (what a float
  * decoder gives) and as exact int64 ns of the decimal text (rounded half to even), and the byte spans of the
- * element and of its "args" object. The args are not read here: the Python side decodes the spans it needs with
- * msgspec, so an args field added to the Python structs works on this path too.
+ * element and of its "args" object. Of the args, only the ones every event of a kind carries are read here: the
+ * ids (correlation, External id, device) and record_shapes' operator args (Sequence number, Fwd thread id, and
+ * Input Dims / Input type as chunk-local ids of their texts, printed as the Python path prints them). An args
+ * object holding any other key the Python side reads is handed over whole, and the Python side decodes those
+ * with msgspec, so an args field added to the Python structs works on this path too.
  *
  * It returns None for anything it does not read exactly like msgspec's typed decoding of the same bytes would:
  * malformed JSON, a cut inside an element, invalid UTF-8 or lone surrogates, NaN, numbers beyond int64 in pid or
@@ -157,10 +160,20 @@ static int hexval(unsigned char ch) {
 
 /* a JSON string at c->p (the opening quote); on success c->p is after the closing quote. *escaped says whether
  * it held escapes. Invalid UTF-8, control characters, bad escapes and lone surrogates fail (-1). */
+/* the bytes a string holds as they are: printable ASCII other than the quote and the backslash */
+static unsigned char PLAIN[256];
+
+static void init_plain(void) {
+    for (int ch = 0x20; ch < 0x80; ch++) PLAIN[ch] = ch != '"' && ch != '\\';
+}
+
 static int scan_string(Cur *c, int *escaped) {
     const unsigned char *p = c->p + 1, *end = c->end;
     *escaped = 0;
     while (p < end) {
+        while (p + 4 <= end && PLAIN[p[0]] && PLAIN[p[1]] && PLAIN[p[2]] && PLAIN[p[3]]) p += 4;
+        while (p < end && PLAIN[*p]) p++;
+        if (p >= end) break;
         unsigned char ch = *p;
         if (ch == '"') { c->p = p + 1; return 0; }
         if (ch < 0x20) return -1;
@@ -300,6 +313,34 @@ static int64_t num_ns(const Num *n, uint8_t *state) {
     return n->neg ? -mag : mag;
 }
 
+/* a JSON number's grammar only (what scan_number accepts, without its parts) */
+static int skip_number(Cur *c) {
+    const unsigned char *p = c->p, *end = c->end;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return -1;
+    if (*p == '0') {
+        p++;
+        if (p < end && *p >= '0' && *p <= '9') return -1;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else {
+        return -1;
+    }
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    c->p = p;
+    return 0;
+}
+
 static int skip_value(Cur *c, int depth);
 
 static int skip_container(Cur *c, int depth, unsigned char close) {
@@ -329,7 +370,6 @@ static int skip_value(Cur *c, int depth) {
     if (c->p >= c->end) return -1;
     unsigned char ch = *c->p;
     int esc;
-    Num n;
     switch (ch) {
     case '"': return scan_string(c, &esc);
     case '{': return skip_container(c, depth, '}');
@@ -337,7 +377,7 @@ static int skip_value(Cur *c, int depth) {
     case 't': if (c->end - c->p >= 4 && !memcmp(c->p, "true", 4)) { c->p += 4; return 0; } return -1;
     case 'f': if (c->end - c->p >= 5 && !memcmp(c->p, "false", 5)) { c->p += 5; return 0; } return -1;
     case 'n': if (c->end - c->p >= 4 && !memcmp(c->p, "null", 4)) { c->p += 4; return 0; } return -1;
-    default: return scan_number(c, &n);
+    default: return skip_number(c);
     }
 }
 
@@ -345,6 +385,8 @@ static int skip_value(Cur *c, int depth) {
 typedef struct {
     Buf ph, name, cat, src, ts_d, ts_ns, ts_st, dur_d, dur_ns, dur_st, args_at, args_len, el_at, el_len, args_json;
     Buf corr, ext, dev, need;
+    Buf seq, fwd, dims, types; /* record_shapes: Sequence number, Fwd thread id (int64), Input Dims / Input type ids */
+    Buf scratch;               /* the canonical text of one Input Dims / Input type value */
     Py_ssize_t n_args;
 } Out;
 
@@ -396,11 +438,69 @@ static int put_time(Out *o, int which, const Num *n, const unsigned char *s, con
     return 0;
 }
 
-enum { A_CORR, A_EXT, A_DEV, A_OTHER };
+enum { A_CORR, A_EXT, A_DEV, A_SEQ, A_FWD, A_DIMS, A_TYPES, A_OTHER };
+#define N_INT_ARGS 5 /* the int64 args read here: correlation, External id, device, Sequence number, Fwd thread id */
 
-/* an args object at c->p: reads correlation, External id and device when they are plain int64 integers; *need
- * is set when anything else the Python side reads is there (or one of the three is of another type) */
-static int scan_args(Cur *c, int depth, int *need, int64_t *vals) {
+/* Input Dims (record_shapes) at c->p, a list of int lists at any depth, into its text as Python prints the list
+ * (str(list): "[[512, 256], []]"): 0 done, 1 anything else (floats, strings, -0, ints past 18 digits, ...: the
+ * caller rewinds and lets msgspec decode it), -1 malformed JSON */
+static int canon_dims(Cur *c, Buf *out, int depth) {
+    if (depth > MAX_DEPTH) return 1;
+    if (c->p >= c->end || *c->p != '[') return 1;
+    c->p++;
+    if (buf_put(out, "[", 1)) return -2;
+    ws(c);
+    if (c->p < c->end && *c->p == ']') { c->p++; return buf_put(out, "]", 1) ? -2 : 0; }
+    for (;;) {
+        if (c->p >= c->end) return -1;
+        if (*c->p == '[') {
+            int rc = canon_dims(c, out, depth + 1);
+            if (rc) return rc;
+        } else if (*c->p == '-' || (*c->p >= '0' && *c->p <= '9')) {
+            const unsigned char *s = c->p;
+            Num num;
+            if (scan_number(c, &num)) return -1;
+            if (num.has_frac || num.has_exp || num.int_digits > 18 || (num.neg && num.ip == 0)) return 1;
+            if (buf_put(out, s, c->p - s)) return -2;
+        } else {
+            return 1;
+        }
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; ws(c); if (buf_put(out, ", ", 2)) return -2; continue; }
+        if (*c->p == ']') { c->p++; return buf_put(out, "]", 1) ? -2 : 0; }
+        return -1;
+    }
+}
+
+/* Input type at c->p, a list of strings, into their text joined by ", " (as ops.types_text joins them): 0 done,
+ * 1 anything else (a non-string, an escape), -1 malformed */
+static int canon_types(Cur *c, Buf *out) {
+    if (c->p >= c->end || *c->p != '[') return 1;
+    c->p++;
+    ws(c);
+    if (c->p < c->end && *c->p == ']') { c->p++; return 0; }
+    for (;;) {
+        int esc;
+        if (c->p >= c->end) return -1;
+        if (*c->p != '"') return 1;
+        const unsigned char *s = c->p;
+        if (scan_string(c, &esc)) return -1;
+        if (esc) return 1;
+        if (buf_put(out, s + 1, c->p - s - 2)) return -2;
+        ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; ws(c); if (buf_put(out, ", ", 2)) return -2; continue; }
+        if (*c->p == ']') { c->p++; return 0; }
+        return -1;
+    }
+}
+
+/* an args object at c->p: reads correlation, External id, device, Sequence number and Fwd thread id when they are
+ * plain int64 integers, and Input Dims / Input type as their texts (ids in ``shapes`` / ``types``); *need is set
+ * when anything else the Python side reads is there (or one of these is of another type, or given twice) */
+static int scan_args(Cur *c, int depth, int *need, int64_t *vals, Out *o, Interner *shapes, Interner *types,
+                     int32_t *ids) {
     c->p++;
     ws(c);
     unsigned seen = 0;
@@ -416,12 +516,33 @@ static int scan_args(Cur *c, int depth, int *need, int64_t *vals) {
         else if (kn == 11 && !memcmp(ks, "correlation", 11)) kind = A_CORR;
         else if (kn == 11 && !memcmp(ks, "External id", 11)) kind = A_EXT;
         else if (kn == 6 && !memcmp(ks, "device", 6)) kind = A_DEV;
+        else if (kn == 15 && !memcmp(ks, "Sequence number", 15)) kind = A_SEQ;
+        else if (kn == 13 && !memcmp(ks, "Fwd thread id", 13)) kind = A_FWD;
+        else if (kn == 10 && !memcmp(ks, "Input Dims", 10)) kind = A_DIMS;
+        else if (kn == 10 && !memcmp(ks, "Input type", 10)) kind = A_TYPES;
         else if (is_wanted(ks, kn)) *need = 1;
         ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
         ws(c);
-        if (kind != A_OTHER) {
+        if (kind == A_DIMS || kind == A_TYPES) {
+            const unsigned char *vs = c->p;
+            if (seen & (1u << kind)) *need = 1;
+            seen |= 1u << kind;
+            o->scratch.len = 0;
+            int rc = kind == A_DIMS ? canon_dims(c, &o->scratch, depth + 1) : canon_types(c, &o->scratch);
+            if (rc == -2 || rc == -1) return rc;
+            if (rc == 1) { /* not a plain list: msgspec decodes it */
+                *need = 1;
+                c->p = vs;
+                if (skip_value(c, depth + 1)) return -1;
+            } else {
+                int32_t id = intern2(kind == A_DIMS ? shapes : types, o->scratch.data ? o->scratch.data : "",
+                                     o->scratch.len, NULL, 0);
+                if (id < 0) return -2;
+                ids[kind - A_DIMS] = id;
+            }
+        } else if (kind != A_OTHER) {
             const unsigned char *vs = c->p;
             Num num;
             if (seen & (1u << kind)) *need = 1;
@@ -446,7 +567,8 @@ static int scan_args(Cur *c, int depth, int *need, int64_t *vals) {
 }
 
 /* one element (an object) at c->p; 0 ok, -1 refuse */
-static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names, Interner *cats, Interner *srcs) {
+static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names, Interner *cats, Interner *srcs,
+                      Interner *shapes, Interner *types) {
     const unsigned char *el_start = c->p;
     if (c->p >= c->end || *c->p != '{') return -1;
     c->p++;
@@ -460,7 +582,8 @@ static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names
     int64_t args_at = 0;
     int32_t args_len = 0;
     int need = 0;
-    int64_t avals[3] = {-1, -1, -1};
+    int64_t avals[N_INT_ARGS] = {-1, -1, -1, -1, -1};
+    int32_t opids[2] = {-1, -1};
     int have_ts = 0, have_dur = 0;
     if (c->p < c->end && *c->p == '}') { c->p++; goto done; }
     for (;;) {
@@ -519,7 +642,11 @@ static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names
             break;
         case K_ARGS:
             if (*vs == 'n') { if (skip_value(c, 1)) return -1; break; }
-            if (*vs != '{' || scan_args(c, 1, &need, avals)) return -1;
+            if (*vs != '{') return -1;
+            {
+                int rc = scan_args(c, 1, &need, avals, o, shapes, types, opids);
+                if (rc) return rc == -2 ? -2 : -1;
+            }
             args_at = vs - base;
             args_len = (int32_t)(c->p - vs);
             if (need && ((o->n_args++ && buf_put(&o->args_json, ",", 1)) || buf_put(&o->args_json, vs, args_len)))
@@ -554,7 +681,8 @@ done:;
         return -2;
     uint8_t nd = (uint8_t)need;
     if (buf_put(&o->corr, &avals[A_CORR], 8) || buf_put(&o->ext, &avals[A_EXT], 8) ||
-        buf_put(&o->dev, &avals[A_DEV], 8) || buf_put(&o->need, &nd, 1))
+        buf_put(&o->dev, &avals[A_DEV], 8) || buf_put(&o->need, &nd, 1) || buf_put(&o->seq, &avals[A_SEQ], 8) ||
+        buf_put(&o->fwd, &avals[A_FWD], 8) || buf_put(&o->dims, &opids[0], 4) || buf_put(&o->types, &opids[1], 4))
         return -2;
     return 0;
 }
@@ -574,6 +702,14 @@ static PyObject *keys_list(Interner *t) {
 
 static PyObject *as_bytes(Buf *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len); }
 
+/* res[key] = value, taking over the new reference to value (NULL: an error already set); -1 on error */
+static int put_new(PyObject *res, const char *key, PyObject *value) {
+    if (!value) return -1;
+    int rc = PyDict_SetItemString(res, key, value);
+    Py_DECREF(value);
+    return rc < 0 ? -1 : 0;
+}
+
 static PyObject *scan(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
@@ -581,10 +717,12 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     Cur c = {base, base + view.len};
     Out o;
     memset(&o, 0, sizeof o);
-    Interner names, cats, srcs;
+    Interner names, cats, srcs, shapes, types;
     int rc = 0;
     Py_ssize_t n = 0;
-    if (interner_init(&names) || interner_init(&cats) || interner_init(&srcs)) rc = -2;
+    if (interner_init(&names) || interner_init(&cats) || interner_init(&srcs) || interner_init(&shapes) ||
+        interner_init(&types))
+        rc = -2;
     if (!rc && buf_put(&o.args_json, "[", 1)) rc = -2;
     Py_BEGIN_ALLOW_THREADS
     if (!rc) {
@@ -596,7 +734,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
             if (c.p < c.end && *c.p == ']') c.p++;
             else {
                 for (;;) {
-                    rc = scan_event(&c, base, &o, &names, &cats, &srcs);
+                    rc = scan_event(&c, base, &o, &names, &cats, &srcs, &shapes, &types);
                     if (rc) break;
                     n++;
                     ws(&c);
@@ -629,11 +767,17 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
                             as_bytes(&o.dur_st), "args_at", as_bytes(&o.args_at), "args_len",
                             as_bytes(&o.args_len), "el_at", as_bytes(&o.el_at), "el_len", as_bytes(&o.el_len),
                             "names", keys_list(&names), "cats", keys_list(&cats), "srcs", keys_list(&srcs));
+        if (res && (put_new(res, "seq", as_bytes(&o.seq)) || put_new(res, "fwd", as_bytes(&o.fwd)) ||
+                    put_new(res, "dims", as_bytes(&o.dims)) || put_new(res, "types", as_bytes(&o.types)) ||
+                    put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types))))
+            Py_CLEAR(res);
     }
     out_free(&o);
     interner_free(&names);
     interner_free(&cats);
     interner_free(&srcs);
+    interner_free(&shapes);
+    interner_free(&types);
     return res;
 }
 
@@ -668,4 +812,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__fastscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fastscan(void) {
+    init_plain();
+    return PyModule_Create(&module);
+}

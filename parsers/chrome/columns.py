@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.devices import PROFILER_SERIES
-from gputop_trace.parsers.chrome.op_args import gather_op_args
+from gputop_trace.parsers.chrome.op_args import OpCols, gather_op_args, op_cols
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
 from gputop_trace.parsers.chrome.values import (
@@ -273,12 +273,14 @@ def _add_slices(
     is_x: np.ndarray[Any, Any] | None,
     ids: tuple[np.ndarray[Any, Any], ...] | None = None,
     inst_args: list[Any] | None = None,
+    op: OpCols | None = None,
 ) -> None:
     """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events
     (``inst_args``: the instants' args in their order, for the allocator records of ``profile_memory``):
     ``dur_x`` (ns) and ``name_of`` are those of the ``X`` events alone; ``argl`` their args, or, with ``ids``
     (the compiled scanner's: correlation, External id and device of every ``X`` event, and the places of the
-    events whose args hold more), the args of those events only."""
+    events whose args hold more), the args of those events only, and ``op`` the scanner's operator args of every
+    ``X`` event (those of the events in ``argl`` are read from their args)."""
     n = len(start)
     base = st.n
     nx = len(dur_x)
@@ -329,7 +331,11 @@ def _add_slices(
     instants: list[tuple[int, Any]] = []
     if is_x is not None and inst_args:
         instants = list(zip((base + np.flatnonzero(~is_x)).tolist(), inst_args, strict=True))
-    gather_op_args(st.op_args, argl, ev_a, instants)
+    if op is None:
+        gather_op_args(st.op_args, op_cols(argl), ev_a, instants)
+    else:
+        op.override(at, op_cols(argl))
+        gather_op_args(st.op_args, op, ev_x, instants)
     if is_x is None:
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)

@@ -3,8 +3,11 @@
 :mod:`~gputop_trace.parsers.chrome.columns` (the pure-Python path, which stays the reference and the fallback).
 
 What is compiled and what is not: the scanner reads the fixed top-level fields of every event (``ph``, ``name``,
-``cat``, ``pid``, ``tid``, ``ts``, ``dur``; the types of ``id``, ``s``, ``bp``, ``args``) and joins every
-event's ``args`` object into one JSON array, which is decoded here in one ``msgspec`` call into the same
+``cat``, ``pid``, ``tid``, ``ts``, ``dur``; the types of ``id``, ``s``, ``bp``, ``args``), the args every event
+of a kind carries (correlation, External id, device, and record_shapes' Sequence number, Fwd thread id, Input Dims
+and Input type, the last two as texts printed as :mod:`~gputop_trace.parsers.chrome.op_args` prints them), and
+joins the other events' ``args`` objects (those holding a further key ``Args`` reads: kernels, copies, ...) into
+one JSON array, which is decoded here in one ``msgspec`` call into the same
 :class:`~gputop_trace.parsers.chrome.structs.Args` structs the Python path reads: a field added to ``Args``
 works on both paths. The rare events (metadata, counters, async and non-launch flow events, examples quoted in
 warnings) are decoded one by one from their element's bytes with the Python path's decoders.
@@ -88,6 +91,12 @@ class FastChunk:
     ext: np.ndarray[Any, Any]
     dev: np.ndarray[Any, Any]
     counters: list[CounterEvent]
+    seq: np.ndarray[Any, Any]  # int64 args' Sequence number, Fwd thread id (-1 when absent)
+    fwd: np.ndarray[Any, Any]
+    dims: np.ndarray[Any, Any]  # int32 local ids into ``shapes`` / ``typestrs`` (-1 when absent)
+    types: np.ndarray[Any, Any]
+    shapes: list[bytes]  # Input Dims texts as the Python path prints them (UTF-8)
+    typestrs: list[bytes]  # Input type texts, joined by ", "
     _names: list[str] | None = None
 
     def element(self, i: int) -> bytes:
@@ -103,6 +112,10 @@ class FastChunk:
         text, at, ln = self.text, self.el_at, self.el_len
         joined = b",".join([text[a : a + b] for a, b in zip(at[rows].tolist(), ln[rows].tolist(), strict=True)])
         return (DEC_EXACT_LIST if exact else DEC_EVENT_LIST).decode(b"[" + joined + b"]")
+
+    def texts(self, which: str) -> list[str | None]:
+        """The chunk's distinct ``shapes`` or ``typestrs``, decoded."""
+        return [t.decode("utf-8") for t in getattr(self, which)]
 
     def name_strings(self) -> list[str]:
         """The chunk's distinct names (decoded once)."""
@@ -163,6 +176,12 @@ def scan(text: bytes | memoryview) -> FastChunk | None:
         ext=ext,
         dev=dev,
         counters=[],
+        seq=np.frombuffer(got["seq"], np.int64).copy(),
+        fwd=np.frombuffer(got["fwd"], np.int64).copy(),
+        dims=np.frombuffer(got["dims"], np.int32),
+        types=np.frombuffer(got["types"], np.int32),
+        shapes=got["shapes"],
+        typestrs=got["typestrs"],
     )
     stats["scanned"] += 1
     for i in np.flatnonzero(ph == ord("C")).tolist():
@@ -185,23 +204,6 @@ def decode_src(text: bytes) -> tuple[Any, Any]:
     """``pid\\x01tid`` texts → (pid, tid) as the typed decoder gives them (int, or str)."""
     pid, tid = text.split(b"\x01")
     return msgspec.json.decode(pid), msgspec.json.decode(tid)
-
-
-def local_to_global(local: np.ndarray[Any, Any], keys: list[Any], table: dict[Any, int]) -> np.ndarray[Any, Any]:
-    """Chunk-local ids → the file's dense ids in ``table``; new keys get ids in the order they first appear in
-    ``local`` (file order, as :func:`~gputop_trace.parsers.chrome.values.dense_ids` gives them)."""
-    if len(local) == 0:
-        return np.zeros(0, dtype=np.int64)
-    uniq, first = np.unique(local, return_index=True)
-    m = np.full(len(keys), -1, dtype=np.int64)
-    for u in uniq[np.argsort(first, kind="stable")].tolist():
-        k = keys[u]
-        g = table.get(k)
-        if g is None:
-            g = table[k] = len(table)
-        m[u] = g
-    out: np.ndarray[Any, Any] = m[local]
-    return out
 
 
 __all__ = ["PH_I", "PH_X", "Event", "FastChunk", "State", "available", "enabled", "scan"]

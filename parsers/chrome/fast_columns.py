@@ -21,9 +21,18 @@ from gputop_trace.parsers.chrome.columns import (
     _process_other,
 )
 from gputop_trace.parsers.chrome.decode import EXACT_FLOAT_LIMIT_US
-from gputop_trace.parsers.chrome.fast import FastChunk, decode_src, decode_strings, local_to_global
+from gputop_trace.parsers.chrome.fast import FastChunk, decode_src, decode_strings
+from gputop_trace.parsers.chrome.op_args import OpCols
 from gputop_trace.parsers.chrome.state import State
-from gputop_trace.parsers.chrome.values import MAX_ABS_US, OUT_OF_RANGE_NS, T_FAR, T_MISSING, float_to_ns, us_value
+from gputop_trace.parsers.chrome.values import (
+    MAX_ABS_US,
+    OUT_OF_RANGE_NS,
+    T_FAR,
+    T_MISSING,
+    float_to_ns,
+    local_to_global,
+    us_value,
+)
 
 _GROUP_OF = np.full(256, _G_OTHER, dtype=np.uint8)
 for _ph, _g in _PH_GROUP.items():
@@ -137,6 +146,14 @@ def _slices(
         dur_x = _ns(fc, xrows, exact, dur=True)
         names = fc.name_strings()
         loc = fc.name[xrows]
+        op = OpCols(
+            seq=fc.seq[xrows],
+            fwd=fc.fwd[xrows],
+            shape=fc.dims[xrows].astype(np.int64),
+            shape_keys=fc.texts("shapes"),
+            type=fc.types[xrows].astype(np.int64),
+            type_keys=fc.texts("typestrs"),
+        )
         _add_slices(
             st,
             argl,
@@ -149,6 +166,7 @@ def _slices(
             None if is_x.all() else is_x,
             ids,
             None if is_x.all() else fc.args[rows[sel[~is_x]]].tolist(),
+            op,
         )
     seq = seq0 + pos
     for i in np.flatnonzero(group == _G_BE).tolist():

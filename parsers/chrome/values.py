@@ -225,3 +225,20 @@ def stable_int(v: Any) -> int:
     if isinstance(v, int) and not isinstance(v, bool):
         return v
     return -1
+
+
+def local_to_global(local: np.ndarray[Any, Any], keys: list[Any], table: dict[Any, int]) -> np.ndarray[Any, Any]:
+    """Chunk-local ids → the file's dense ids in ``table``; new keys get ids in the order they first appear in
+    ``local`` (file order, as :func:`dense_ids` gives them)."""
+    if len(local) == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, first = np.unique(local, return_index=True)
+    m = np.full(len(keys), -1, dtype=np.int64)
+    for u in uniq[np.argsort(first, kind="stable")].tolist():
+        k = keys[u]
+        g = table.get(k)
+        if g is None:
+            g = table[k] = len(table)
+        m[u] = g
+    out: np.ndarray[Any, Any] = m[local]
+    return out

@@ -15,8 +15,9 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.chrome import fast
 from gputop_trace.parsers.chrome import loader as chrome
 from gputop_trace.parsers.chrome import stream as chrome_stream
+from tests.chrome_reference import load as reference_load
 from tests.conftest import CORPUS, SAMPLES
-from tests.corpus.test_reference_loader import _edge_files
+from tests.corpus.test_reference_loader import _edge_files, _raw
 from tests.trace_compare import trace_differences
 
 pytestmark = pytest.mark.skipif(not fast.available(), reason="the compiled scanner is not built here")
@@ -133,6 +134,67 @@ def test_scanner_leaves_what_it_cannot_read_exactly_to_the_python_path() -> None
     assert got is not None
     assert got.ts_ns.tolist() == [1790857026123456789] and got.dur_ns.tolist() == [2]
     assert fast.decode_strings(got.names) == ['a"b'] and fast.decode_src(got.srcs[0]) == ("p", 2)
+
+
+_OP_ARGS = [  # Input Dims / Input type / Sequence number / Fwd thread id as record_shapes writes them, and not
+    '{"Input Dims": [[2048, 8192], [], [3]], "Input type": ["float", "", "long int"], "Sequence number": 7, '
+    '"Fwd thread id": 1}',
+    '{"Input Dims":[[1,2],[[3],[4, 5]]],"Input type":[ "c10::BFloat16" , "Scalar" ]}',  # other spacing, nesting
+    '{"Input Dims": [ ], "Input type": [], "Sequence number": -3}',
+    '{"Sequence number": 12, "Fwd thread id": 9}',
+    r'{"Input Dims": [[-1, 0]], "Input type": ["\u00e9t\u00e9"]}',  # an escaped type text
+    '{"Input Dims": [[1.5]], "Input type": ["float"]}',  # a float in the dims
+    '{"Input Dims": [[-0]], "Input type": ["float"]}',
+    '{"Input Dims": [[12345678901234567890]]}',  # past int64
+    '{"Input Dims": [["a"]], "Input type": [1, "float"]}',
+    '{"Input Dims": "[[1]]", "Input type": "float"}',  # not lists
+    '{"Input Dims": [[1]], "Input Dims": [[2]]}',  # a duplicate key
+    '{"Input Dims": [[4, 4]], "Input type": ["float"], "External id": 3, "grid": [1, 1, 1]}',  # with a field Args reads
+    '{"Input Dims": [[2048, 8192], [], [3]], "Input type": ["float", "", "long int"]}',  # the first one's texts again
+    '{"Input Dims": [[' + ", ".join(["[" * 40 + "1" + "]" * 40]) + "]]}",  # deep
+    "{}",
+]
+#: args of the wrong type for the typed decoder: their chunk goes to the Python path, which reads what it can
+_OP_ARGS_WRONG_TYPES = [
+    '{"Input Dims": null, "Sequence number": null}',
+    '{"Sequence number": "4", "Fwd thread id": 2.5}',
+]
+
+
+def _op_args_document(args: list[str]) -> bytes:
+    evs = [
+        f'{{"ph": "X", "cat": "cpu_op", "name": "aten::op{i % 5}", "pid": 1, "tid": 1, "ts": {10 * i + 1}, "dur": 5, '
+        f'"args": {a}}}'
+        for i, a in enumerate(args)
+    ]
+    return ('{"traceEvents": [' + ",\n".join(evs) + "]}").encode()
+
+
+@pytest.mark.usefixtures("_fresh_env")
+def test_operator_args_in_every_form_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scanner reads record_shapes' operator args itself (no msgspec decode per operator); every other form
+    goes to the Python decoder for that event, and the two paths (and the stdlib reference) give one model."""
+    path = _raw(tmp_path / "ops.json", _op_args_document(_OP_ARGS * 3 + _OP_ARGS_WRONG_TYPES + _OP_ARGS))
+    for chunk in (300, 1 << 20):
+        monkeypatch.setattr(chrome_stream, "CHUNK", chunk)
+        pure, compiled, used = _both(str(path), monkeypatch)
+        # one chunk holding the wrong types goes to the Python path whole; small chunks are mostly scanned
+        assert used["scanned"] >= (10 if chunk == 300 else 0), used
+        assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
+    plain = _raw(tmp_path / "plain.json", _op_args_document(_OP_ARGS[:5] * 2))  # the stdlib reference: its own rules
+    monkeypatch.setattr(chrome_stream, "CHUNK", 1 << 20)
+    assert not trace_differences(chrome.load(str(plain)), reference_load(str(plain)))[:8]
+    names = compiled.names
+    shapes = [names[i] if i >= 0 else None for i in compiled.op_args.shapes[: len(_OP_ARGS)].tolist()]
+    types = [names[i] if i >= 0 else None for i in compiled.op_args.types[: len(_OP_ARGS)].tolist()]
+    assert shapes[:5] == ["[[2048, 8192], [], [3]]", "[[1, 2], [[3], [4, 5]]]", "[]", None, "[[-1, 0]]"]
+    assert types[:5] == ["float, , long int", "c10::BFloat16, Scalar", "", None, "été"]
+    assert compiled.op_args.seq[:4].tolist() == [7, -1, -3, 12] and compiled.op_args.fwd_tid[3] == 9
+    # the plain forms are read by the scanner; the others are decoded by msgspec (need), event by event
+    got = fast.scan(_op_args_document(_OP_ARGS)[len(b'{"traceEvents": ') : -1])
+    assert got is not None
+    assert got.need[: len(_OP_ARGS)].tolist() == [False] * 4 + [True] * 8 + [False] * 3
+    assert got.texts("shapes")[:2] == ["[[2048, 8192], [], [3]]", "[[1, 2], [[3], [4, 5]]]"]
 
 
 DATA = Path(__file__).resolve().parent.parent / "data"
