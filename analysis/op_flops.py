@@ -6,7 +6,8 @@ These are **estimates from shapes**, not measurements:
 - GEMMs are exact: ``mm``/``addmm`` ``[M, K] @ [K, N]`` = 2·M·K·N, ``bmm``/``baddbmm`` 2·B·M·K·N (the ``add`` of
   addmm/baddbmm is not counted, as PyTorch's ``with_flops`` does not count it), ``linear`` 2·rows·K·N,
   ``matmul`` from its operands' shapes (batch dimensions broadcast).
-- Attention (``scaled_dot_product_attention`` and its flash/efficient/cuDNN/math forms): 4·B·H·L·S·E (QKᵀ and PV;
+- Attention (``scaled_dot_product_attention``, its flash/efficient/cuDNN/math forms and the ``_flash_/_efficient_/
+  _cudnn_attention_forward/backward`` calls under them): 4·B·H·L·S·E (QKᵀ and PV;
   causal masking is not known from shapes, so a causal call is counted in full), backward 2.5× the forward.
 - Convolution: 2·N·Cout·(Cin/groups)·kh·kw·Hout·Wout with Hout·Wout taken equal to the input's (stride 1, "same"
   padding: the shapes do not say).
@@ -40,9 +41,11 @@ DTYPE_PRECISION: dict[str, str] = {
 
 _GEMM = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
 _ATTENTION = re.compile(
-    r"^aten::(_?scaled_dot_product_(flash_|efficient_|cudnn_|fused_)?attention(_math)?(_for_cpu)?"
-    r"|_flash_attention_forward|_efficient_attention_forward)(_backward)?$"
+    r"^aten::(_?scaled_dot_product_(flash_|efficient_|cudnn_|fused_)?attention(_math)?(_for_cpu)?(_backward)?"
+    r"|_(flash|efficient|cudnn)_attention_(forward|backward))$"
 )
+#: the kernels' own entry points, which take query/key/value as [B, L, H, E] (the ``sdpa`` forms: [B, H, L, E])
+_BLHE = frozenset(f"aten::_{k}_attention_{d}" for k in ("flash", "efficient") for d in ("forward", "backward"))
 _CONV = re.compile(r"^aten::(conv[123]d|convolution|_convolution|cudnn_convolution|mkldnn_convolution)$")
 _ELEMENTWISE = re.compile(
     r"^aten::(add|sub|mul|div|addcmul|addcdiv|lerp|pow|sqrt|rsqrt|exp|log|neg|abs|relu|gelu|silu|sigmoid|tanh"
@@ -117,7 +120,7 @@ def _attention_flops(name: str, dims: list[object]) -> int | None:
     q, k = dims[q_at], dims[q_at + 1]
     if not (isinstance(q, list) and isinstance(k, list)) or len(q) != 4 or len(k) != 4:
         return None
-    if name in ("aten::_flash_attention_forward", "aten::_flash_attention_backward"):  # [B, L, H, E]
+    if name in _BLHE:
         b, l_, h, e = (int(x) for x in q)
         s = int(k[1])
     else:  # [B, H, L, E]

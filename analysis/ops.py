@@ -91,7 +91,8 @@ def key_name(name: str) -> str:
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
 
 
-_NVTX_SIZES = re.compile(r", sizes = (\[.*\])")
+#: PyTorch writes ``, input_op_ids = [(op_id,output_nr), ...]`` after the sizes when record_shapes is on
+_NVTX_SIZES = re.compile(r", sizes = (\[.*?\])(?=, input_op_ids = |$)")
 
 
 def nvtx_key(name: str) -> tuple[str, str]:
