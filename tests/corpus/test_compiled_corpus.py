@@ -83,3 +83,14 @@ def test_time_outside_the_compiled_region_is_a_finding() -> None:
     ev = outside.evidence
     assert ev["kernels_outside"] == 2 and 0.87 <= ev["host_outside_ns"] / ev["step_ns"] < 0.875
     assert outside.title == "87.1% of step time (67.2 ms) is spent outside torch.compile regions"
+
+
+def test_the_profile_note_names_the_devices_own_tracer() -> None:
+    """The note on short kernels points CUDA traces to Nsight Systems, and the ROCm MI250 trace (71% of its 14
+    kernels under 10 µs) to rocprofv3, not to an NVIDIA tool."""
+    (cuda,) = [f for f in find_findings(load_file(COMPILED)) if f.kind == "profile_caveat"]
+    assert "Nsight Systems (gputop-trace record --nsys)" in cuda.detail
+    amd = load_file(corpus_file("external/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"))
+    (rocm,) = [f for f in find_findings(amd) if f.kind == "profile_caveat"]
+    assert rocm.evidence["short_kernels"] == 10 and rocm.evidence["kernels"] == 14
+    assert "rocprofv3" in rocm.detail and "Nsight" not in rocm.detail and "--nsys" not in rocm.detail
