@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.analysis.enclosing import innermost_enclosing, nesting_parents
 from gputop_trace.analysis.intervals import union
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kernel_names import inductor_kernel
@@ -209,19 +209,30 @@ def _node_positions(trace: Trace, kernels: I64, api: I64) -> tuple[I64, I64]:
 
 
 def _enclosing_of(trace: Trace, events: I64, lanes: I64, times: I64) -> I64:
-    """For each (lane, time), the last-starting event of ``events`` on that lane that encloses it (``-1``)."""
+    """For each (lane, time), the last-starting event of ``events`` on that lane that encloses it (``-1``): when
+    the last one to start before the time has already ended (a nested region that returned), the search goes up
+    to the events it nests in."""
     out = np.full(len(lanes), -1, dtype=np.int64)
     for lane in np.unique(trace.lane[events]).tolist():
         mine = events[trace.lane[events] == lane]
-        mine = mine[np.argsort(trace.start_ns[mine], kind="stable")]
+        mine = mine[np.lexsort((-trace.dur_ns[mine], trace.start_ns[mine]))]
         q = np.flatnonzero(lanes == lane)
         if not len(q):
             continue
-        pos = np.searchsorted(trace.start_ns[mine], times[q], side="right") - 1
-        ok = pos >= 0
-        cand = np.where(ok, mine[np.maximum(pos, 0)], -1)
-        inside = ok & (trace.end_ns[np.maximum(cand, 0)] > times[q])
-        out[q[inside]] = cand[inside]
+        starts, ends = trace.start_ns[mine], trace.end_ns[mine]
+        parent = nesting_parents(starts, ends)
+        cur = np.searchsorted(starts, times[q], side="right") - 1
+        found = np.full(len(q), -1, dtype=np.int64)
+        todo = cur >= 0
+        while todo.any():
+            i = np.flatnonzero(todo)
+            hit = ends[cur[i]] > times[q[i]]
+            found[i[hit]] = cur[i[hit]]
+            cur[i[~hit]] = parent[cur[i[~hit]]]
+            todo[i[hit]] = False
+            todo[i] &= cur[i] >= 0
+        ok = found >= 0
+        out[q[ok]] = mine[found[ok]]
     return out
 
 

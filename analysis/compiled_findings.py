@@ -374,14 +374,20 @@ def profile_caveat(trace: Trace, gaps: list[DeviceGaps]) -> Draft | None:
         f" and {'a GPU is' if len(bound) == 1 else 'GPUs are'} launch-bound" if bound else ""
     )
     span = max((g.span_ns for g in gaps), default=trace.span_ns)
+    words = trace.device_words()
+    why = words.say(why)
+    # a system-wide tracer of the device's own vendor: Nsight Systems only where the device is a CUDA GPU
+    tracer = {"CUDA": "Nsight Systems (gputop-trace record --nsys)", "HIP": "rocprofv3 (--sys-trace)"}.get(
+        words.runtime or "", "the device vendor's own system-wide tracer"
+    )
     return Draft(
         kind="profile_caveat",
         title=f"Where this profile misleads: {why}, so its launch and gap times are inflated by the profiler",
         detail="torch.profiler records every operator and launch call, and that bookkeeping costs the host time on "
         "each of them; for kernels this short it is of the same order as the kernels, so the gaps between them, "
         "the launch overhead and the host time per step are pessimistic, and overlap between kernels can be "
-        "hidden. Do not act on differences of a few microseconds here: record the same steps with Nsight Systems "
-        "(gputop-trace record --nsys) for truer launch gaps and kernel overlap.",
+        f"hidden. Do not act on differences of a few microseconds here: record the same steps with {tracer} for "
+        "truer launch gaps and kernel overlap.",
         time_ns=int(trace.dur_ns[k[short]].sum()),
         span_ns=span,
         evidence={"kernels": len(k), "short_kernels": n_short, "launch_bound_gpus": len(bound)},

@@ -1,5 +1,5 @@
 """Training/inference steps: the annotation ranges that mark one iteration (``ProfilerStep#7``, ``step_3``,
-``train_step_2``, ``iteration 12``), per rank, with their durations in ns."""
+``train_step_2``, ``infer_4``, ``iteration 12``), per rank, with their durations in ns."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
 STEP_NAME = re.compile(
-    r"^(?:ProfilerStep#\d+|(?:train_|training_|eval_|infer_|inference_)?step[ _#-]?\d+|iter(?:ation)?[ _#-]?\d+)$",
+    r"^(?:ProfilerStep#\d+|(?:train_|training_|eval_|infer_|inference_)?step[ _#-]?\d+|"
+    r"(?:train|training|eval|infer|inference)[ _#-]?\d+|iter(?:ation)?[ _#-]?\d+)$",
     re.IGNORECASE,
 )
 

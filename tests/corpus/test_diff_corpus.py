@@ -24,7 +24,8 @@ GPT = CORPUS / "kineto" / "h200_gpt_train_small.json.gz"
 DDP = CORPUS / "kineto" / "h200_ddp_2gpu"
 RANK0 = DDP / "rank0.pt.trace.json.gz"
 RANK1 = DDP / "rank1.pt.trace.json.gz"
-INDUCTOR = CORPUS / "kineto" / "h200_inductor_compiled.json.gz"
+#: a Kineto trace with no step ranges
+NO_STEPS = CORPUS / "external" / "execution_trace" / "benchmark_simple_add_trace.json.gz"
 NSYS = CORPUS / "nsys" / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
 
 
@@ -149,14 +150,14 @@ def test_too_few_steps_gives_no_verdict_and_says_why(tmp_path: Path) -> None:
 def test_without_steps_the_whole_span_is_compared_and_the_output_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    test = slower_copy(INDUCTOR, tmp_path / "s.json.gz", 1.05)
-    code, out, _ = run_cli(capsys, "diff", str(INDUCTOR), str(test), "--json")
+    test = slower_copy(NO_STEPS, tmp_path / "s.json.gz", 1.05)
+    code, out, _ = run_cli(capsys, "diff", str(NO_STEPS), str(test), "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["steps"]["whole_span"] is True and doc["verdict"]["kind"] == "whole_span"
     assert "whole spans are compared" in doc["verdict"]["sentence"]
     assert [x["what"] for x in doc["comparability"]["differences"]] == ["no_steps"]
-    _, text, _ = run_cli(capsys, "diff", str(INDUCTOR), str(test))
+    _, text, _ = run_cli(capsys, "diff", str(NO_STEPS), str(test))
     assert "No step ranges: the whole spans are compared." in text
 
 

@@ -52,8 +52,9 @@ def test_framework_names_are_normalised() -> None:
 
 @pytest.mark.parametrize(
     ("name", "ok"),
-    [("ProfilerStep#12", True), ("step_3", True), ("train_step_0", True), ("iteration 4", True),
-     ("step", False), ("data_load", False), ("stepper_1x", False)],
+    [("ProfilerStep#12", True), ("step_3", True), ("train_step_0", True), ("iteration 4", True), ("infer_3", True),
+     ("inference 2", True), ("step", False), ("data_load", False), ("stepper_1x", False), ("layer_3", False),
+     ("infer", False)],
 )  # fmt: skip
 def test_step_names(name: str, ok: bool) -> None:
     assert is_step_name(name) is ok
