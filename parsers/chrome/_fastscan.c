@@ -30,6 +30,8 @@
 #define T_OK 0
 #define T_MISSING 1
 #define T_FAR 2
+/* the category of CUPTI range-profiler ranges, as JSON text (parsers/chrome/conventions.py) */
+#define PROFILER_RANGE_CAT "\"cuda_profiler_range\""
 
 typedef struct {
     char *data;
@@ -750,6 +752,12 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         }
     }
     if (!rc && buf_put(&o.args_json, "]", 1)) rc = -2;
+    /* CUPTI range-profiler ranges carry their counters in args not read here: the Python path reads such chunks */
+    for (Py_ssize_t i = 0; !rc && i < cats.n; i++) {
+        Py_ssize_t kn;
+        const char *k = key_at(&cats, (int32_t)i, &kn);
+        if (kn == (Py_ssize_t)sizeof(PROFILER_RANGE_CAT) - 1 && !memcmp(k, PROFILER_RANGE_CAT, kn)) rc = -1;
+    }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyObject *res = NULL;

@@ -79,8 +79,9 @@ def decode_chunk(text: bytes | memoryview) -> Chunk:
 
 
 def _decode_chunk_or_recurse(text: bytes | memoryview) -> Chunk:
-    # CUPTI range-profiler ranges carry their counters in args the scanner does not keep: the Python path reads them
-    if fast.enabled() and _PROFILED.search(text) is None:
+    # the scanner leaves chunks holding CUPTI range-profiler ranges (their counters are args it does not keep) to
+    # the Python path, as it does everything it cannot read exactly
+    if fast.enabled():
         fc = fast.scan(text)
         if fc is not None:
             return Chunk([], fast=fc)

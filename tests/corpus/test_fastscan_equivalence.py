@@ -127,6 +127,7 @@ def test_scanner_leaves_what_it_cannot_read_exactly_to_the_python_path() -> None
         b'[{"ph":"X","ts":1},',  # cut inside the array
         b'[{"ph":"X","ts":1,"args":{"device":"zero"}}]',  # an args field of the wrong type
         b'[{"\\u0074s":1}]',  # an escaped key
+        b'[{"ph":"X","cat":"cuda_profiler_range","ts":1,"args":{"smsp__inst_executed.sum":3}}]',  # counters
         b"[1, 2]",
     ):
         assert fast.scan(text) is None, text
