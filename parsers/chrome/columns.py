@@ -134,24 +134,7 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
         assert chunk.ts_state is not None and ts_x is not None
         no_ts = chunk.ts_state == T_MISSING
         far = chunk.ts_state == T_FAR
-    drop = None
-    if far.any():  # a timestamp no clock gives (beyond ±146 years): the event is skipped like one without ts
-        far &= np.fromiter(map("M".__ne__, phs), bool, n)
-        if far.any():
-            first = evs[int(np.flatnonzero(far)[0])]
-            st.skipped += int(far.sum())
-            st.skipped_example = st.skipped_example or (
-                f"a {first.ph!r} event named {first.name!r} with ts {us_value(first.ts):.3g} µs, out of range"
-            )
-            drop = far
-            no_ts &= ~far
-    if no_ts.any():
-        no_ts &= np.fromiter(map("M".__ne__, phs), bool, n)
-        if no_ts.any():
-            first = evs[int(np.flatnonzero(no_ts)[0])]
-            st.skipped += int(no_ts.sum())
-            st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
-            drop = no_ts if drop is None else drop | no_ts
+    drop = drop_without_time(st, no_ts, far, lambda: np.fromiter(map("M".__ne__, phs), bool, n), evs.__getitem__)
     if not include_python:
         cats = list(map(_A_CAT, evs))
         if "python_function" in cats:
@@ -250,6 +233,37 @@ def _process_slices(
         f.ts.append(ts[sel])
         f.next_slice.append(np.array([e.ph == "f" and e.bp != "e" for e in ev_f], dtype=bool))
         f.seq.append(seq[sel])
+
+
+def drop_without_time(
+    st: State,
+    no_ts: np.ndarray[Any, Any],
+    far: np.ndarray[Any, Any],
+    not_meta: Callable[[], np.ndarray[Any, Any]],
+    event: Callable[[int], Any],
+) -> np.ndarray[Any, Any] | None:
+    """The events a chunk skips (None: none), counted with an example: those without a timestamp and those with
+    one no clock gives (beyond ±146 years), except metadata events (``not_meta``: False for them), which need
+    none. ``event(i)`` is event ``i`` decoded. One rule for both paths."""
+    drop = None
+    if far.any():
+        far &= not_meta()
+        if far.any():
+            first = event(int(np.flatnonzero(far)[0]))
+            st.skipped += int(far.sum())
+            st.skipped_example = st.skipped_example or (
+                f"a {first.ph!r} event named {first.name!r} with ts {us_value(first.ts):.3g} µs, out of range"
+            )
+            drop = far
+            no_ts &= ~far
+    if no_ts.any():
+        no_ts &= not_meta()
+        if no_ts.any():
+            first = event(int(np.flatnonzero(no_ts)[0]))
+            st.skipped += int(no_ts.sum())
+            st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
+            drop = no_ts if drop is None else drop | no_ts
+    return drop
 
 
 def _x_fields(xs: list[Any], exact: bool) -> tuple[list[Any], np.ndarray[Any, Any], Callable[[int], str]]:

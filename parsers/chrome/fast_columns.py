@@ -19,6 +19,7 @@ from gputop_trace.parsers.chrome.columns import (
     _add_slices,
     _process_counters,
     _process_other,
+    drop_without_time,
 )
 from gputop_trace.parsers.chrome.decode import EXACT_FLOAT_LIMIT_US
 from gputop_trace.parsers.chrome.fast import FastChunk, decode_src, decode_strings
@@ -31,7 +32,6 @@ from gputop_trace.parsers.chrome.values import (
     T_MISSING,
     float_to_ns,
     local_to_global,
-    us_value,
 )
 
 _GROUP_OF = np.full(256, _G_OTHER, dtype=np.uint8)
@@ -69,25 +69,7 @@ def process_fast(st: State, fc: FastChunk, *, include_python: bool = True) -> No
     else:
         no_ts = np.isnan(ts_d)
         far = np.abs(ts_d) > MAX_ABS_US
-    drop = None
-    not_meta = ph != _M
-    if far.any():
-        far &= not_meta
-        if far.any():
-            first = fc.event(int(np.flatnonzero(far)[0]), exact)
-            st.skipped += int(far.sum())
-            st.skipped_example = st.skipped_example or (
-                f"a {first.ph!r} event named {first.name!r} with ts {us_value(first.ts):.3g} µs, out of range"
-            )
-            drop = far
-            no_ts &= ~far
-    if no_ts.any():
-        no_ts &= not_meta
-        if no_ts.any():
-            first = fc.event(int(np.flatnonzero(no_ts)[0]), exact)
-            st.skipped += int(no_ts.sum())
-            st.skipped_example = st.skipped_example or f"a {first.ph!r} event named {first.name!r} without ts"
-            drop = no_ts if drop is None else drop | no_ts
+    drop = drop_without_time(st, no_ts, far, lambda: ph != _M, lambda i: fc.event(i, exact))
     cats = decode_strings(fc.cats)
     if not include_python and "python_function" in cats:
         python = fc.cat == cats.index("python_function")
