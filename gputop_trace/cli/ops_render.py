@@ -64,7 +64,7 @@ def render(trace: Trace, tree: OpTree, rows: list[OpRow], args: argparse.Namespa
     if has_flops:
         notes.append(
             "FLOPs are estimates from the input shapes (GEMMs exact), rate = FLOPs per second of device time "
-            "(% of the GPU's published peak)"
+            + trace.device_words(args.rank).say("(% of the GPU's published peak)")
         )
     con.print(Text("; ".join(notes) + ".", style="dim"))
     _steps_and_memory(con, trace, tree, args)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.corpus
 AMD = "external/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 TRITON = "external/triton_example/triton_example.json.gz"
 MTIA = "external/mtia_trace_single_rank/mtia_rank_0.json.gz"
-COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks")
+COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks", "ops")
 #: JSON keys whose strings are our words (everything else is a name or a figure from the trace)
 WORD_KEYS = ("title", "detail", "fix", "label", "cause_label", "note", "verdict")
 CUDA_WORDS = re.compile(r"CUDA|cuda[A-Z_]|torch\.cuda|NVTX|NCCL|cudaHostAlloc")

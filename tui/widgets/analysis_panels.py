@@ -138,13 +138,14 @@ class TransfersPanel(SummaryTablePanel):
         self.multi_rank = False
 
     def columns(self) -> Sequence[Column]:
+        where = self.say("GPU/stream")
         return (
             Column("exposed", 9),
             Column("length", 9),
             Column("copy", 7, right=False),
             Column("size", 10),
             Column("host", 8, right=False, min_panel=70),
-            Column("GPU/stream", 10, min_panel=110),
+            Column(where, max(10, len(where)), min_panel=110),
             Column("at", 11, min_panel=130),
             Column("flags", None, right=False),
         )
@@ -205,7 +206,7 @@ class RangesPanel(SummaryTablePanel):
             Column("total", 9),
             Column("count", 6),
             Column("mean", 9, min_panel=70),
-            Column("GPU time", 9),
+            Column(self.say("GPU time"), 9),
             Column("max", 9, min_panel=110),
             Column("threads", 7, min_panel=120),
             Column("range", None, right=False, distinct=True),
@@ -236,8 +237,8 @@ class RangesPanel(SummaryTablePanel):
     def row_detail(self, item: Any) -> str:
         r: RangeRow = item
         if not r.gpu_ops:
-            return f"{clean(r.name)}: no GPU work was launched inside it."
-        text = f"{clean(r.name)}: {format_ns(r.gpu_ns)} of GPU time from {plural(r.gpu_ops, 'GPU op')}"
+            return f"{clean(r.name)}: " + self.say("no GPU work was launched inside it.")
+        text = f"{clean(r.name)}: " + self.say(f"{format_ns(r.gpu_ns)} of GPU time from {plural(r.gpu_ops, 'GPU op')}")
         if r.gpu_ops_autograd:
             via = f" ({self.autograd_via})" if self.autograd_via else ""
             text += f"; {r.gpu_ops_autograd:,} launched by its autograd thread{via}"
@@ -250,7 +251,11 @@ class RangesPanel(SummaryTablePanel):
         threads = autograd_threads(trace) if trace is not None else {}
         vias = sorted({th.via for th in threads.values()})
         self.autograd_via = " and ".join(vias)
-        lines = ["GPU time: the busy time of the GPU work launched inside the range (n / N then walk its instances)"]
+        lines = [
+            self.say(
+                "GPU time: the busy time of the GPU work launched inside the range (n / N then walk its instances)"
+            )
+        ]
         if trace is not None and threads:
             lines.append("Backward pass: " + "; ".join(clean(n) for n in autograd_note(trace, threads)))
         self.set_summary(lines)

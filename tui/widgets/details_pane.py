@@ -58,7 +58,9 @@ class DetailsPane(VerticalScroll, can_focus=False):
         if util is not None:
             frac, t0, t1 = util
             line = Text(f"cursor cell {format_ns(t0, precision=6)} – {format_ns(t1, precision=6)}: ")
-            line.append(f"GPU busy {100 * frac:.0f}% of the cell" if frac > 0 else "GPU idle")
+            trace = getattr(self.app, "trace", None)
+            busy = f"GPU busy {100 * frac:.0f}% of the cell" if frac > 0 else "GPU idle"
+            line.append(trace.device_words().say(busy) if trace is not None else busy)
             text = line + Text("\n") + text
         elif cell is not None:
             count, frac, label, t0, t1 = cell

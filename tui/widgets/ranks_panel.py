@@ -79,7 +79,7 @@ class RanksPanel(TablePanel):
             Column(lab("rank", "rank"), 5),
             Column("steps", 5),
             Column(lab("step", "step"), 8),
-            Column(lab("busy", "GPU busy"), 9),
+            Column(lab("busy", self.say("GPU busy")), 9),
             Column(lab("collective", "collect."), 9),
             Column(lab("exposed", "exposed"), 8),
             Column("hidden", 6),
@@ -144,7 +144,8 @@ class RanksPanel(TablePanel):
 
     def row_detail(self, r: RankRow) -> str:
         """A line about the highlighted rank: GPUs, step spread, collectives by op."""
-        parts = [f"rank {r.rank}: GPU{'s' if len(r.devices) != 1 else ''} {', '.join(map(str, r.devices)) or '–'}"]
+        devices = f"GPU{'s' if len(r.devices) != 1 else ''} {', '.join(map(str, r.devices)) or '–'}"
+        parts = [f"rank {r.rank}: {self.say(devices)}"]
         if r.step_ns:
             parts.append(f"{plural(r.steps, 'step')} {format_ns(min(r.step_ns))} – {format_ns(max(r.step_ns))}")
         parts.append(f"busy {format_ns(r.busy_ns)} of {format_ns(r.span_ns)}")

@@ -40,7 +40,7 @@ def status_text(
     fmt = trace.meta.format
     warn = len(trace.meta.warnings)
     src = source_label(trace, paths)
-    gpu_text = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    gpu_text = trace.device_words().say(f"{gpus} GPU{'s' if gpus != 1 else ''}")
     layouts = [
         (
             f" {fmt} · {gpu_text} · span {format_ns(trace.span_ns)}",

@@ -100,6 +100,11 @@ class TablePanel(Vertical):
     def highlighted(self, item: Any) -> None:
         """The cursor moved onto an item's row."""
 
+    def say(self, text: str) -> str:
+        """``text`` (which calls the device ``GPU``) in the loaded trace's own words: ``MTIA``, ``device`` ..."""
+        trace = getattr(self.app, "trace", None) if self.is_attached else None
+        return trace.device_words().say(text) if trace is not None else text
+
     # filling -----------------------------------------------------------------------------------------------
     def set_items(self, items: Sequence[Any], note: str | Text = "") -> None:
         """Replace the rows."""
