@@ -316,4 +316,26 @@ def not_one_job(traces: Sequence[Trace], files: Sequence[str]) -> str | None:
         if len({v for v, _ in known}) > 1:
             (a, na), (b, nb) = known[0], next(k for k in known if k[0] != known[0][0])
             return f"their {what} differs ({na}: {a}; {nb}: {b})"
+    return _apart_in_time(traces, names)
+
+
+#: ranks of one job are recorded at the same time: windows further apart than this (ns) are not one job's, even
+#: for clocks that disagree (nodes' clocks differ by milliseconds; a profiler schedule by minutes)
+MAX_RANK_GAP_NS = 3600 * 10**9
+
+
+def _apart_in_time(traces: Sequence[Trace], names: Sequence[str]) -> str | None:
+    """Why these traces' recorded windows (each in its file's own clock) are too far apart to be one job's."""
+    windows = sorted((t.meta.t0_ns, t.meta.t0_ns + t.span_ns, n) for t, n in zip(traces, names, strict=True) if len(t))
+    end, end_name = (windows[0][1], windows[0][2]) if windows else (0, "")
+    for start, stop, name in windows[1:]:
+        if start - end > MAX_RANK_GAP_NS:
+            hours = (start - end) / 3.6e12
+            apart = f"{hours / 24:,.1f} days" if hours >= 48 else f"{hours:,.1f} hours"
+            return (
+                f"they were recorded {apart} apart ({name} starts {apart} after {end_name} ends), and the ranks "
+                "of one job are recorded at the same time"
+            )
+        if stop > end:
+            end, end_name = stop, name
     return None

@@ -120,6 +120,11 @@ def test_when_no_rank_can_be_read_the_first_error_is_raised(tmp_path: Path) -> N
             "kineto/h200_ddp_2gpu/rank1.pt.trace.json.gz",
             "their world size differs",
         ),
+        (  # neither records a job: their clocks say they were recorded seven weeks apart
+            "external/trace_compare/base/base.json.gz",
+            "external/call_stack/backward_thread.json",
+            "recorded 48.7 days apart (backward_thread.json starts 48.7 days after base.json.gz ends)",
+        ),
     ],
 )
 def test_files_of_different_jobs_are_refused_as_one_job(a: str, b: str, why: str) -> None:
@@ -138,6 +143,23 @@ def test_a_rank_on_another_gpu_model_is_not_a_rank_of_the_job(tmp_path: Path) ->
     other.write_text(json.dumps(doc))
     with pytest.raises(TraceError, match=r"their GPU model differs \(rank0.pt.trace.json.gz: NVIDIA H200; "):
         loader.load_paths([str(DDP / "rank0.pt.trace.json.gz"), str(other)], use_cache=False)
+
+
+@pytest.mark.corpus
+def test_ranks_recorded_apart_in_time_are_not_one_job() -> None:
+    """Ranks of one job are recorded at the same time: an hour between their windows is the most allowed."""
+    t = loader.load_paths([str(DDP / "rank0.pt.trace.json.gz")], use_cache=False)
+    one = t.with_meta(ranks=(1,))
+    hour = loader.MAX_RANK_GAP_NS
+    late = one.with_meta(t0_ns=t.meta.t0_ns + t.span_ns + hour)
+    assert loader.not_one_job([t, late], ["a.json", "b.json"]) is None
+    later = one.with_meta(t0_ns=t.meta.t0_ns + t.span_ns + hour + 1)
+    assert loader.not_one_job([later, t], ["b.json", "a.json"]) == (
+        "they were recorded 1.0 hours apart (b.json starts 1.0 hours after a.json ends), and the ranks of one job "
+        "are recorded at the same time"
+    )
+    overlapping = one.with_meta(t0_ns=t.meta.t0_ns + t.span_ns // 2)
+    assert loader.not_one_job([t, overlapping], ["a.json", "b.json"]) is None
 
 
 @pytest.mark.corpus
