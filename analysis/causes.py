@@ -10,7 +10,15 @@ from __future__ import annotations
 from gputop_trace.model.devices import DeviceWords
 
 #: Cause ids, in the order the views list them.
-CAUSES: tuple[str, ...] = ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced", "gpu_dependency")
+CAUSES: tuple[str, ...] = (
+    "sync_stall",
+    "blocked_os",
+    "data_loading",
+    "cpu_bound",
+    "untraced",
+    "gpu_dependency",
+    "slow_launch",  # last: the ids of the others are kept (fleet Parquet files hold them)
+)
 #: Display label of each cause (a full phrase, for sentences and wide tables).
 CAUSE_LABELS: dict[str, str] = {
     "sync_stall": "sync stall",
@@ -19,6 +27,7 @@ CAUSE_LABELS: dict[str, str] = {
     "cpu_bound": "CPU-bound (framework/Python overhead)",
     "untraced": "untraced host time",
     "gpu_dependency": "GPU-side dependency",
+    "slow_launch": "one slow launch call",
 }
 #: A few words per cause, for table cells and the busy strip's gap marks.
 CAUSE_SHORT: dict[str, str] = {
@@ -28,6 +37,7 @@ CAUSE_SHORT: dict[str, str] = {
     "cpu_bound": "CPU-bound",
     "untraced": "untraced host",
     "gpu_dependency": "GPU dependency",
+    "slow_launch": "slow launch",
 }
 
 

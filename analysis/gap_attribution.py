@@ -18,6 +18,7 @@ from gputop_trace.analysis.causes import CAUSES
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.host import HostClass, host_classes
 from gputop_trace.analysis.intervals import overlap_with_union, union
+from gputop_trace.analysis.launches import VERY_SLOW_LAUNCH_NS
 from gputop_trace.analysis.overlap import largest_overlap, outermost_only
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
@@ -140,6 +141,9 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
         stall = rows[drained]
         cause_event[stall] = after_sync[stall]
     cause[gpu_dep] = _CAUSE_CODE["gpu_dependency"]
+    slow = _slow_launches(trace, cause, launch, nxt, g0, window)
+    cause[slow] = _CAUSE_CODE["slow_launch"]
+    cause_event[slow] = launch[slow]  # the evidence is the call the host sat in
     return GapColumns(
         start_ns=g0.astype(np.int64),
         dur_ns=(g1 - g0).astype(np.int64),
@@ -154,6 +158,30 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
         window_ns=window.astype(np.int64),
         breakdown_ns=breakdown,
     )
+
+
+#: A gap the host spent in traced work is a slow launch when the launch call of the kernel that ends it covers at
+#: least this share of the examined window (gap start → end of that launch call).
+SLOW_LAUNCH_SHARE = 0.5
+
+
+def _slow_launches(trace: Trace, cause: npt.NDArray[np.int8], launch: I64, nxt: I64, g0: I64, window: I64) -> I64:
+    """The gaps whose examined window is mostly one launch call (``cudaLaunchKernel``, ``hipLaunchKernel`` ...) of
+    the kernel that ends the gap: the host sat inside one slow call (lazy module loading, a driver stall), not in
+    framework overhead. Only gaps the host spent in traced work qualify (a launch call is traced work), and only
+    calls of at least :data:`~gputop_trace.analysis.launches.VERY_SLOW_LAUNCH_NS`, the launch detector's own bar
+    (ordinary launches of 10–200 µs in a CPU-bound stretch stay CPU-bound)."""
+    cand = np.flatnonzero((cause == _CAUSE_CODE["cpu_bound"]) & (launch >= 0) & (window > 0))
+    if not len(cand):
+        return cand
+    api = launch[cand]
+    w0, w1 = g0[cand], g0[cand] + window[cand]
+    a0 = trace.start_ns[api]
+    a1 = a0 + trace.dur_ns[api]
+    inside = np.maximum(np.minimum(a1, w1) - np.maximum(a0, w0), 0)
+    kernel = (trace.kind[nxt[cand]] == Kind.KERNEL) & (trace.dur_ns[api] >= VERY_SLOW_LAUNCH_NS)
+    slow: I64 = cand[kernel & (inside >= SLOW_LAUNCH_SHARE * window[cand])]
+    return slow
 
 
 def _latest_ending(trace: Trace, events: I64, upto: I64) -> I64:

@@ -36,6 +36,9 @@ def gap_detail(
         return f"host loading data in {nm(cause_event)}"
     if cause == "cpu_bound":
         return f"host busy in {nm(cause_event)}{inside}"
+    if cause == "slow_launch":
+        took = format_ns(int(trace.dur_ns[launch])) if launch >= 0 else "?"
+        return f"host inside one slow {nm(launch)} call ({took}){inside}"
     return f"nothing traced on the launching thread{inside}"
 
 

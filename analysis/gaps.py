@@ -16,6 +16,9 @@ Attribution of a gap, from the GPU op that ends it and that op's launching CUDA 
   that opens while the thread is still in a synchronizing call, and is then spent in ordinary framework work,
   is a **sync stall**: the sync drained the GPU queue, so that work could not run ahead of the GPU.
 * ops with no known launch call are attributed with the device's main launching thread and the whole gap.
+* a gap the host spent in traced work whose window is mostly the launch call (of at least 1 ms) of the kernel
+  that ends it is a **slow launch**: the host sat inside that one call (lazy module loading, a driver stall),
+  not in framework overhead.
 
 All times are int64 ns relative to the trace start.
 """
@@ -51,6 +54,8 @@ CAUSE_FIX: dict[str, str] = {
     "ranges (or Python stack tracing) around it to see what",
     "gpu_dependency": "the GPU waited on another stream, event, collective or graph dependency: check stream "
     "ordering, and whether another rank or stream is late",
+    "slow_launch": "the launch call itself was slow (one-time work inside it: lazy loading of the kernel's module, "
+    "a driver stall, autotuning): warm up before profiling, or set CUDA_MODULE_LOADING=EAGER if it happens every run",
 }
 
 
@@ -67,6 +72,12 @@ def cause_fix(cause: str, words: DeviceWords) -> str:
         return (
             f"the launching thread did something the profiler did not record: add {ranges} ranges (or Python stack "
             "tracing) around it to see what"
+        )
+    if cause == "slow_launch":
+        eager = ", or set HIP_ENABLE_DEFERRED_LOADING=0 if it happens every run" if words.runtime == "HIP" else ""
+        return (
+            "the launch call itself was slow (one-time work inside it: lazy loading of the kernel's code, a driver "
+            f"stall, autotuning): warm up before profiling{eager}"
         )
     if cause == "data_loading" and not words.is_gpu:
         return (

@@ -9,11 +9,11 @@ from gputop_trace.analysis.causes import CAUSES, cause_label
 from gputop_trace.analysis.compiled import CompiledProgram
 from gputop_trace.analysis.compiled_findings import cause_fix, compile_gap_mask
 from gputop_trace.analysis.finding_draft import Draft, family_label, gpu_label, name_family, name_of, pct
+from gputop_trace.analysis.gap_attribution import SLOW_LAUNCH_SHARE
 from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.kernels import short_name
-from gputop_trace.analysis.launch_findings import VERY_SLOW_LAUNCH_NS, lazy_loading_words
+from gputop_trace.analysis.launch_findings import lazy_loading_words
 from gputop_trace.model.arrays import I64
-from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns, plural
 
@@ -21,31 +21,13 @@ from gputop_trace.units import format_ns, plural
 MIN_IDLE_SHARE = 0.02
 #: ... or at least this much time (ns).
 MIN_IDLE_NS = 1_000_000
-#: A host-side gap is a slow launch when the launch call of the op that ends it covers at least this share of
-#: the examined window (gap start → end of that launch call).
-SLOW_LAUNCH_SHARE = 0.5
 
 
-def slow_launch_gaps(trace: Trace, dg: DeviceGaps) -> I64:
-    """The gaps (row indices) whose examined window is mostly one launch call (``cudaLaunchKernel``,
-    ``hipLaunchKernel`` ...) of the kernel that ends the gap: the host sat inside one slow call (lazy module
-    loading, a driver stall), not in framework overhead. Only gaps attributed to CPU-bound work qualify (a
-    launch call is traced work, so that is where such a gap lands), and only calls of at least
-    :data:`~gputop_trace.analysis.launch_findings.VERY_SLOW_LAUNCH_NS` (the launch detector's own bar: ordinary
-    launches of 10–200 µs in a CPU-bound stretch stay CPU-bound)."""
-    c = dg.columns
-    cand = np.flatnonzero((c.cause == CAUSES.index("cpu_bound")) & (c.launch_event >= 0) & (c.window_ns > 0))
-    if not len(cand):
-        return cand
-    api = c.launch_event[cand]
-    g0 = c.start_ns[cand]
-    w_end = g0 + c.window_ns[cand]
-    a0 = trace.start_ns[api]
-    a1 = a0 + trace.dur_ns[api]
-    inside = np.maximum(np.minimum(a1, w_end) - np.maximum(a0, g0), 0)
-    kernel = (trace.kind[c.next_op[cand]] == Kind.KERNEL) & (trace.dur_ns[api] >= VERY_SLOW_LAUNCH_NS)
-    slow: I64 = cand[kernel & (inside >= SLOW_LAUNCH_SHARE * c.window_ns[cand])]
-    return slow
+def slow_launch_gaps(dg: DeviceGaps) -> I64:
+    """The gaps (row indices) the host spent inside one slow launch call (cause ``slow_launch``,
+    :func:`~gputop_trace.analysis.gap_attribution.attribute_gaps`)."""
+    out: I64 = np.flatnonzero(dg.columns.cause == CAUSES.index("slow_launch"))
+    return out
 
 
 def _slow_launch_draft(trace: Trace, dg: DeviceGaps, idx: I64, gpu: str) -> Draft:
@@ -152,7 +134,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgr
     if not len(c):
         return out
     gpu = gpu_label(dg.rank, dg.device, multi, trace)
-    slow = slow_launch_gaps(trace, dg)
+    slow = slow_launch_gaps(dg)
     if len(slow) and (int(c.dur_ns[slow].sum()) >= MIN_IDLE_NS or c.dur_ns[slow].sum() >= MIN_IDLE_SHARE * dg.span_ns):
         out.append(_slow_launch_draft(trace, dg, slow, gpu))
     not_slow = np.ones(len(c), dtype=bool)
@@ -160,7 +142,7 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgr
     not_slow &= ~compile_gap_mask(trace, prog, dg)  # the recompilation finding tells those
     for code, cause in enumerate(CAUSES):
         idx = np.flatnonzero((c.cause == code) & not_slow)
-        if not len(idx):
+        if not len(idx) or cause == "slow_launch":  # its own finding, above
             continue
         total = int(c.dur_ns[idx].sum())
         if total < MIN_IDLE_NS and total < MIN_IDLE_SHARE * dg.span_ns:

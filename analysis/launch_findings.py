@@ -10,7 +10,7 @@ from gputop_trace.analysis.compiled_findings import launch_fix
 from gputop_trace.analysis.finding_draft import Draft, name_of, pct
 from gputop_trace.analysis.gaps import LAUNCH_GAP_NS, SHORT_OP_NS, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
-from gputop_trace.analysis.launches import LaunchReport
+from gputop_trace.analysis.launches import VERY_SLOW_LAUNCH_NS, LaunchReport
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -19,8 +19,6 @@ from gputop_trace.units import format_ns, plural
 #: Launch overhead: kernels shorter than their launch call, at least this many and this share of kernels.
 MIN_TINY_KERNELS = 100
 MIN_TINY_SHARE = 0.3
-#: A single launch call at least this long is reported.
-VERY_SLOW_LAUNCH_NS = 1_000_000
 
 
 def lazy_loading_words(trace: Trace, api: int, words: DeviceWords) -> tuple[str, str]:

@@ -25,6 +25,9 @@ from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
 
+#: A single launch call at least this long is reported (a slow launch: lazy loading, a driver stall).
+VERY_SLOW_LAUNCH_NS = 1_000_000
+
 DELAY_OUTLIER_NS = 100_000
 SLOW_LAUNCH_NS = 50_000
 

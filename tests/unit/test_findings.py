@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from functools import cache
 
 import pytest
@@ -216,6 +217,27 @@ def test_a_gap_that_is_mostly_one_launch_call_is_a_slow_launch_reported_once() -
         if other.kind == "idle_gaps":
             assert all(g["start_ns"] != gap["gap_start_ns"] for g in other.evidence["longest"]), other.title
     assert f.time_ns == gap["gap_ns"]
+
+
+def test_the_gaps_table_calls_the_slow_launch_gap_what_the_finding_calls_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same 6.63 ms gap of external/amd_trace is 'one slow launch call' in `gaps` (text and JSON) and in the
+    summary's idle section, not CPU-bound there while the finding says slow launch; CPU-bound keeps the other 12."""
+    from tests.cli_run import run_cli
+    from tests.paths import CORPUS
+
+    path = str(CORPUS / "external/amd_trace")
+    code, out, _ = run_cli(capsys, "gaps", path, "--json")
+    assert code == 0
+    (dev,) = json.loads(out)["devices"]
+    assert dev["by_cause"]["slow_launch"] == {"count": 1, "total_ns": 6_633_474, "label": "one slow launch call"}
+    assert dev["by_cause"]["cpu_bound"]["count"] == 12
+    (slow,) = [g for g in dev["gaps"] if g["cause"] == "slow_launch"]
+    assert slow["dur_ns"] == 6_633_474 and slow["launch"]["name"] == "hipLaunchKernel"
+    code, out, _ = run_cli(capsys, "summary", path)
+    text = " ".join(out.split())  # lines break where the terminal's width says
+    assert code == 0
+    assert "one slow launch call 6.63 ms (1), CPU-bound (framework/Python overhead) 1.65 ms (12)" in text
+    assert "6.63 ms one slow launch call: host inside one slow hipLaunchKernel call (6.54 ms)" in text
 
 
 def test_the_single_rank_wait_estimate_is_robust_to_one_fast_outlier() -> None:
