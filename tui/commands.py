@@ -32,7 +32,7 @@ def _main(provider: Provider) -> MainScreen | None:
 
 def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
     """Every palette entry as ``(text, help, callback)``."""
-    from gputop_trace.tui.view.kernel_names import kernel_label
+    from gputop_trace.tui.view.kernel_names import fit_names, kernel_labels
     from gputop_trace.tui.widgets.panel_tabs import PANELS
 
     out: list[tuple[str, str, Callable[[], Any]]] = []
@@ -83,21 +83,20 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
     out.append(("Help: keys", "every key of the focused pane (?)", main.action_help))
     rows = main.kernel_rows or []
     multi = len({(r.rank, r.device) for r in rows}) > 1
-    for r in rows[:MAX_KERNELS]:
-        if len(r.events):
-            name = clean(kernel_label(r.name))
-            if len(name) > 60:
-                name = name[:59] + "…"
-            if multi:
-                name += f"  (rank {r.rank}, GPU {r.device})"
-            out.append(
-                (
-                    f"Go to kernel: {name}",
-                    f"{r.pct:.1f}% of kernel time, {plural(r.count, 'launch', 'launches')}, "
-                    f"first at {format_ns(int(main.trace.start_ns[r.events[0]]))}",
-                    partial(main.select_and_show, int(r.events[0]), rezoom=True),
-                )
+    shown = [r for r in rows[:MAX_KERNELS] if len(r.events)]
+    labels = kernel_labels(r.name for r in shown)
+    names = fit_names([clean(labels[r.name]) for r in shown], 60)  # cut where kernels still read differently
+    for r, name in zip(shown, names, strict=True):
+        if multi:
+            name += f"  (rank {r.rank}, GPU {r.device})"
+        out.append(
+            (
+                f"Go to kernel: {name}",
+                f"{r.pct:.1f}% of kernel time, {plural(r.count, 'launch', 'launches')}, "
+                f"first at {format_ns(int(main.trace.start_ns[r.events[0]]))}",
+                partial(main.select_and_show, int(r.events[0]), rezoom=True),
             )
+        )
     t = main.trace
     for rn in main.range_names[:MAX_RANGES]:
         what = "GPU annotation" if rn.on_gpu else "range"

@@ -171,3 +171,10 @@ def test_ci_runs_the_readmes_test_command_verbatim() -> None:
     gates = (ROOT / "scripts" / "gates.sh").read_text()
     for gate in ("ruff check", "ruff format --check", "mypy", "-p gputop_trace", "-p tests", "lint-imports"):
         assert gate in gates, gate
+
+
+def test_docs_keys_is_the_readmes_keys_section() -> None:
+    """docs/keys.md is the README's Keys section, word for word: a key documented in one place only drifts."""
+    readme = (ROOT / "README.md").read_text()
+    section = "## Keys" + readme.split("\n## Keys", 1)[1].split("\n## ", 1)[0]
+    assert (ROOT / "docs" / "keys.md").read_text().rstrip() == section.rstrip()

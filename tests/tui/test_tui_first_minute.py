@@ -85,13 +85,69 @@ def test_fit_names_keeps_what_differs() -> None:
     assert fit_names(["add·vectorized_elementwise_kernel"], 12) == ["add·vectori…"]  # the hint stays
 
 
+# cuBLAS kernels of the corpus' 2xH100 nsys export: they differ in two places (tile size, then split_k), and the
+# instantiations of one PyTorch template that kernel_label names alike (``Mul·vectorized_elementwise_kernel``)
+SM80 = (
+    "sm80_xmma_gemm_f32f32_f32f32_f32_{}_n_tilesize{}_stage3_warpsize{}_ffma_aligna4_alignc4_execute_{}"
+    "kernel__5x_cublas"
+)
+SM80_NAMES = [
+    SM80.format("tn", "64x256x8", "1x4x1", ""),
+    SM80.format("tn", "128x128x8", "2x2x1", ""),
+    SM80.format("tn", "64x256x8", "1x4x1", "split_k_"),
+    SM80.format("tn", "128x128x8", "2x2x1", "split_k_"),
+    SM80.format("nn", "32x32x8", "1x2x1", ""),
+    SM80.format("tn", "32x32x8", "1x2x1", ""),
+]
+MUL = (
+    "void at::native::vectorized_elementwise_kernel<(int)4, at::native::{}<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long){}>>(int, T2, T3)"
+)
+MUL_NAMES = [MUL.format("AUnaryFunctor", 2), MUL.format("BinaryFunctor", 3)]
+
+
+def test_fit_names_shows_every_place_where_names_differ() -> None:
+    from gputop_trace.tui.view.kernel_names import fit_names
+
+    for width in (20, 24, 28, 46):
+        fitted = fit_names(SM80_NAMES, width)
+        assert all(len(f) <= width for f in fitted)
+        assert len(set(fitted)) == len(SM80_NAMES), fitted
+    fitted = fit_names(SM80_NAMES, 28)  # the split_k kernels say so, beside their tile size
+    assert ["spl" in f for f in fitted] == [False, False, True, True, False, False], fitted
+    assert "64" in fitted[2] and "128" in fitted[3], fitted
+    # many names alike (a table of 2,000 GEMM variants) are fitted at once, not pair by pair
+    import time
+
+    many = [SM80.format("tn", f"{i}x{i % 7}", "1x4x1", "") for i in range(2000)]
+    start = time.perf_counter()
+    assert len(set(fit_names(many, 24))) == len(many)
+    assert time.perf_counter() - start < 3.0
+
+
+def test_kernel_labels_tell_instantiations_of_one_template_apart() -> None:
+    from gputop_trace.tui.view.kernel_names import fit_names, kernel_label, kernel_labels
+
+    assert kernel_label(MUL_NAMES[0]) == kernel_label(MUL_NAMES[1]) == "Mul·vectorized_elementwise_kernel"
+    labels = kernel_labels([*MUL_NAMES, NVJET_A])
+    assert labels[NVJET_A] == NVJET_A  # a label that no other kernel shares stays as it is
+    for width in (20, 24, 46):
+        a, b = fit_names([labels[n] for n in MUL_NAMES], width)
+        assert a != b and a.startswith("Mul·") and b.startswith("Mul·"), (a, b)
+    a, b = fit_names([labels[n] for n in MUL_NAMES], 24)
+    assert "AUnary" in a and "Binary" in b, (a, b)
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_kernel_rows_can_be_told_apart(size: tuple[int, int]) -> None:
     async def body() -> None:
+        import numpy as np
+
         from gputop_trace.analysis.kernels import KernelRow
+        from gputop_trace.tui.commands import palette_entries
         from gputop_trace.tui.widgets.kernels_panel import KernelsPanel, KernelTable
 
-        names = [NVJET_A, NVJET_B, *(XMMA.format(t) for t in (64, 128, 192, 256, 320))]
+        names = [NVJET_A, NVJET_B, *(XMMA.format(t) for t in (64, 128, 192, 256, 320)), *SM80_NAMES, *MUL_NAMES]
         rows = [
             KernelRow(n, 0, dev, 1, 1000 - i, 1.0, 1.0, 1, 1, 0.0, 1.0)
             for i, n in enumerate(names)
@@ -111,6 +167,14 @@ def test_kernel_rows_can_be_told_apart(size: tuple[int, int]) -> None:
             assert len(set(seen)) == len(rows), seen
             text = screen_text(app)
             assert "coopA_NNT" in text and "coopB_TNN" in text
+            # the palette's "Go to kernel" entries too (one GPU: no GPU suffix to tell them apart)
+            main.kernel_rows = [
+                KernelRow(r.name, 0, 0, 1, r.total_ns, 1.0, 1.0, 1, 1, 0.0, 1.0, events=np.zeros(1, dtype=np.int64))
+                for r in rows
+                if r.device == 0
+            ]
+            entries = [t for t, _, _ in palette_entries(main) if t.startswith("Go to kernel:")]
+            assert len(entries) == len(set(entries)) == len(names), entries
 
     run(body())
 

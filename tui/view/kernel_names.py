@@ -7,7 +7,9 @@ Pure string functions, no Textual; the families decide the colours of the timeli
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import IntEnum
+from itertools import pairwise
 
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.model.kernel_names import collective_op
@@ -147,6 +149,24 @@ def kernel_label(name: str) -> str:
     return f"{hint}·{tail}" if hint and hint != tail else tail
 
 
+_NAMESPACES = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+
+
+def kernel_labels(names: Iterable[str]) -> dict[str, str]:
+    """:func:`kernel_label` of each name; names whose labels coincide (``Mul·vectorized_elementwise_kernel`` for
+    both the ``AUnaryFunctor`` and the ``BinaryFunctor`` instantiation) get their template or parameter list after
+    it, namespaces dropped, so that :func:`fit_names` can show where they differ."""
+    labels = {n: kernel_label(n) for n in dict.fromkeys(names)}
+    groups: dict[str, list[str]] = {}
+    for n, label in labels.items():
+        groups.setdefault(label, []).append(n)
+    for label, members in groups.items():
+        for n in members if len(members) > 1 else ():
+            cut = min((i for i in (n.find("<"), n.find("(")) if i >= 0), default=0)
+            labels[n] = f"{label} {_NAMESPACES.sub('', n[cut:]).strip()}"
+    return labels
+
+
 def kernel_display_name(name: str) -> str:
     """The kernel's short name with its hint, for tables (``at::native::vectorized_elementwise_kernel (add)``)."""
     if not _looks_like_cpp(name):
@@ -167,12 +187,36 @@ def _cut(name: str, width: int, start: int) -> str:
     return name[:head] + "…" + rest
 
 
+def _cut_at(name: str, width: int, points: list[int]) -> str:
+    """``name`` in ``width`` columns showing each of ``points`` (sorted places where it differs from another
+    name): its head, then after ``…`` a stretch of the name around each point further on (stretches that meet
+    are joined); one point further on is :func:`_cut` a few characters before it."""
+    most = max(1, (width - 1) // 3)
+    inside = points[0] < most  # a difference within the head shows there
+    points = [p for p in points if p >= most]
+    if not points:
+        return name[: width - 1] + "…"
+    if len(points) == 1:
+        return _cut(name, width, max(most if inside else 0, points[0] - 4))
+    head = most if inside else min(most, max(0, points[0] - 4))
+    seg = max(2, (width - head - 1) // len(points) - 1)  # one column kept for the final …
+    ctx = 0 if seg < 6 else min(4, seg // 3)  # in a short stretch, the differing characters themselves
+    out, end = name[:head], head
+    for p in points:
+        start = max(p - ctx, end)
+        out += ("…" if start > end else "") + name[start : start + seg]
+        end = start + seg
+    out += "…" if end < len(name) else ""
+    return out if len(out) <= width else out[: width - 1] + "…"
+
+
 def fit_names(names: list[str], width: int, *, keep_head: bool = False) -> list[str]:
     """Each name in at most ``width`` columns, cut so that names that differ still read differently: a name that
     is too long keeps its head and its tail (``nvjet_sm90_ts…_bz_coopA_NNT``, where kernel names differ most;
     ``keep_head``: its head alone, as lane names read best, ``Stream #14(C…``); a label led by its hint
     (``add·vectorized_elementwise_kernel``) keeps the hint and is cut at the end; names that still collide show,
-    after the head, the stretch from where they start to differ (``Hos…ads/554``, ``Hos…ads/631``)."""
+    after the head, a stretch at each place where they part from the other cut names (``Hos…ads/554``,
+    ``Hos…ads/631``; ``sm80_…tn…64…ke…``, ``sm80_…tn…64…sp…`` for the plain and the split_k GEMM)."""
     if width < 4:
         return [n[:width] for n in names]
 
@@ -187,14 +231,46 @@ def fit_names(names: list[str], width: int, *, keep_head: bool = False) -> list[
     groups: dict[str, set[str]] = {}
     for n, label in zip(names, out, strict=True):
         groups.setdefault(label, set()).add(n)
+    parting: dict[str, list[int]] | None = None
     for label, members in groups.items():
         if len(members) < 2:
             continue
-        common = len(_common_prefix(sorted(members)))
-        at = max(0, common - 4)  # a few characters of context before the first difference
-        fixed = {n: _cut(n, width, at) if len(n) > width else n for n in members}
+        if parting is None:  # a cut name must still differ from every other cut name, not only its group's
+            parting = _parting_points(sorted({n for n in names if len(n) > width}))
+        fixed: dict[str, str] = {}
+        for n in members:
+            # every place this name parts from another one (``tilesize64…`` / ``tilesize128…``, and further on
+            # ``execute_kernel`` / ``execute_split_k_kernel``), not only where the group does
+            fixed[n] = _cut_at(n, width, parting.get(n) or [0]) if len(n) > width else n
         out = [fixed.get(n, o) if o == label else o for n, o in zip(names, out, strict=True)]
     return out
+
+
+def _parting_points(names: list[str]) -> dict[str, list[int]]:
+    """For each of the sorted, distinct ``names``, the lengths of the prefixes it shares with the others, sorted:
+    going away from it in sorted order these are the running minima of the neighbours' shared prefixes, reached
+    by jumping to the nearest smaller one (linear, not quadratic, in the number of names)."""
+    a = [len(_common_prefix([x, y])) for x, y in pairwise(names)]
+    prev, nxt = [-1] * len(a), [len(a)] * len(a)
+    stack: list[int] = []
+    for order, out in ((range(len(a)), prev), (range(len(a) - 1, -1, -1), nxt)):
+        stack.clear()
+        for k in order:
+            while stack and a[stack[-1]] >= a[k]:
+                stack.pop()
+            out[k] = stack[-1] if stack else out[k]
+            stack.append(k)
+    got: dict[str, list[int]] = {}
+    for i, n in enumerate(names):
+        pts, j, k = set(), i - 1, i
+        while j >= 0:
+            pts.add(a[j])
+            j = prev[j]
+        while k < len(a):
+            pts.add(a[k])
+            k = nxt[k]
+        got[n] = sorted(pts)
+    return got
 
 
 def _common_prefix(names: list[str]) -> str:

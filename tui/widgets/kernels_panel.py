@@ -19,7 +19,13 @@ from gputop_trace.analysis.profiler_ranges import profiler_lanes
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.histogram import histogram_text
-from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name, kernel_family, kernel_label
+from gputop_trace.tui.view.kernel_names import (
+    FAMILY_LABEL,
+    kernel_display_name,
+    kernel_family,
+    kernel_label,
+    kernel_labels,
+)
 from gputop_trace.tui.widgets.table_panel import Column, SortedTablePanel
 from gputop_trace.units import format_ns, plural
 
@@ -172,6 +178,8 @@ class KernelsPanel(Horizontal):
             )
             self.query_one("#kernel-histogram", Static).update("")
             return
+        # labels that would read alike for different kernels carry their template arguments (kernel_labels)
+        tp._names = {n: clean(label) for n, label in kernel_labels(r.name for r in rows).items()}
         tp.items = list(rows)
         tp.set_items(tp.sorted_rows(rows), tp._note())
         self.show_histogram(tp.current_item())
