@@ -1,6 +1,7 @@
 """The memory lane under each GPU of a ``profile_memory`` trace (the H200 reference in tests/data): it sits under
-the busy strip, its label gives the most memory allocated in the window, its blocks reach full height where the
-allocator's peak is; plus snapshots at 80×24 and 160×48, and the column maths on a hand-made series."""
+the busy strip, its label gives the most memory allocated in the window, the reserved row under it the most
+reserved, both on the scale of the larger peak; plus snapshots at 80×24 and 160×48, and the column maths on
+hand-made series."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gputop_trace.analysis.memory import memory_series
 from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.view.lanes import RowKind
-from gputop_trace.tui.view.memory_lane import MemoryRow, column_max, memory_row_cells
+from gputop_trace.tui.view.memory_lane import RESERVED, MemoryRow, column_max, memory_row_cells
 from gputop_trace.units import format_bytes
 from tests.tui_helpers import run, screen_text, timeline, wait_loaded
 
@@ -30,6 +31,18 @@ def test_column_max_carries_the_level_in_and_takes_the_most_inside() -> None:
     cells = memory_row_cells(row, bounds)
     assert cells.text == " ▃█▂▆"
     assert row.max_between(30, 40) == 50 and row.max_between(0, 50) == 300
+
+
+def test_allocated_and_reserved_rows_share_one_scale() -> None:
+    """Both rows are scaled to the larger peak (the reserved one), so the space between them is what the caching
+    allocator holds unused; a record without the reserved total reads as 0 there."""
+    ts = np.array([10, 20, 30], dtype=np.int64)
+    row = MemoryRow(ts, np.array([100, 400, 200], dtype=np.int64), 400, np.array([800, 800, -1], dtype=np.int64), 800)
+    bounds = np.array([0, 10, 20, 31, 40], dtype=np.int64)  # [31, 40): after the record without a reserved total
+    assert row.has_reserved
+    assert memory_row_cells(row, bounds, RESERVED).text == " ██ "
+    assert memory_row_cells(row, bounds).text == " ▁▄▂"
+    assert row.max_between(0, 40, RESERVED) == 800 and row.max_between(0, 40) == 400
 
 
 def test_memory_lane_sits_under_the_busy_strip_and_shows_the_peak() -> None:
@@ -48,6 +61,12 @@ def test_memory_lane_sits_under_the_busy_strip_and_shows_the_peak() -> None:
             mem = tl.data.memory[(0, 0)]
             assert mem.peak == gpu.peak_bytes and mem.max_between(tl.t0, tl.t1) == gpu.peak_bytes
             assert f"mem {format_bytes(gpu.peak_bytes)}" in screen_text(app)
+            # the reserved row under it, on the same scale: full height at the reserved peak
+            res = tl.lines[at + 1]
+            assert res.kind == RowKind.MEMORY and res.series == RESERVED and res.device == 0
+            assert gpu.reserved_peak_bytes > gpu.peak_bytes and mem.scale == gpu.reserved_peak_bytes
+            assert "█" in tl.plot_text(at + 1)
+            assert f"reserved {format_bytes(gpu.reserved_peak_bytes)}" in screen_text(app)
 
     run(body())
 

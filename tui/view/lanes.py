@@ -51,6 +51,7 @@ class DisplayRow:
     rows_in_lane: int = 1
     folded: bool = False
     lane_kind: int = -1
+    series: str = ""  # MEMORY lines: "allocated" or "reserved"
 
 
 @dataclass
@@ -65,14 +66,18 @@ class _Node:
     lane_kind: int = -1
     children: list[_Node] = field(default_factory=list)
     collapsed_by_default: bool = False
+    series: str = ""
 
 
-def _memory_devices(trace: Trace) -> set[tuple[int, int]]:
-    """(rank, device) of the GPUs with allocator records (``profile_memory``)."""
+def _memory_devices(trace: Trace, *, reserved: bool = False) -> set[tuple[int, int]]:
+    """(rank, device) of the GPUs with allocator records (``profile_memory``; ``reserved``: records that carry
+    the reserved total)."""
     mem = trace.memory
     if not len(mem):
         return set()
     gpu = np.isin(mem.device_type, DEVICE_MEMORY_TYPES) & (mem.device >= 0)
+    if reserved:
+        gpu &= mem.reserved >= 0
     ranks = trace.lane_rank[trace.lane[mem.event[gpu]]]
     return set(zip(ranks.tolist(), mem.device[gpu].tolist(), strict=True))
 
@@ -133,6 +138,7 @@ class LaneLayout:
         multi_rank = len(by_rank) > 1
         busy_devices = {(r, d) for r, d in zip(t.lane_rank.tolist(), t.lane_device.tolist(), strict=True) if d >= 0}
         memory_devices = _memory_devices(t)
+        reserved_devices = _memory_devices(t, reserved=True)
         for rank in sorted(by_rank):
             gpu: dict[int, list[int]] = defaultdict(list)
             cpu: dict[int, list[int]] = defaultdict(list)
@@ -162,7 +168,15 @@ class LaneLayout:
                         )
                     )
                 if (rank, dev) in memory_devices:
-                    g.children.append(_Node(RowKind.MEMORY, f"mem:{rank}:{dev}", "mem", rank=rank, device=dev))
+                    g.children.append(
+                        _Node(RowKind.MEMORY, f"mem:{rank}:{dev}", "mem", rank=rank, device=dev, series="allocated")
+                    )
+                if (rank, dev) in reserved_devices:
+                    g.children.append(
+                        _Node(
+                            RowKind.MEMORY, f"memres:{rank}:{dev}", "reserved", rank=rank, device=dev, series="reserved"
+                        )
+                    )
                 order = {LaneKind.GPU_RANGES: 0, LaneKind.GPU_STREAM: 1, LaneKind.UVM: 2}
                 for lane in sorted(gpu[dev], key=lambda x: (order.get(t.lanes[x].kind, 3), t.lanes[x].stream, x)):
                     g.children.append(self._lane_node(lane))
@@ -283,7 +297,7 @@ class LaneLayout:
                     for c in n.children:
                         rec(c, level + 1)
             elif n.kind in (RowKind.UTIL, RowKind.MEMORY):
-                out.append(DisplayRow(n.kind, n.key, n.label, level, rank=n.rank, device=n.device))
+                out.append(DisplayRow(n.kind, n.key, n.label, level, rank=n.rank, device=n.device, series=n.series))
             else:
                 folded = n.rows > 1 and n.key in collapsed
                 shown = 1 if folded else n.rows

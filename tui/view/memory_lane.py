@@ -1,6 +1,8 @@
 """The memory lane under each GPU (``profile_memory`` traces): per screen column, the most memory the allocator
-had allocated on the device during that column, as a block whose height is its share of the device's peak.
-Sizes in bytes, times in ns."""
+had allocated on the device during that column, and below it the most it had reserved (where the trace records
+it), each as a block whose height is its share of the device's largest figure (the reserved peak, where
+recorded), so the two rows compare: the gap between them is what the caching allocator holds unused. Sizes in
+bytes, times in ns."""
 
 from __future__ import annotations
 
@@ -18,17 +20,37 @@ if TYPE_CHECKING:
     from gputop_trace.tui.view.row_render import Cells
 
 
+#: the series a memory row draws
+ALLOCATED, RESERVED = "allocated", "reserved"
+
+
 @dataclass(frozen=True)
 class MemoryRow:
-    """One device's allocated bytes after each allocator record (``ts_ns`` ascending) and its peak."""
+    """One device's allocated and reserved bytes after each allocator record (``ts_ns`` ascending; ``reserved``
+    -1 where not recorded), the allocated peak, and ``scale``: the largest figure of either (a block's 8/8)."""
 
     ts_ns: I64
     allocated: I64
     peak: int
+    reserved: I64 | None = None
+    scale: int = 0
 
-    def max_between(self, t0: int, t1: int) -> int:
-        """The most bytes allocated at any time in ``[t0, t1)`` (the level carried in from before ``t0`` too)."""
-        return int(column_max(self, np.array([t0, t1], dtype=np.int64))[0])
+    @property
+    def has_reserved(self) -> bool:
+        """Whether the allocator records carry the reserved total."""
+        return self.reserved is not None and bool((self.reserved >= 0).any())
+
+    def series(self, which: str = ALLOCATED) -> I64:
+        """The bytes of one series after each record (reserved: -1 where not recorded reads as 0)."""
+        if which == RESERVED and self.reserved is not None:
+            out: I64 = np.maximum(self.reserved, 0)
+            return out
+        return self.allocated
+
+    def max_between(self, t0: int, t1: int, which: str = ALLOCATED) -> int:
+        """The most bytes of a series at any time in ``[t0, t1)`` (the level carried in from before ``t0``
+        too)."""
+        return int(column_max(self, np.array([t0, t1], dtype=np.int64), which)[0])
 
 
 def memory_rows(trace: Trace) -> dict[tuple[int, int], MemoryRow]:
@@ -36,15 +58,17 @@ def memory_rows(trace: Trace) -> dict[tuple[int, int], MemoryRow]:
     from gputop_trace.analysis.memory import memory_series
 
     return {
-        (s.rank, s.device): MemoryRow(s.ts_ns, s.allocated, s.peak_bytes)
+        (s.rank, s.device): MemoryRow(
+            s.ts_ns, s.allocated, s.peak_bytes, s.reserved, max(s.peak_bytes, s.reserved_peak_bytes, 1)
+        )
         for s in memory_series(trace, locate_peak=False)
         if s.device >= 0
     }
 
 
-def column_max(row: MemoryRow, bounds: I64) -> I64:
-    """Per column ``[bounds[i], bounds[i+1])``: the most bytes allocated in it (0 before the first record)."""
-    ts, alloc = row.ts_ns, row.allocated
+def column_max(row: MemoryRow, bounds: I64, which: str = ALLOCATED) -> I64:
+    """Per column ``[bounds[i], bounds[i+1])``: the most bytes of a series in it (0 before the first record)."""
+    ts, alloc = row.ts_ns, row.series(which)
     width = len(bounds) - 1
     if not len(ts) or width <= 0:
         return np.zeros(max(width, 0), dtype=np.int64)
@@ -63,13 +87,13 @@ def column_max(row: MemoryRow, bounds: I64) -> I64:
     return out
 
 
-def memory_row_cells(row: MemoryRow, bounds: I64) -> Cells:
-    """Cells of a memory lane: block height = the column's most allocated bytes over the device's peak."""
+def memory_row_cells(row: MemoryRow, bounds: I64, which: str = ALLOCATED) -> Cells:
+    """Cells of a memory row: block height = the column's most bytes of the series over the row's scale."""
     from gputop_trace.tui.view.row_render import Cells  # row_render needs the timeline data, which needs this
 
     width = len(bounds) - 1
-    level = column_max(row, bounds)
-    eighths = np.ceil(8 * level / max(row.peak, 1)).astype(np.int64)
+    level = column_max(row, bounds, which)
+    eighths = np.ceil(8 * level / max(row.scale or row.peak, 1)).astype(np.int64)
     eighths = np.where(level > 0, np.clip(eighths, 1, 8), 0)
     glyphs = np.array(list(EIGHTHS))
     chars: list[str] = glyphs[eighths].tolist()

@@ -221,7 +221,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             style = Style()
         elif line.kind == RowKind.MEMORY:
             mem = self.data.memory.get((line.rank, line.device))
-            most = mem.max_between(self.t0, self.t1) if mem is not None else 0
+            most = mem.max_between(self.t0, self.t1, line.series or "allocated") if mem is not None else 0
             text = f"{indent}{line.label} {format_bytes(most)}"
             style = Style()
         else:
@@ -244,7 +244,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
         if line.kind == RowKind.MEMORY:
             mem = self.data.memory.get((line.rank, line.device))
             if mem is not None:
-                return memory_row_cells(mem, bounds)
+                return memory_row_cells(mem, bounds, line.series or "allocated")
             return rule_cells(len(bounds) - 1, " ")
         if line.kind == RowKind.UTIL:
             return util_row_cells(
