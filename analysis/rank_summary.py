@@ -128,7 +128,7 @@ def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = No
     from gputop_trace.analysis.busy import device_busy
     from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives
     from gputop_trace.analysis.gaps import find_gaps
-    from gputop_trace.analysis.steps import find_steps
+    from gputop_trace.analysis.steps import find_steps, steps_note
     from gputop_trace.analysis.transfers import transfer_overlap
     from gputop_trace.model.kinds import Kind
 
@@ -144,6 +144,7 @@ def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = No
     copy_rank = trace.event_rank[memcpy]
     copy_bytes = trace.copies.bytes[np.isin(trace.copies.event, memcpy)].clip(0)
     given = isinstance(trace.meta.properties.get("distributedInfo"), dict)
+    warnings = tuple(dict.fromkeys(trace.meta.warnings))
     common = {
         "path": path,
         "rank_given": given,
@@ -152,15 +153,16 @@ def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = No
         "producer": trace.meta.producer,
         "world_size": trace.meta.world_size,
         "gap_threshold_ns": int(opts.gap_threshold_ns),
-        "warnings": tuple(dict.fromkeys(trace.meta.warnings)),
+        "warnings": warnings,
     }
     out = []
     for r in ranks:
+        note = steps_note(trace, steps[r]) if r in steps else None  # a step cut at the end of the recording
         out.append(
             _rank_summary(
                 trace,
                 r,
-                common,
+                {**common, "warnings": (*warnings, note)} if note else common,
                 opts,
                 gaps=[g for g in gaps if g.rank == r],
                 busy=[b for b in busy if b.rank == r],

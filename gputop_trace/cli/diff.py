@@ -200,6 +200,10 @@ def _render_steps(con: Console, doc: dict[str, Any]) -> None:
             con.print(Text(f"Warm-up steps of {side.upper()} (shown apart, not compared): ", style="dim")
                       + Text(", ".join(f"{clean(n)} {format_ns(s['dur_ns'])}" for n, s in
                                        zip(warm, [s for s in st[side] if s["warmup"]], strict=True))))  # fmt: skip
+        cut = [s for s in st[side] if s.get("cut")]
+        if cut:
+            con.print(Text(f"Steps of {side.upper()} cut at the end of the recording (not compared): ", style="yellow")
+                      + Text(", ".join(f"{clean(s['name'])} {format_ns(s['dur_ns'])}" for s in cut)))  # fmt: skip
     if st["whole_span"]:
         con.print(Text("No step ranges: the whole spans are compared.", style="yellow"))
         return

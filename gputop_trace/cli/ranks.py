@@ -51,6 +51,7 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
 
     con = common.stdout_console()
@@ -82,6 +83,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
             style="dim",
         )
     )
+    for n in doc["step_notes"]:
+        con.print(Text("note: ", style="yellow") + Text(clean(f"rank {n['rank']}: {n['note']}.")))
     if doc["verdict"]:
         con.print(Text(doc["verdict"]))
     elif len(doc["ranks"]) > 1 and not any(r["collectives"] for r in doc["ranks"]):

@@ -105,6 +105,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         who = f"rank {s['rank']} " if multi else ""
         spread = f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})" if s["count"] > 1 else ""
         con.print(Text(f"{who}step time: {format_ns(s['mean_ns'])} mean over {plural(s['count'], 'step')}{spread}"))
+        if s["note"]:
+            con.print(Text("note: ", style="yellow") + Text(clean(f"{who}{s['note']}.")))
     said = trace.device_words()
     ev = ", ".join(plural(v, *said.kind_words(JSON_KEY_WORDS.get(k, (k, k)))) for k, v in doc["events"].items() if v)
     con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))

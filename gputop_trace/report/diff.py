@@ -76,6 +76,7 @@ def _steps_json(trace: Trace, steps: RunSteps) -> list[dict[str, Any]]:
                 "start_ns": trace.file_time_ns(start, rank),
                 "dur_ns": int(steps.dur_ns[k]),
                 "warmup": bool(steps.warmup[k]),
+                "cut": bool(steps.cut[k]),
             }
         )
     return out
@@ -145,7 +146,10 @@ def diff_document(d: RunDiff, base_paths: Sequence[str], test_paths: Sequence[st
         "base": source_block(d.base, base_paths),
         "test": source_block(d.test, test_paths),
     }
-    doc["warnings"] = [f"BASE: {w}" for w in d.base.meta.warnings] + [f"TEST: {w}" for w in d.test.meta.warnings]
+    doc["warnings"] = [
+        *(f"BASE: {w}" for w in (*d.base.meta.warnings, *d.base_steps.notes)),
+        *(f"TEST: {w}" for w in (*d.test.meta.warnings, *d.test_steps.notes)),
+    ]
     return doc
 
 

@@ -86,6 +86,7 @@ def straggler_sentence(s: StragglerReport, rows: list[RankRow]) -> str | None:
 def ranks_document(trace: Trace, paths: list[str]) -> dict[str, Any]:
     """The ranks document."""
     from gputop_trace.analysis.ranks import rank_table
+    from gputop_trace.analysis.steps import find_steps, steps_note
     from gputop_trace.analysis.stragglers import find_stragglers
     from gputop_trace.report.envelope import envelope
 
@@ -98,4 +99,5 @@ def ranks_document(trace: Trace, paths: list[str]) -> dict[str, Any]:
         ranks=[row_json(r) for r in rows],
         stragglers=straggler_json(strag, trace.meta.rank_shift_ns),
         verdict=straggler_sentence(strag, rows),
+        step_notes=[{"rank": s.rank, "note": n} for s in find_steps(trace) if (n := steps_note(trace, s)) is not None],
     )

@@ -115,11 +115,13 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
 
 
 def steps_json(trace: Trace) -> list[dict[str, Any]]:
-    """Per rank, the step ranges (``ProfilerStep#N`` / ``step_N``) and their durations in ns; empty when the
-    trace marks no steps."""
+    """Per rank, the step ranges (``ProfilerStep#N`` / ``step_N``) and their measured durations in ns (a step that
+    runs past the end of the recording is cut there: :mod:`gputop_trace.analysis.steps`); ``cut`` lists those
+    steps with the duration their range records, ``left_out`` the step ranges with nothing recorded in them, and
+    ``note`` says both in words (null when there are none). Empty when the trace marks no steps."""
     import numpy as np
 
-    from gputop_trace.analysis.steps import find_steps
+    from gputop_trace.analysis.steps import find_steps, steps_note
 
     out = []
     for s in find_steps(trace):
@@ -135,6 +137,16 @@ def steps_json(trace: Trace) -> list[dict[str, Any]]:
                 "median_ns": int(np.median(d)),
                 "min_ns": int(d.min()),
                 "max_ns": int(d.max()),
+                "cut": [
+                    {
+                        "name": trace.event_name(int(s.events[i])),
+                        "step_ns": int(s.dur_ns[i]),
+                        "range_ns": int(s.range_dur_ns[i]),
+                    }
+                    for i in np.flatnonzero(s.cut).tolist()
+                ],
+                "left_out": [trace.event_name(int(e)) for e in s.left_out.tolist()],
+                "note": steps_note(trace, s),
             }
         )
     return out

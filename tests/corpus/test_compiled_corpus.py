@@ -94,3 +94,52 @@ def test_the_profile_note_names_the_devices_own_tracer() -> None:
     (rocm,) = [f for f in find_findings(amd) if f.kind == "profile_caveat"]
     assert rocm.evidence["short_kernels"] == 10 and rocm.evidence["kernels"] == 14
     assert "rocprofv3" in rocm.detail and "Nsight" not in rocm.detail and "--nsys" not in rocm.detail
+
+
+def test_the_triton_step_is_measured_inside_the_recording(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Triton example's ``ProfilerStep#1`` sits on another process (pid 3100453) than the work and is recorded
+    as 13.3 s long, while the recording ends 1.84 ms into it (``Record Window End``) and the last activity,
+    ``cudaDeviceSynchronize``, ends 1.53 ms into it (both read from the JSON with the standard library). The step
+    is measured to that last activity: 11.6% of it is outside the compiled region, not the "100.0% of step time
+    (13.3 s)" the uncut range gave, and the summary says the step was cut."""
+    import gzip
+    from decimal import Decimal
+    from pathlib import Path
+
+    from gputop_trace.analysis.compiled import compiled_program
+    from gputop_trace.analysis.compiled_findings import _host_outside_ns
+
+    raw = json.loads(gzip.decompress(Path(TRITON).read_bytes()), parse_float=Decimal)["traceEvents"]
+    (step,) = [e for e in raw if e.get("name") == "ProfilerStep#1"]
+    (sync,) = [e for e in raw if e.get("name") == "cudaDeviceSynchronize"]
+    (window,) = [e for e in raw if e.get("name") == "Record Window End"]
+    assert (step["pid"], sync["pid"]) == (3100453, 1670242)
+    ns = Decimal(1000)
+    assert int((window["ts"] - step["ts"]) * ns) == 1_837_333
+    assert int((sync["ts"] + sync["dur"] - step["ts"]) * ns) == 1_530_844
+    assert int(step["dur"] * ns) == 13_336_315_805
+
+    t = load_file(TRITON)
+    (st,) = find_steps(t)
+    assert st.dur_ns.tolist() == [1_530_844] and st.range_dur_ns.tolist() == [13_336_315_805]
+    assert _host_outside_ns(t, compiled_program(t), [st]) == (177_880, 1_530_844)  # 11.6%, under the 25% bar
+
+    code, out, _ = run_cli(capsys, "summary", TRITON, "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [f["kind"] for f in doc["findings"]] == ["profile_caveat"]
+    (row,) = doc["steps"]
+    assert row["step_ns"] == [1_530_844] and row["mean_ns"] == 1_530_844
+    assert row["cut"] == [{"name": "ProfilerStep#1", "step_ns": 1_530_844, "range_ns": 13_336_315_805}]
+    note = (
+        "ProfilerStep#1 runs 13.3 s past the end of the recording (which ends 1.84 ms into it), so it is measured "
+        "to the last activity recorded in it: 1.53 ms of the 13.3 s its range says"
+    )
+    assert row["note"] == note and row["left_out"] == []
+
+    code, out, _ = run_cli(capsys, "summary", TRITON)
+    assert code == 0
+    text = " ".join(out.split())
+    assert "of step time" not in text and "outside torch.compile regions" not in text
+    assert "What to fix first 1. Where this profile misleads: 100.0% of its 1 kernels run under 10.0 µs" in text
+    assert f"step time: 1.53 ms mean over 1 step note: {note}." in text

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -82,7 +83,10 @@ def test_a_rank_missing_a_step_is_left_out_of_that_slot() -> None:
     trace = straggler_pair()
     steps = find_steps(trace)
     # rank 1's recording started one step later: its steps still meet rank 0's by name
-    later = [steps[0]] + [type(s)(s.rank, s.events[1:], s.start_ns[1:], s.dur_ns[1:]) for s in steps[1:]]
+    later = [steps[0]] + [
+        replace(s, events=s.events[1:], start_ns=s.start_ns[1:], dur_ns=s.dur_ns[1:], range_dur_ns=s.range_dur_ns[1:])
+        for s in steps[1:]
+    ]
     slots = step_slots(trace, later)
     assert [s.label for s in slots] == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
     assert set(slots[0].spans) == {0} and slots[1].spans[1][0] == 10_500 * US
