@@ -246,6 +246,7 @@ _SIDE_DEFAULTS: dict[str, Any] = {
     "warps_per_sm": np.nan,
     "raw_name": -1,
     "graph_id": -1,
+    "graph_node": -1,
     "is_async": -1,
     "group": -1,
     "bytes_in": -1,

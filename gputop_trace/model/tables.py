@@ -93,7 +93,8 @@ class KernelTable:
 
     ``grid``/``block`` are (n, 3) int32; ``shared_static``/``shared_dynamic`` bytes; ``registers`` per thread;
     ``occupancy`` Kineto's "est. achieved occupancy %" (NaN when unknown); ``raw_name`` the mangled or raw name
-    id (``-1`` when the event name is already the raw name); ``graph_id`` ``-1`` outside CUDA graphs.
+    id (``-1`` when the event name is already the raw name); ``graph_id`` ``-1`` outside CUDA graphs;
+    ``graph_node`` the graph node the kernel ran as (Nsight Systems' node-level graph trace), ``-1`` unknown.
     """
 
     event: I64
@@ -107,6 +108,7 @@ class KernelTable:
     warps_per_sm: F32
     raw_name: I32
     graph_id: I64
+    graph_node: I64
 
     @staticmethod
     def empty() -> KernelTable:
@@ -239,6 +241,7 @@ _SIDE_DTYPES: dict[str, dict[str, Any]] = {
         "warps_per_sm": np.float32,
         "raw_name": np.int32,
         "graph_id": np.int64,
+        "graph_node": np.int64,
     },
     "CopyTable": {
         "event": np.int64,

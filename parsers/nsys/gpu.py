@@ -92,6 +92,7 @@ def read_kernels(ctx: Context) -> None:
     short = col_or(s, t, "NULL", "shortName")
     mangled = col_or(s, t, "NULL", "mangledName")
     graph = col_or(s, t, "NULL", "graphId")
+    node = col_or(s, t, "NULL", "graphNodeId")
 
     def c(name: str) -> str:
         return f"ifnull({col_or(s, t, '0', name)}, 0)"
@@ -104,6 +105,7 @@ def read_kernels(ctx: Context) -> None:
         f" | (({c('blockZ')} & 65535) << 48)",
         f"({c('staticSharedMemory')} & {_M32}) | (({c('registersPerThread')} & 65535) << 32)",
         f"({c('dynamicSharedMemory')} & {_M32}) | (ifnull({graph}, {_NO_STRING}) << 32)",
+        f"ifnull({node}, -1)",
     ]
 
     def decode(cols: list[I64]) -> dict[str, Any]:
@@ -126,6 +128,7 @@ def read_kernels(ctx: Context) -> None:
         block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
         graph_id = dyn[:, 1].astype(np.int64)
         graph_id[graph_id == _NO_STRING] = -1
+        graph_node = np.where(graph_id >= 0, cols[9], -1).astype(np.int64)  # nsys writes 0 outside graphs
         out.update(
             grid=grid,
             block=block,
@@ -134,6 +137,7 @@ def read_kernels(ctx: Context) -> None:
             shared_dynamic=dyn[:, 0].astype(np.int32),
             raw_name=raw,
             graph_id=graph_id,
+            graph_node=graph_node,
             lane=ctx.stream_lanes(gpid, device, stream),
             launch_key=ctx.join_key(gpid, out["corr"]),
         )

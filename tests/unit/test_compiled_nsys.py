@@ -23,7 +23,7 @@ def test_nsys_graph_kernels(tmp_path: Path) -> None:
     ex.gpu(0)
     ex.runtime(1000, 1100, tid=MAIN, corr=40, name="cudaGraphLaunch_v10000")
     for j, start in enumerate((2000, 3000, 4000)):
-        ex.kernel(start, start + 500, corr=40, name=f"void k{j}<int>(int *)", graph_id=12)
+        ex.kernel(start, start + 500, corr=40, name=f"void k{j}<int>(int *)", graph_id=12, graph_node=90 + j)
     ex.runtime(5000, 5100, tid=MAIN, corr=41, name="cudaLaunchKernel_v7000")
     ex.kernel(6000, 6500, corr=41)
     t = nsys.load(str(ex.write(tmp_path / "g.sqlite")))
@@ -36,7 +36,8 @@ def test_nsys_graph_kernels(tmp_path: Path) -> None:
     second = int(k[(o.replay >= 0) & (o.node == 1)][0])
     rows = dict(describe_event(prepare_timeline(t), second)[1])
     assert rows["replay"] == "CUDA graph replay 1 of 1 · kernel 2 of 3 in it"
-    assert rows["CUDA graph"] == "graph id 12"
+    assert rows["CUDA graph"] == "graph id 12, node 91"
+    assert t.kernels.graph_node.tolist() == [90, 91, 92, -1]  # the kernel outside the graph has no node
     # the program already replays graphs: the launch advice says to capture more of the step, not to start
     assert "already replays CUDA graphs" in launch_fix(prog)
     assert "capture the step in a CUDA graph" not in launch_fix(prog)

@@ -58,7 +58,10 @@ def replay_rows(data: TimelineData, event: int) -> list[tuple[str, str]]:
         rows = [("replay", clean(o.label(t, 0)))] if o.replay[0] >= 0 else []
         row = t.kernel_row(i)
         if row >= 0 and int(t.kernels.graph_id[row]) >= 0:  # Nsight Systems writes the graph a kernel ran in
-            rows.append(("CUDA graph", f"graph id {int(t.kernels.graph_id[row])}"))
+            node = int(t.kernels.graph_node[row])
+            rows.append(
+                ("CUDA graph", f"graph id {int(t.kernels.graph_id[row])}" + (f", node {node}" if node >= 0 else ""))
+            )
         return rows
     band = kind in (Kind.GRAPH, Kind.GPU_RANGE)
     launch = int(t.launch_of[i]) if band else i
