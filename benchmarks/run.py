@@ -94,7 +94,7 @@ for frac in (1.0, 0.1, 0.001):
         a, b = np.searchsorted(s, lo), np.searchsorted(s, hi)
         visited += int(b - a)
 launch = trace.launch_of
-k = trace.of_kind(*__import__("gputop_trace.model", fromlist=["Kind"]).GPU_BUSY_KINDS)
+k = trace.of_kind(*__import__("gputop_trace.model.kinds", fromlist=["GPU_BUSY_KINDS"]).GPU_BUSY_KINDS)
 per_name = np.bincount(trace.name[k], weights=trace.dur_ns[k], minlength=len(trace.names))
 t2 = time.perf_counter()
 print(json.dumps({"load_s": t1 - t0, "browse_s": t2 - t1, "events": len(trace), "visited": visited,

@@ -38,15 +38,19 @@ typedef struct {
     Py_ssize_t len, cap;
 } Buf;
 
-static int buf_put(Buf *b, const void *p, Py_ssize_t n) {
-    if (b->len + n > b->cap) {
-        Py_ssize_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) return -1;
-        b->data = d;
-        b->cap = cap;
-    }
+static int buf_grow(Buf *b, Py_ssize_t n) {
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + n) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+/* append n bytes (inlined: most calls put one value of a fixed size) */
+static inline int buf_put(Buf *b, const void *p, Py_ssize_t n) {
+    if (b->len + n > b->cap && buf_grow(b, n)) return -1;
     memcpy(b->data + b->len, p, n);
     b->len += n;
     return 0;
@@ -61,9 +65,18 @@ typedef struct {
     Py_ssize_t cap, n;
 } Interner;
 
+/* a hash of the key bytes, eight at a time (names of C++ kernels run to hundreds of bytes) */
 static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (Py_ssize_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    h ^= h >> 32;
     return h;
 }
 
@@ -143,7 +156,11 @@ static char *wanted[MAX_WANTED];
 static Py_ssize_t wanted_len[MAX_WANTED];
 static int n_wanted = 0;
 
+/* per first byte, a bit per key length (mod 64) of the wanted keys: most keys are rejected without a loop */
+static uint64_t want_mask[256];
+
 static int is_wanted(const unsigned char *k, Py_ssize_t n) {
+    if (n == 0 || !((want_mask[k[0]] >> (n & 63)) & 1)) return 0;
     for (int i = 0; i < n_wanted; i++)
         if (wanted_len[i] == n && wanted[i][0] == (char)k[0] && !memcmp(wanted[i], k, n)) return 1;
     return 0;
@@ -796,6 +813,7 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
     if (n > MAX_WANTED) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "too many keys"); return NULL; }
     for (int i = 0; i < n_wanted; i++) free(wanted[i]);
     n_wanted = 0;
+    memset(want_mask, 0, sizeof want_mask);
     for (Py_ssize_t i = 0; i < n; i++) {
         char *data;
         Py_ssize_t len;
@@ -807,6 +825,7 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
         wanted[n_wanted] = malloc(len);
         if (!wanted[n_wanted]) { Py_DECREF(seq); return PyErr_NoMemory(); }
         memcpy(wanted[n_wanted], data, len);
+        want_mask[(unsigned char)data[0]] |= 1ULL << (len & 63);
         wanted_len[n_wanted++] = len;
     }
     Py_DECREF(seq);
