@@ -1,9 +1,10 @@
 """Reading ahead: the stream of decoded chunks produced on a second thread while the loader turns the previous
 chunks into columns.
 
-The producer thread reads the file, inflates gzip (zlib and ISA-L release the GIL while they inflate), finds the
-element boundaries and runs the compiled scanner (which releases the GIL too), so with the compiled path that
-work leaves the loader's thread: gzip is off the critical path. At most :data:`DEPTH` chunks wait in the queue
+The producer thread reads the file (a gzip file inflated ahead by :mod:`~gputop_trace.parsers.inflate_ahead` on a
+thread of its own; zlib and ISA-L release the GIL while they inflate), finds the element boundaries and runs the
+compiled scanner (which releases the GIL too), so with the compiled path that work leaves the loader's thread:
+gzip is off the critical path. At most :data:`DEPTH` chunks wait in the queue
 (a few MiB), so memory does not grow with the file. Errors and cancellation (``LoadCancelled`` from a progress
 callback) raised on the producer are raised again in the consumer, and a consumer that stops early stops the
 producer. ``GPUTOP_READ_AHEAD=0`` reads on the loader's thread.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
 from gputop_trace.parsers.chrome.ahead import chunks as read_ahead
+from gputop_trace.parsers.chrome.ahead import enabled as ahead_enabled
 from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
@@ -34,6 +35,7 @@ from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.structs import DocumentInfo
 from gputop_trace.parsers.chrome.values import int_or, stable_int
+from gputop_trace.parsers.inflate_ahead import InflateAhead
 from gputop_trace.parsers.source import ByteStream
 from gputop_trace.units import plural
 
@@ -68,7 +70,10 @@ def load(
             progress(nbytes, file_size, st.n)
 
     info = DocumentInfo()
-    with ByteStream(path, on_read=on_read) as src:
+    with ByteStream(path, on_read=on_read) as raw:
+        # gzip inflated on a thread of its own, off the scanner's (InflateAhead reads like the stream it wraps)
+        ahead = InflateAhead(raw) if raw.gzip and ahead_enabled() else None
+        src = cast(ByteStream, ahead) if ahead is not None else raw
         try:
             for chunk in read_ahead(src, info):
                 if chunk.fast is not None:
@@ -84,6 +89,9 @@ def load(
                 f"{path} nests JSON too deeply to read. It is probably not a trace; if it is, report it.",
                 path=path,
             ) from None
+        finally:
+            if ahead is not None:
+                ahead.close()
         gz_truncated, corrupt = src.truncated, src.corrupt
     return _finish(st, info, path, file_size, rank, default_rank, gz_truncated, corrupt)
 
