@@ -1,5 +1,5 @@
 """Issue 20's leftovers in the app, at 80x24 and 160x48 on real corpus traces: JAX memsets show their bytes in the
-Transfers panel (14)."""
+Transfers panel (14); a range whose ends round alike is said once ("2 GPUs busy 99%", not "99–99%")."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SIZES = [(80, 24), (160, 48)]
 pytestmark = pytest.mark.corpus
 
 JAX = corpus_file("jax/h200_jax_mlp.perfetto_trace.json.gz")
+NSYS_2GPU = corpus_file("nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite")
 
 
 def _jax_gpu_memset_bytes() -> list[int]:
@@ -61,5 +62,56 @@ def test_transfers_panel_shows_the_jax_memsets_bytes(size: tuple[int, int]) -> N
             memsets = [r for r in rows if r[4] == "memset"]
             assert memsets and all(r[5:7] == ["4", "B"] for r in memsets), rows
             assert "memset 25× 0 B" not in text
+
+    run(body())
+
+
+def test_a_range_whose_ends_read_alike_is_said_once() -> None:
+    from gputop_trace.analysis.busy import DeviceBusy
+    from gputop_trace.analysis.ranks import RankRow
+    from gputop_trace.tui.view.overview import busy_line, step_line
+    from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+    from gputop_trace.units import format_range
+
+    assert format_range("29", "87", unit="%") == "29–87%"
+    assert format_range("99", "99", unit="%") == "99%"
+    assert format_range("22.8 ms", "35.3 ms", sep=" – ") == "22.8 ms – 35.3 ms"
+
+    def gpu(device: int, span: int, idle: int) -> DeviceBusy:
+        busy = span - idle
+        return DeviceBusy(0, device, 0, span, span, busy, idle, 100 * busy / span, 1, label=f"GPU {device}")
+
+    # the 2xH100 nsys export's GPUs: 99.32% and 99.33% busy
+    both = [gpu(0, 969_447_605, 6_557_358), gpu(1, 969_258_578, 6_447_873)]
+    assert busy_line(both, False).plain == "2 GPUs busy 99% · idle 13.0 ms in all"
+    apart = [gpu(0, 100_000_000, 70_600_000), gpu(1, 100_000_000, 13_000_000)]
+    assert busy_line(apart, False).plain == "2 GPUs busy 29–87% (mean 58%) · idle 83.6 ms in all"
+    step = {"count": 5, "mean_ns": 29_010_000, "min_ns": 22_800_000, "max_ns": 35_300_000}
+    line = step_line([{"rank": 0, **step}, {"rank": 1, **step, "mean_ns": 29_040_000}])
+    assert line is not None and line.plain.endswith("; 2 ranks 29.0 ms"), line
+    line = step_line([{"rank": 0, **step}, {"rank": 1, **step, "mean_ns": 33_100_000}])
+    assert line is not None and line.plain.endswith("; 2 ranks 29.0 ms–33.1 ms"), line
+
+    def rank(step_ns: tuple[int, ...]) -> RankRow:
+        return RankRow(0, (0,), len(step_ns), step_ns, 1, 0, 1, 0, 0, 0, 0.0, 0, 0, 0)
+
+    assert "2 steps 29.0 ms ·" in RanksPanel().row_detail(rank((29_010_000, 29_040_000)))
+    assert "2 steps 22.8 ms – 35.3 ms ·" in RanksPanel().row_detail(rank((22_800_000, 35_300_000)))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_first_screen_says_a_busy_share_once_when_both_gpus_round_alike(size: tuple[int, int]) -> None:
+    """The 2xH100 nsys export (no step ranges): GPU 0 is busy 99.32% and GPU 1 99.33% of their spans (a stdlib
+    union of the KERNEL, MEMCPY and MEMSET rows per device agrees), idle 6.56 + 6.45 ms; it said "99–99% (mean
+    99%)"."""
+
+    async def body() -> None:
+        app = GputopApp([NSYS_2GPU])
+        async with app.run_test(size=size) as pilot:
+            await wait_loaded(app, pilot)
+            text = await wait_text(pilot, app, "Where the time went")
+            flat = " ".join(text.split())
+            assert "Where the time went: 2 GPUs busy 99% · idle 13.0 ms in all" in flat, flat
+            assert "99–99" not in flat and "(mean 99%)" not in flat
 
     run(body())
