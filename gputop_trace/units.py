@@ -109,6 +109,12 @@ def format_si(x: float, unit: str) -> str:
     return f"{x:.3g} {unit}"
 
 
+def format_range(lo: str, hi: str, *, sep: str = "–", unit: str = "") -> str:
+    """A range of figures, each already formatted: ``format_range("29", "87", unit="%")`` is ``"29–87%"``. Ends
+    that read the same once rounded are said once: ``"99%"``, not ``"99–99%"``."""
+    return f"{lo}{unit}" if lo == hi else f"{lo}{sep}{hi}{unit}"
+
+
 def plural(n: int, noun: str, many: str | None = None) -> str:
     """A count with its noun in the right number: ``"1 kernel"``, ``"0 kernels"``, ``"1,024 copies"`` (thousands
     separated). ``many`` is the plural when it is not ``noun + "s"`` (``plural(n, "copy", "copies")``)."""

@@ -131,7 +131,7 @@ def _steps_and_memory(con: Any, trace: Trace, tree: OpTree, args: argparse.Names
     from gputop_trace.analysis.memory import memory_series
     from gputop_trace.analysis.op_mfu import step_mfu
     from gputop_trace.safe_text import clean
-    from gputop_trace.units import format_ns, format_si
+    from gputop_trace.units import format_ns, format_range, format_si
 
     steps = [s for s in step_mfu(trace, tree) if args.rank is None or s.rank == args.rank]
     if steps:
@@ -139,7 +139,8 @@ def _steps_and_memory(con: Any, trace: Trace, tree: OpTree, args: argparse.Names
         flops = sum(s.flops for s in steps) / len(steps)
         line = f"Steps: {len(steps)}, mean {format_si(flops, 'FLOP')} estimated per step"
         if mfus:
-            line += f", model FLOPs utilisation {min(mfus):.1f}–{max(mfus):.1f}% ({steps[0].precision} peak)"
+            mfu = format_range(f"{min(mfus):.1f}", f"{max(mfus):.1f}", unit="%")
+            line += f", model FLOPs utilisation {mfu} ({steps[0].precision} peak)"
         con.print(Text(line + "."))
     for m in memory_series(trace):
         if args.rank is not None and m.rank != args.rank:

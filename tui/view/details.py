@@ -20,6 +20,7 @@ from gputop_trace.tui.view.compiled_details import inductor_rows, replay_rows
 from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.tui.view.unit_wrap import FigureText
 from gputop_trace.units import format_bytes, format_ns, format_rate, plural
 
 #: Each kind in words (singular), as the details pane names what is selected.
@@ -206,5 +207,5 @@ def details_text(title: str, rows: list[tuple[str, str]]) -> Group:
     grid.add_column(justify="right", style="dim", no_wrap=True)
     grid.add_column(ratio=1, overflow="fold")
     for k, v in rows:
-        grid.add_row(k, Text(v))
+        grid.add_row(k, FigureText(v))  # a value wraps, but never between a figure and its unit
     return Group(Text(title, style="bold", overflow="fold"), grid)

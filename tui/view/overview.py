@@ -13,7 +13,7 @@ from gputop_trace.analysis.busy import DeviceBusy
 from gputop_trace.analysis.profiler_ranges import RANGE_PROFILER_TITLE
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.analysis_views import FindingItem
-from gputop_trace.units import format_ns, plural
+from gputop_trace.units import format_ns, format_range, plural
 
 TOP_FINDINGS = 5
 
@@ -29,7 +29,8 @@ class Overview:
 
 
 def busy_line(busy: list[DeviceBusy], multi_rank: bool) -> Text:
-    """``GPU 0 busy 68% · idle 32% of its 109 ms active span``; several GPUs: the range of busy shares."""
+    """``GPU 0 busy 68% · idle 32% of its 109 ms active span``; several GPUs: the range of busy shares
+    (``2 GPUs busy 99%`` when both ends round alike)."""
     if not busy:
         return Text("No GPU work in this trace.")
     if len(busy) == 1:
@@ -44,8 +45,11 @@ def busy_line(busy: list[DeviceBusy], multi_rank: bool) -> Text:
     idle = sum(d.idle_ns for d in busy)
     nouns = {(d.label or "GPU").rsplit(" ", 1)[0] for d in busy}
     line = Text(f"{len(busy)} {nouns.pop() if len(nouns) == 1 else 'device'}s busy ")
-    line.append(f"{min(pcts):.0f}–{max(pcts):.0f}%", style="bold")
-    line.append(f" (mean {sum(pcts) / len(pcts):.0f}%) · idle {format_ns(idle)} in all")
+    lo, hi = f"{min(pcts):.0f}", f"{max(pcts):.0f}"
+    line.append(format_range(lo, hi, unit="%"), style="bold")
+    if lo != hi:  # when the ends read alike, so does the mean: said once is enough
+        line.append(f" (mean {sum(pcts) / len(pcts):.0f}%)")
+    line.append(f" · idle {format_ns(idle)} in all")
     return line
 
 
@@ -65,7 +69,7 @@ def step_line(steps: list[dict[str, Any]]) -> Text | None:
         line.append(f" ({plural(cut, 'step')} cut at the end of the recording)", style="yellow")
     if len(steps) > 1:
         means = [x["mean_ns"] for x in steps]
-        line.append(f"; {len(steps)} ranks {format_ns(min(means))}–{format_ns(max(means))}")
+        line.append(f"; {len(steps)} ranks {format_range(format_ns(min(means)), format_ns(max(means)))}")
     return line
 
 

@@ -1,21 +1,84 @@
 """The details pane: the selected event (or interval) in full, or, with nothing selected, where the time went
-(the overview), what the cursor's cell holds and how to select something."""
+(the overview), what the cursor's cell holds and how to select something. Its text never breaks a line between a
+figure and its unit (``view/unit_wrap.py``)."""
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.css.styles import RulesMap
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual
 from textual.widgets import Static
 
 from gputop_trace.tui.view.details import describe_event, details_text
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex
 from gputop_trace.tui.view.timeline_data import TimelineData
+from gputop_trace.tui.view.unit_wrap import break_offsets
 from gputop_trace.units import format_ns, plural
 
 HINT = (
     "Nothing selected. Enter selects the event under the cursor ▼ (move it with , and .); [ ] step through the "
     "lane; n N walk a kernel's instances; x follows launch ↔ kernel; / searches; 1–8 open panels; ? help."
 )
+
+
+class FiguresKeptWhole(Visual):
+    """Text that wraps as Textual wraps a ``Static``'s text, except between a figure and its unit
+    (``view/unit_wrap.py``): the text is broken into lines for the width it is drawn at, and those lines drawn."""
+
+    def __init__(self, content: Content) -> None:
+        self.content = content
+        self._wrapped: tuple[int, Content] | None = None
+
+    def wrapped(self, width: int) -> Content:
+        """The text with a newline wherever it breaks at ``width`` cells."""
+        if self._wrapped is None or self._wrapped[0] != width:
+            lines: list[Content] = []
+            for line in self.content.split(allow_blank=True):
+                *broken, last = line.divide(break_offsets(line.plain, width))
+                lines += [part.rstrip() for part in broken]  # as Textual does: no trailing space where it broke
+                lines.append(last)
+            self._wrapped = (width, Content("\n").join(lines))
+        return self._wrapped[1]
+
+    @property
+    def last_wrapped(self) -> Content:
+        """The lines as last drawn (what a mouse selection's coordinates refer to)."""
+        return self._wrapped[1] if self._wrapped is not None else self.content
+
+    def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        pad = int(options.rules.get("line_pad", 0))
+        return self.wrapped(width - 2 * pad).render_strips(width, height, style, options)
+
+    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
+        return self.content.get_optimal_width(rules, container_width)
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        pad = int(rules.get("line_pad", 0))
+        return self.wrapped(width - 2 * pad).get_height(rules, width)
+
+
+class DetailsBody(Static):
+    """The pane's text, figures kept whole; a selection copies the lines as drawn."""
+
+    def show(self, text: Text | Group) -> None:
+        """Text is wrapped here; a details block (``view.details.details_text``) is laid out by Rich, its values
+        ``FigureText`` that wraps alike."""
+        if isinstance(text, Text):
+            self.update(FiguresKeptWhole(Content.from_rich_text(text, console=self.app.console)))
+        else:
+            self.update(text)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        visual = self.visual
+        if isinstance(visual, FiguresKeptWhole):
+            return selection.extract(visual.last_wrapped.plain), "\n"
+        return super().get_selection(selection)
 
 
 class DetailsPane(VerticalScroll, can_focus=False):
@@ -26,23 +89,23 @@ class DetailsPane(VerticalScroll, can_focus=False):
     """
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(Text(HINT), id="details-body")
+        yield DetailsBody(FiguresKeptWhole(Content(HINT)), id="details-body")
 
     @property
-    def body(self) -> Static:
-        return self.query_one("#details-body", Static)
+    def body(self) -> DetailsBody:
+        return self.query_one("#details-body", DetailsBody)
 
     def show_event(
         self, data: TimelineData, event: int, *, names: NameIndex | None = None, flows: FlowIndex | None = None
     ) -> None:
         """Describe ``event``."""
         title, rows = describe_event(data, event, names=names, flows=flows)
-        self.body.update(details_text(title, rows))
+        self.body.show(details_text(title, rows))
         self.scroll_home(animate=False)
 
     def show_rows(self, title: str, rows: list[tuple[str, str]]) -> None:
         """Describe something that is not one event (an idle gap, a range)."""
-        self.body.update(details_text(title, rows))
+        self.body.show(details_text(title, rows))
         self.scroll_home(animate=False)
 
     def show_hint(
@@ -73,4 +136,4 @@ class DetailsPane(VerticalScroll, can_focus=False):
             text = line + Text("\n") + text
         if overview is not None:
             text = overview + Text("\n") + text
-        self.body.update(text)
+        self.body.show(text)

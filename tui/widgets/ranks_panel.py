@@ -17,7 +17,7 @@ from gputop_trace.analysis.ranks import RankRow
 from gputop_trace.tui.messages import JumpToRank
 from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
-from gputop_trace.units import format_bytes, format_ns, plural
+from gputop_trace.units import format_bytes, format_ns, format_range, plural
 
 SORTS: tuple[str, ...] = ("rank", "step", "busy", "collective", "exposed", "waiting", "last")
 
@@ -147,7 +147,8 @@ class RanksPanel(TablePanel):
         devices = f"GPU{'s' if len(r.devices) != 1 else ''} {', '.join(map(str, r.devices)) or '–'}"
         parts = [f"rank {r.rank}: {self.say(devices)}"]
         if r.step_ns:
-            parts.append(f"{plural(r.steps, 'step')} {format_ns(min(r.step_ns))} – {format_ns(max(r.step_ns))}")
+            spread = format_range(format_ns(min(r.step_ns)), format_ns(max(r.step_ns)), sep=" – ")
+            parts.append(f"{plural(r.steps, 'step')} {spread}")
         parts.append(f"busy {format_ns(r.busy_ns)} of {format_ns(r.span_ns)}")
         for op, (n, total, nbytes) in r.by_op.items():
             size = f", {format_bytes(nbytes)}" if nbytes > 0 else ""
