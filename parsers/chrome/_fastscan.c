@@ -252,6 +252,15 @@ typedef struct {
 } Num;
 
 /* a JSON number's grammar, with the parts the conversions need */
+/* the exponent at p ('e' or 'E', a sign, digits): the byte after it, NULL when it is malformed */
+static const unsigned char *skip_exponent(const unsigned char *p, const unsigned char *end) {
+    p++;
+    if (p < end && (*p == '+' || *p == '-')) p++;
+    if (p >= end || *p < '0' || *p > '9') return NULL;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    return p;
+}
+
 static int scan_number(Cur *c, Num *n) {
     const unsigned char *p = c->p, *end = c->end;
     memset(n, 0, sizeof *n);
@@ -285,13 +294,8 @@ static int scan_number(Cur *c, Num *n) {
         }
     }
     for (int k = n->frac_digits; k < 3; k++) n->f3 *= 10;
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        n->has_exp = 1;
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || *p < '0' || *p > '9') return -1;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-    }
+    n->has_exp = p < end && (*p == 'e' || *p == 'E');
+    if (n->has_exp && !(p = skip_exponent(p, end))) return -1;
     c->p = p;
     return 0;
 }
@@ -350,12 +354,7 @@ static int skip_number(Cur *c) {
         if (p >= end || *p < '0' || *p > '9') return -1;
         while (p < end && *p >= '0' && *p <= '9') p++;
     }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || *p < '0' || *p > '9') return -1;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-    }
+    if (p < end && (*p == 'e' || *p == 'E') && !(p = skip_exponent(p, end))) return -1;
     c->p = p;
     return 0;
 }
