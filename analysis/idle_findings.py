@@ -137,12 +137,12 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgr
     slow = slow_launch_gaps(dg)
     if len(slow) and (int(c.dur_ns[slow].sum()) >= MIN_IDLE_NS or c.dur_ns[slow].sum() >= MIN_IDLE_SHARE * dg.span_ns):
         out.append(_slow_launch_draft(trace, dg, slow, gpu))
-    not_slow = np.ones(len(c), dtype=bool)
-    not_slow[slow] = False
-    not_slow &= ~compile_gap_mask(trace, prog, dg)  # the recompilation finding tells those
+    others = ~compile_gap_mask(trace, prog, dg)  # the recompilation finding tells those
     for code, cause in enumerate(CAUSES):
-        idx = np.flatnonzero((c.cause == code) & not_slow)
-        if not len(idx) or cause == "slow_launch":  # its own finding, above
+        if cause == "slow_launch":  # its own finding, above
+            continue
+        idx = np.flatnonzero((c.cause == code) & others)
+        if not len(idx):
             continue
         total = int(c.dur_ns[idx].sum())
         if total < MIN_IDLE_NS and total < MIN_IDLE_SHARE * dg.span_ns:
