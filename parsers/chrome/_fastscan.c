@@ -401,7 +401,8 @@ static int skip_value(Cur *c, int depth) {
 
 /* output columns */
 typedef struct {
-    Buf ph, name, cat, src, ts_d, ts_ns, ts_st, dur_d, dur_ns, dur_st, args_at, args_len, el_at, el_len, args_json;
+    Buf ph, name, cat, src, ts_d, ts_ns, ts_st, dur_d, dur_ns, dur_st, el_at, el_len, args_json;
+    Buf rare; /* the bytes of the elements the Python side may decode one by one (see scan_event) */
     Buf corr, ext, dev, need;
     Buf seq, fwd, dims, types; /* record_shapes: Sequence number, Fwd thread id (int64), Input Dims / Input type ids */
     Buf scratch;               /* the canonical text of one Input Dims / Input type value */
@@ -585,7 +586,7 @@ static int scan_args(Cur *c, int depth, int *need, int64_t *vals, Out *o, Intern
 }
 
 /* one element (an object) at c->p; 0 ok, -1 refuse */
-static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names, Interner *cats, Interner *srcs,
+static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner *srcs,
                       Interner *shapes, Interner *types) {
     const unsigned char *el_start = c->p;
     if (c->p >= c->end || *c->p != '{') return -1;
@@ -597,8 +598,6 @@ static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names
     Py_ssize_t name_n = 2, cat_n = 2;
     const unsigned char *pid_s = (const unsigned char *)"0", *tid_s = pid_s;
     Py_ssize_t pid_n = 1, tid_n = 1;
-    int64_t args_at = 0;
-    int32_t args_len = 0;
     int need = 0;
     int64_t avals[N_INT_ARGS] = {-1, -1, -1, -1, -1};
     int32_t opids[2] = {-1, -1};
@@ -665,9 +664,8 @@ static int scan_event(Cur *c, const unsigned char *base, Out *o, Interner *names
                 int rc = scan_args(c, 1, &need, avals, o, shapes, types, opids);
                 if (rc) return rc == -2 ? -2 : -1;
             }
-            args_at = vs - base;
-            args_len = (int32_t)(c->p - vs);
-            if (need && ((o->n_args++ && buf_put(&o->args_json, ",", 1)) || buf_put(&o->args_json, vs, args_len)))
+            if (need && ((o->n_args++ && buf_put(&o->args_json, ",", 1)) ||
+                         buf_put(&o->args_json, vs, (Py_ssize_t)(c->p - vs))))
                 return -2;
             break;
         default:
@@ -691,11 +689,18 @@ done:;
     int32_t cid = intern2(cats, (const char *)cat_s, cat_n, NULL, 0);
     int32_t sid = intern2(srcs, (const char *)pid_s, pid_n, (const char *)tid_s, tid_n);
     if (nid < 0 || cid < 0 || sid < 0) return -2;
-    int64_t el_at = el_start - base;
+    /* The element's bytes are kept (in o->rare; el_at is where they start there, -1 where they are not kept) for
+     * the events the Python side decodes one by one: every phase other than slices, instants and B/E (metadata,
+     * counters, flows, async, ...) and any event whose ts is missing or out of range (quoted in warnings). */
     int32_t el_len = (int32_t)(c->p - el_start);
+    int64_t el_at = -1;
+    uint8_t ts_state = o->ts_st.data[o->ts_st.len - 1];
+    if (!(ph == 'X' || ph == 'i' || ph == 'I' || ph == 'B' || ph == 'E') || ts_state != T_OK) {
+        el_at = (int64_t)o->rare.len;
+        if (buf_put(&o->rare, el_start, el_len)) return -2;
+    }
     if (buf_put(&o->ph, &ph, 1) || buf_put(&o->name, &nid, 4) || buf_put(&o->cat, &cid, 4) ||
-        buf_put(&o->src, &sid, 4) || buf_put(&o->args_at, &args_at, 8) || buf_put(&o->args_len, &args_len, 4) ||
-        buf_put(&o->el_at, &el_at, 8) || buf_put(&o->el_len, &el_len, 4))
+        buf_put(&o->src, &sid, 4) || buf_put(&o->el_at, &el_at, 8) || buf_put(&o->el_len, &el_len, 4))
         return -2;
     uint8_t nd = (uint8_t)need;
     if (buf_put(&o->corr, &avals[A_CORR], 8) || buf_put(&o->ext, &avals[A_EXT], 8) ||
@@ -728,7 +733,40 @@ static int put_new(PyObject *res, const char *key, PyObject *value) {
     return rc < 0 ? -1 : 0;
 }
 
-static PyObject *scan(PyObject *self, PyObject *arg) {
+/* whether the element starting at p closes before end (strings and nesting followed, nothing validated): an
+ * element cut by the end of the window does not */
+static int element_closes(const unsigned char *p, const unsigned char *end) {
+    Py_ssize_t depth = 0;
+    while (p < end) {
+        unsigned char ch = *p++;
+        if (ch == '"') {
+            while (p < end && *p != '"') p += *p == '\\' ? 2 : 1;
+            if (p >= end) return 0;
+            p++;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if ((ch == '}' || ch == ']') && --depth <= 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the interner back to its first n keys (the keys added since were added last, so no other key's probe passes
+ * through their slots) */
+static void interner_truncate(Interner *t, Py_ssize_t n) {
+    if (t->n == n) return;
+    for (Py_ssize_t j = 0; j < t->cap; j++)
+        if (t->slots[j] > n) t->slots[j] = 0;
+    t->n = n;
+    t->keys.len = (Py_ssize_t)((int64_t *)t->offs.data)[n];
+    t->offs.len = (n + 1) * (Py_ssize_t)sizeof(int64_t);
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *arg;
+    int prefix = 0;
+    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &prefix)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
     const unsigned char *base = view.buf;
@@ -737,7 +775,7 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
     memset(&o, 0, sizeof o);
     Interner names, cats, srcs, shapes, types;
     int rc = 0;
-    Py_ssize_t n = 0;
+    Py_ssize_t n = 0, done_at = 0;
     if (interner_init(&names) || interner_init(&cats) || interner_init(&srcs) || interner_init(&shapes) ||
         interner_init(&types))
         rc = -2;
@@ -749,22 +787,36 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         else {
             c.p++;
             ws(&c);
-            if (c.p < c.end && *c.p == ']') c.p++;
+            if (c.p < c.end && *c.p == ']') { if (!prefix) c.p++; done_at = c.p - base; }
             else {
                 for (;;) {
-                    rc = scan_event(&c, base, &o, &names, &cats, &srcs, &shapes, &types);
+                    const unsigned char *el = c.p;
+                    Py_ssize_t json_len = o.args_json.len, n_args = o.n_args, n_shapes = shapes.n, n_types = types.n;
+                    rc = scan_event(&c, &o, &names, &cats, &srcs, &shapes, &types);
+                    if (rc == -1 && prefix && n > 0 && !element_closes(el, c.end)) {
+                        /* the window ends inside this element: keep the ones before it, drop what it wrote */
+                        o.ts_d.len = o.dur_d.len = o.ts_ns.len = o.dur_ns.len = n * 8;
+                        o.ts_st.len = o.dur_st.len = n;
+                        o.args_json.len = json_len;
+                        o.n_args = n_args;
+                        interner_truncate(&shapes, n_shapes);
+                        interner_truncate(&types, n_types);
+                        rc = 0;
+                        break;
+                    }
                     if (rc) break;
                     n++;
+                    done_at = c.p - base;
                     ws(&c);
-                    if (c.p >= c.end) { rc = -1; break; }
+                    if (c.p >= c.end) { if (!prefix) rc = -1; break; }
                     if (*c.p == ',') { c.p++; ws(&c); continue; }
-                    if (*c.p == ']') { c.p++; break; }
+                    if (*c.p == ']') { if (!prefix) c.p++; break; }
                     rc = -1;
                     break;
                 }
             }
             ws(&c);
-            if (!rc && c.p != c.end) rc = -1;
+            if (!rc && !prefix && c.p != c.end) rc = -1;
         }
     }
     if (!rc && buf_put(&o.args_json, "]", 1)) rc = -2;
@@ -783,15 +835,16 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         res = Py_None;
         Py_INCREF(res);
     } else {
-        res = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}", "args_json", as_bytes(&o.args_json), "corr", as_bytes(&o.corr), "ext",
-                            as_bytes(&o.ext), "dev", as_bytes(&o.dev), "need", as_bytes(&o.need), "n", n,
-                            "ph", as_bytes(&o.ph), "name", as_bytes(&o.name), "cat", as_bytes(&o.cat), "src",
+        res = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
+                            "args_json", as_bytes(&o.args_json), "corr", as_bytes(&o.corr), "ext", as_bytes(&o.ext),
+                            "dev", as_bytes(&o.dev), "need", as_bytes(&o.need), "n", n, "end", done_at, "ph",
+                            as_bytes(&o.ph), "name", as_bytes(&o.name), "cat", as_bytes(&o.cat), "src",
                             as_bytes(&o.src), "ts_d", as_bytes(&o.ts_d), "ts_ns", as_bytes(&o.ts_ns), "ts_st",
-                            as_bytes(&o.ts_st), "dur_d", as_bytes(&o.dur_d), "dur_ns", as_bytes(&o.dur_ns), "dur_st",
-                            as_bytes(&o.dur_st), "args_at", as_bytes(&o.args_at), "args_len",
-                            as_bytes(&o.args_len), "el_at", as_bytes(&o.el_at), "el_len", as_bytes(&o.el_len),
-                            "names", keys_list(&names), "cats", keys_list(&cats), "srcs", keys_list(&srcs));
-        if (res && (put_new(res, "seq", as_bytes(&o.seq)) || put_new(res, "fwd", as_bytes(&o.fwd)) ||
+                            as_bytes(&o.ts_st), "dur_d", as_bytes(&o.dur_d), "dur_ns", as_bytes(&o.dur_ns), "el_at",
+                            as_bytes(&o.el_at), "el_len", as_bytes(&o.el_len), "rare", as_bytes(&o.rare), "names",
+                            keys_list(&names));
+        if (res && (put_new(res, "cats", keys_list(&cats)) || put_new(res, "srcs", keys_list(&srcs)) ||
+                    put_new(res, "seq", as_bytes(&o.seq)) || put_new(res, "fwd", as_bytes(&o.fwd)) ||
                     put_new(res, "dims", as_bytes(&o.dims)) || put_new(res, "types", as_bytes(&o.types)) ||
                     put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types))))
             Py_CLEAR(res);
@@ -833,7 +886,8 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_O, "configure(keys): the args keys the Python side reads"},
-    {"scan", scan, METH_O, "scan(text) -> dict of columns, or None when the pure-Python decoder must read it"},
+    {"scan", scan, METH_VARARGS,
+     "scan(text, prefix=False) -> dict of columns, or None when the pure-Python decoder must read it"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", NULL, -1, methods};

@@ -70,7 +70,8 @@ class FastChunk:
     the chunk's bytes (for the rare events decoded one by one) and every event's args."""
 
     n: int
-    text: bytes
+    end: int  # where the scanned elements end in the text given to :func:`scan` (the byte after the last one)
+    text: bytes  # the elements the Python side may decode one by one (rare ones: not slices, instants or B/E)
     ph: np.ndarray[Any, Any]  # uint8 phase character (0: none)
     name: np.ndarray[Any, Any]  # int32 local ids into ``names``
     cat: np.ndarray[Any, Any]
@@ -80,12 +81,13 @@ class FastChunk:
     ts_st: np.ndarray[Any, Any]  # uint8 values.T_OK / T_MISSING / T_FAR
     dur_d: np.ndarray[Any, Any]
     dur_ns: np.ndarray[Any, Any]
-    el_at: np.ndarray[Any, Any]  # int64 start of each element in ``text``
+    el_at: np.ndarray[Any, Any]  # int64 start of each element in ``text`` (-1: not kept, not a rare event)
     el_len: np.ndarray[Any, Any]
     names: list[bytes]  # JSON text of each distinct name (with its quotes)
     cats: list[bytes]
     srcs: list[bytes]  # JSON text of pid, \x01, JSON text of tid
-    args: np.ndarray[Any, Any]  # object array: each event's Args where ``need``, else the shared empty one
+    arg_list: list[Args]  # the Args of the events that ``need`` them, in event order
+    arg_pos: np.ndarray[Any, Any]  # int64 each event's place in ``arg_list`` (-1: none, the empty Args)
     need: np.ndarray[Any, Any]  # bool: the event's args hold a field beyond the three below (decoded into Args)
     corr: np.ndarray[Any, Any]  # int64 args.correlation (-1 when absent), External id, device
     ext: np.ndarray[Any, Any]
@@ -101,7 +103,18 @@ class FastChunk:
 
     def element(self, i: int) -> bytes:
         at = int(self.el_at[i])
+        if at < 0:
+            raise ValueError(f"event {i} of the chunk is a slice, instant or B/E: its bytes are not kept")
         return self.text[at : at + int(self.el_len[i])]
+
+    def args_of(self, rows: np.ndarray[Any, Any]) -> list[Args]:
+        """The Args of the events at ``rows`` (the shared empty one where an event has none beyond its ids)."""
+        pos = self.arg_pos[rows]
+        table = self.arg_list
+        if len(pos) and int(pos.min()) < 0:
+            table = [*table, _NO_ARGS]
+            pos = np.where(pos < 0, len(table) - 1, pos)
+        return list(map(table.__getitem__, pos.tolist()))
 
     def event(self, i: int, exact: bool) -> Any:
         """Event ``i`` decoded as the Python path decodes it (ts/dur as text when ``exact``)."""
@@ -124,14 +137,18 @@ class FastChunk:
         return self._names
 
 
-def scan(text: bytes | memoryview) -> FastChunk | None:
-    """Scan ``[e, e, ...]`` into a :class:`FastChunk`; None when the Python path must decode it."""
+def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
+    """Scan ``[e, e, ...]`` into a :class:`FastChunk`; None when the Python path must decode it.
+
+    With ``prefix``, ``text`` is ``[`` and then as many elements as a window of the stream holds, the last one
+    possibly cut: the complete elements before the cut are scanned and :attr:`FastChunk.end` says where they end
+    (the byte after the last one's ``}``). None when no element is complete or one of them is not read here.
+    """
     assert _fastscan is not None
-    got = _fastscan.scan(text)
-    if got is None:
+    got = _fastscan.scan(text, prefix)
+    if got is None or (got["n"] == 0 and prefix):
         stats["fallback"] += 1
         return None
-    data = bytes(text)
     n = got["n"]
     el_at = np.frombuffer(got["el_at"], np.int64)
     el_len = np.frombuffer(got["el_len"], np.int32)
@@ -140,22 +157,23 @@ def scan(text: bytes | memoryview) -> FastChunk | None:
     ext = np.frombuffer(got["ext"], np.int64).copy()
     dev = np.frombuffer(got["dev"], np.int64).copy()
     has = np.flatnonzero(need)
-    args = np.empty(n, dtype=object)
-    args[:] = [_NO_ARGS] * n
+    arg_pos = np.full(n, -1, dtype=np.int64)
+    decoded: list[Args] = []
     if len(has):
         try:
             decoded = DEC_ARGS.decode(got["args_json"])  # the args that hold more than ids, in one call
         except (msgspec.MsgspecError, RecursionError):
             stats["fallback"] += 1
             return None  # an args field of the wrong type: the Python path repairs or skips it
-        args[has] = decoded
+        arg_pos[has] = np.arange(len(has))
         corr[has] = np.fromiter(map(_A_CORR, decoded), np.int64, len(has))
         ext[has] = np.fromiter(map(_A_EXT, decoded), np.int64, len(has))
         dev[has] = np.fromiter(map(_A_DEV, decoded), np.int64, len(has))
     ph = np.frombuffer(got["ph"], np.uint8)
     chunk = FastChunk(
         n=n,
-        text=data,
+        end=got["end"],
+        text=got["rare"],
         ph=ph,
         name=np.frombuffer(got["name"], np.int32),
         cat=np.frombuffer(got["cat"], np.int32),
@@ -170,7 +188,8 @@ def scan(text: bytes | memoryview) -> FastChunk | None:
         names=got["names"],
         cats=got["cats"],
         srcs=got["srcs"],
-        args=args,
+        arg_list=decoded,
+        arg_pos=arg_pos,
         need=need,
         corr=corr,
         ext=ext,

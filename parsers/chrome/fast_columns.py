@@ -123,7 +123,7 @@ def _slices(
         is_x = group[sel] == _G_X
         xrows = rows[sel[is_x]]
         detail = np.flatnonzero(fc.need[xrows])
-        argl = fc.args[xrows[detail]].tolist()
+        argl = fc.args_of(xrows[detail])
         ids = (fc.corr[xrows], fc.ext[xrows], fc.dev[xrows], detail)
         dur_x = _ns(fc, xrows, exact, dur=True)
         names = fc.name_strings()
@@ -147,7 +147,7 @@ def _slices(
             name[sel],
             None if is_x.all() else is_x,
             ids,
-            None if is_x.all() else fc.args[rows[sel[~is_x]]].tolist(),
+            None if is_x.all() else fc.args_of(rows[sel[~is_x]]),
             op,
         )
     seq = seq0 + pos

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import msgspec
 
 from gputop_trace.errors import TraceError
+from gputop_trace.parsers.chrome import fast
 from gputop_trace.parsers.chrome.decode import (
     MAX_SPLIT_TRIES,
     WS,
@@ -263,6 +264,18 @@ def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
     """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
     buf = win.buf
     before = buf[pos - 1]
+    if fast.enabled():
+        # the compiled scanner finds the end of the last complete element itself; where it cannot read the
+        # elements, the cut points are tried from the end of the window, each decoded by the Python path
+        buf[pos - 1] = 0x5B  # "["
+        view = win.view[pos - 1 : win.end]
+        try:
+            fc = fast.scan(view, prefix=True)
+        finally:
+            view.release()
+            buf[pos - 1] = before
+        if fc is not None:
+            return pos - 1 + fc.end, Chunk([], fast=fc)
     for cut in _split_candidates(buf, pos, win.end):
         after = buf[cut] if cut < win.end else None
         buf[pos - 1] = 0x5B  # "["

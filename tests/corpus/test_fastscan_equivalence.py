@@ -202,6 +202,67 @@ def test_operator_args_in_every_form_agree(tmp_path: Path, monkeypatch: pytest.M
     assert got.texts("shapes")[:2] == ["[[2048, 8192], [], [3]]", "[[1, 2], [[3], [4, 5]]]"]
 
 
+_CUT_EVENTS = [  # names holding "}," (C++ lambdas in kernel names), nested args, operator args the scanner interns
+    '{"ph": "X", "name": "void k<{lambda(float)#1}, 4>(T1)", "ts": 1, "dur": 2, "args": {"grid": [1, 1, 1]}}',
+    '{"ph": "X", "name": "aten::mm", "ts": 3.5, "dur": 1, "args": {"Input Dims": [[2, 3], [3, 4]], '
+    '"Input type": ["float", "float"], "nested": {"a": {"b": [1, {"c": "},"}]}}}}',
+    '{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main, {x}"}}',
+    '{"ph": "i", "name": "mark", "ts": 7, "s": "t"}',
+    '{"ph": "X", "name": "aten::add", "ts": 9, "dur": 1, "args": {"Input Dims": [[5]], "Input type": ["int"]}}',
+]
+
+
+def _columns(fc: fast.FastChunk) -> tuple[object, ...]:
+    return (
+        fc.n,
+        fc.ts_ns.tolist(),
+        [fc.name_strings()[i] for i in fc.name.tolist()],
+        fc.texts("shapes"),
+        [fc.texts("shapes")[i] if i >= 0 else None for i in fc.dims.tolist()],
+        fc.need.tolist(),
+        len(fc.arg_list),
+        [fc.element(i) for i in range(fc.n) if fc.el_at[i] >= 0],
+    )
+
+
+def test_prefix_scan_stops_at_the_last_complete_element() -> None:
+    """Cut anywhere (inside strings holding "},", inside nested args, after operator args were interned), the
+    scanner keeps exactly the complete elements before the cut, as if it had been given only those."""
+    body = ", ".join(_CUT_EVENTS).encode()
+    ends = [len(", ".join(_CUT_EVENTS[: k + 1]).encode()) for k in range(len(_CUT_EVENTS))]
+    for cut in range(1, len(body) + 1):
+        got = fast.scan(b"[" + body[:cut], prefix=True)
+        complete = [e for e in ends if e <= cut]
+        if not complete:
+            assert got is None, cut
+            continue
+        assert got is not None, cut
+        assert got.end - 1 == complete[-1], (cut, got.end)
+        alone = fast.scan(b"[" + body[: complete[-1]] + b"]")
+        assert alone is not None
+        assert _columns(got) == _columns(alone), cut
+    # a complete element the scanner does not read (an escaped key) sends the window to the Python path
+    assert fast.scan(b"[" + body + b', {"\\u0074s": 1}, {"ph": "X"', prefix=True) is None
+    # the closing bracket ends the run; what follows it is the streamer's
+    whole = fast.scan(b"[" + body + b"]\n}", prefix=True)
+    assert whole is not None and whole.n == len(_CUT_EVENTS) and whole.end - 1 == ends[-1]
+
+
+def test_only_the_rare_events_keep_their_bytes() -> None:
+    """Slices, instants and B/E are read from the columns alone; metadata, flows and events without a usable ts
+    keep their JSON for the Python decoders (the rest of a chunk's bytes are not copied)."""
+    got = fast.scan(
+        b'[{"ph": "X", "ts": 1, "dur": 1}, {"ph": "M", "name": "process_name", "args": {"name": "p"}}, '
+        b'{"ph": "B", "ts": 2}, {"ph": "s", "id": 1, "ts": 3}, {"ph": "X", "dur": 1}, {"ph": "i", "ts": 4}]'
+    )
+    assert got is not None
+    kept = [i for i in range(got.n) if got.el_at[i] >= 0]
+    assert kept == [1, 3, 4]
+    assert got.event(4, False).dur == 1
+    with pytest.raises(ValueError, match="not kept"):
+        got.element(0)
+
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 
