@@ -53,7 +53,7 @@ def _bind_flows(trace: Trace, st: State, lane_of_src: dict[int, list[int]]) -> F
     next_slice = np.concatenate(fl.next_slice)
     seq = np.concatenate(fl.seq)
     bound = np.full(n, -1, dtype=np.int64)
-    for s_id in np.unique(src).tolist():
+    for s_id in np.flatnonzero(np.bincount(src)).tolist():  # (np.unique would import numpy.ma: 20 ms)
         sel = np.flatnonzero(src == s_id)
         for lane in lane_of_src.get(s_id, []):
             sl = trace.lane_slice(lane)

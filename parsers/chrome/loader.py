@@ -136,7 +136,7 @@ def _finish(
         truncated_bytes=lost,
         properties=_properties(header, info, file_size, st.python_left_out, st.inductor_args),
     )
-    if fmt == "jax" and not any(k == Kind.KERNEL for k in np.unique(kind).tolist()):
+    if fmt == "jax" and not bool(np.any(kind == Kind.KERNEL)):
         b.warn("No GPU kernels were found: the JAX trace has no /device:GPU process with stream threads.")
     trace = b.build(meta)
     # bind non-launch flow events (fwdbwd ...) now that lanes are final

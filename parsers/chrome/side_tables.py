@@ -200,21 +200,25 @@ def _named_copy_rows(
             ev = int(copy_like[i])
             own = own_size.get(ev)
             nbytes[i] = own[0] if own is not None else call_size.get(int(corr[ev]), 0)
-    copy_ev, copy_bytes, copy_dir = copies.event, copies.nbytes, copies.direction
-    copy_src, copy_dst, copy_async = copies.src_kind, copies.dst_kind, copies.is_async
-    parsed: dict[tuple[int, bool], tuple[int, int, int]] = {}
-    for ev, nb in zip(copy_like.tolist(), nbytes.tolist(), strict=True):
-        key = (int(name[ev]), bool(kind[ev] == Kind.MEMSET))
-        got = parsed.get(key)
-        if got is None:
-            got = parsed[key] = _copy_from_label(names[key[0]], key[1])
-        copy_ev.append(ev)
-        copy_bytes.append(nb)
-        words = own_size[ev][1] if own_size and ev in own_size else None
-        copy_dir.append(ARG_DIRECTION.get(words, got[0]) if isinstance(words, str) else got[0])
-        copy_src.append(got[1])
-        copy_dst.append(got[2])
-        copy_async.append(-1)
+    # direction and memory kinds parsed once per distinct (name, memset) pair
+    is_memset = kind[copy_like] == Kind.MEMSET
+    pair = name[copy_like].astype(np.int64) * 2 + is_memset
+    distinct, which = np.unique(pair, return_inverse=True)
+    parsed = np.array(
+        [_copy_from_label(names[p >> 1], bool(p & 1)) for p in distinct.tolist()], dtype=np.int64
+    ).reshape(-1, 3)[which]
+    direction = parsed[:, 0].tolist()
+    if own_size:  # a direction in words (MTIA's dma_request) over the name's
+        for i, ev in enumerate(copy_like.tolist()):
+            words = own_size[ev][1] if ev in own_size else None
+            if isinstance(words, str):
+                direction[i] = ARG_DIRECTION.get(words, direction[i])
+    copies.event.extend(copy_like.tolist())
+    copies.nbytes.extend(nbytes.tolist())
+    copies.direction.extend(direction)
+    copies.src_kind.extend(parsed[:, 1].tolist())
+    copies.dst_kind.extend(parsed[:, 2].tolist())
+    copies.is_async.extend([-1] * len(copy_like))
 
 
 def _copy_from_label(label: str, memset: bool) -> tuple[int, int, int]:
