@@ -5,11 +5,17 @@
  * s, bp, args) and gives back, per event: the phase character, chunk-local ids of the name, the category and the
  * (pid, tid) pair (interned by their JSON text), ts and dur both as the correctly rounded double (what a float
  * decoder gives) and as exact int64 ns of the decimal text (rounded half to even), and the byte spans of the
- * element and of its "args" object. Of the args, only the ones every event of a kind carries are read here: the
- * ids (correlation, External id, device) and record_shapes' operator args (Sequence number, Fwd thread id, and
- * Input Dims / Input type as chunk-local ids of their texts, printed as the Python path prints them). An args
- * object holding any other key the Python side reads is handed over whole, and the Python side decodes those
- * with msgspec, so an args field added to the Python structs works on this path too.
+ * element (kept only for the rare events the Python side decodes one by one). Of the args, the ones every event
+ * of a kind carries are read here: the ids (correlation, External id, device), record_shapes' operator args
+ * (Sequence number, Fwd thread id, and Input Dims / Input type as chunk-local ids of their texts, printed as the
+ * Python path prints them), a kernel's launch args (grid, block, registers per thread, shared memory, blocks and
+ * warps per SM, est. achieved occupancy %) and a copy's bytes, each in its plain form only. An args object holding
+ * any other key the Python side reads, or one of these in another form, is handed over whole, and the Python side
+ * decodes those with msgspec, so an args field added to the Python structs works on this path too.
+ *
+ * scan(text, prefix=True) reads a window of the stream instead: "[" and then elements, the last one possibly cut by
+ * the end of the window; the complete elements are scanned, "end" says where they end, and what the cut one wrote
+ * is rolled back.
  *
  * It returns None for anything it does not read exactly like msgspec's typed decoding of the same bytes would:
  * malformed JSON, a cut inside an element, invalid UTF-8 or lone surrogates, NaN, numbers beyond int64 in pid or
@@ -405,6 +411,9 @@ typedef struct {
     Buf rare; /* the bytes of the elements the Python side may decode one by one (see scan_event) */
     Buf corr, ext, dev, need;
     Buf seq, fwd, dims, types; /* record_shapes: Sequence number, Fwd thread id (int64), Input Dims / Input type ids */
+    Buf k_ints, k_floats, k_dims, has_grid; /* kernels and copies: registers, shared memory, bytes (int64 x 3 per
+                                               event), blocks/warps per SM, occupancy (double x 3), grid and block
+                                               (int64 x 6), whether the grid was read (uint8) */
     Buf scratch;               /* the canonical text of one Input Dims / Input type value */
     Py_ssize_t n_args;
 } Out;
@@ -457,8 +466,41 @@ static int put_time(Out *o, int which, const Num *n, const unsigned char *s, con
     return 0;
 }
 
-enum { A_CORR, A_EXT, A_DEV, A_SEQ, A_FWD, A_DIMS, A_TYPES, A_OTHER };
-#define N_INT_ARGS 5 /* the int64 args read here: correlation, External id, device, Sequence number, Fwd thread id */
+/* the args read here: int64 ones (correlation, External id, device, Sequence number, Fwd thread id, and a kernel's
+ * or copy's registers per thread, shared memory, bytes), a kernel's float ones (blocks per SM, warps per SM,
+ * est. achieved occupancy %) and launch dims (grid, block: three int64), record_shapes' texts (Input Dims, type) */
+enum { A_CORR, A_EXT, A_DEV, A_SEQ, A_FWD, A_REGS, A_SHARED, A_BYTES, A_BPS, A_WPS, A_OCC, A_GRID, A_BLOCK, A_DIMS,
+       A_TYPES, A_OTHER };
+#define N_INT_ARGS 8
+#define N_FLOAT_ARGS 3
+
+typedef struct {
+    int64_t ints[N_INT_ARGS];      /* -1 when absent (what Args defaults to) */
+    double floats[N_FLOAT_ARGS];   /* -1.0 when absent */
+    int64_t dims[2][3];            /* grid, block; 0 when absent */
+    uint8_t has_grid;              /* the grid was three integers (a kernel launch) */
+    int32_t ids[2];                /* Input Dims / Input type text ids, -1 when absent */
+} ArgVals;
+
+static const ArgVals NO_ARG_VALS = {{-1, -1, -1, -1, -1, -1, -1, -1}, {-1.0, -1.0, -1.0}, {{0, 0, 0}, {0, 0, 0}}, 0,
+                                    {-1, -1}};
+
+/* a launch grid or block at c->p: exactly three int64 integers; 0 done, 1 anything else (msgspec reads it) */
+static int scan_dims3(Cur *c, int64_t *out) {
+    if (c->p >= c->end || *c->p != '[') return 1;
+    c->p++;
+    for (int i = 0; i < 3; i++) {
+        Num num;
+        ws(c);
+        if (c->p >= c->end || !(*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))) return 1;
+        if (scan_number(c, &num) || !int64_token(&num)) return 1;
+        out[i] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
+        ws(c);
+        if (c->p >= c->end || *c->p != (i < 2 ? ',' : ']')) return 1;
+        c->p++;
+    }
+    return 0;
+}
 
 /* Input Dims (record_shapes) at c->p, a list of int lists at any depth, into its text as Python prints the list
  * (str(list): "[[512, 256], []]"): 0 done, 1 anything else (floats, strings, -0, ints past 18 digits, ...: the
@@ -515,11 +557,11 @@ static int canon_types(Cur *c, Buf *out) {
     }
 }
 
-/* an args object at c->p: reads correlation, External id, device, Sequence number and Fwd thread id when they are
- * plain int64 integers, and Input Dims / Input type as their texts (ids in ``shapes`` / ``types``); *need is set
- * when anything else the Python side reads is there (or one of these is of another type, or given twice) */
-static int scan_args(Cur *c, int depth, int *need, int64_t *vals, Out *o, Interner *shapes, Interner *types,
-                     int32_t *ids) {
+/* an args object at c->p: reads the int64 and float args of ArgVals when they are plain numbers, grid and block
+ * when they are three int64 integers, and Input Dims / Input type as their texts (ids in ``shapes`` / ``types``);
+ * *need is set when anything else the Python side reads is there (or one of these is of another form, or given
+ * twice) */
+static int scan_args(Cur *c, int depth, int *need, ArgVals *v, Out *o, Interner *shapes, Interner *types) {
     c->p++;
     ws(c);
     unsigned seen = 0;
@@ -539,6 +581,14 @@ static int scan_args(Cur *c, int depth, int *need, int64_t *vals, Out *o, Intern
         else if (kn == 13 && !memcmp(ks, "Fwd thread id", 13)) kind = A_FWD;
         else if (kn == 10 && !memcmp(ks, "Input Dims", 10)) kind = A_DIMS;
         else if (kn == 10 && !memcmp(ks, "Input type", 10)) kind = A_TYPES;
+        else if (kn == 4 && !memcmp(ks, "grid", 4)) kind = A_GRID;
+        else if (kn == 5 && !memcmp(ks, "block", 5)) kind = A_BLOCK;
+        else if (kn == 20 && !memcmp(ks, "registers per thread", 20)) kind = A_REGS;
+        else if (kn == 13 && !memcmp(ks, "shared memory", 13)) kind = A_SHARED;
+        else if (kn == 5 && !memcmp(ks, "bytes", 5)) kind = A_BYTES;
+        else if (kn == 13 && !memcmp(ks, "blocks per SM", 13)) kind = A_BPS;
+        else if (kn == 12 && !memcmp(ks, "warps per SM", 12)) kind = A_WPS;
+        else if (kn == 25 && !memcmp(ks, "est. achieved occupancy %", 25)) kind = A_OCC;
         else if (is_wanted(ks, kn)) *need = 1;
         ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
@@ -559,7 +609,31 @@ static int scan_args(Cur *c, int depth, int *need, int64_t *vals, Out *o, Intern
                 int32_t id = intern2(kind == A_DIMS ? shapes : types, o->scratch.data ? o->scratch.data : "",
                                      o->scratch.len, NULL, 0);
                 if (id < 0) return -2;
-                ids[kind - A_DIMS] = id;
+                v->ids[kind - A_DIMS] = id;
+            }
+        } else if (kind == A_GRID || kind == A_BLOCK) {
+            const unsigned char *vs = c->p;
+            if (seen & (1u << kind)) *need = 1;
+            seen |= 1u << kind;
+            if (scan_dims3(c, v->dims[kind - A_GRID])) { /* text, another length, floats: msgspec decodes it */
+                *need = 1;
+                c->p = vs;
+                if (skip_value(c, depth + 1)) return -1;
+            } else if (kind == A_GRID) {
+                v->has_grid = 1;
+            }
+        } else if (kind == A_BPS || kind == A_WPS || kind == A_OCC) {
+            const unsigned char *vs = c->p;
+            Num num;
+            if (seen & (1u << kind)) *need = 1;
+            seen |= 1u << kind;
+            if (vs < c->end && (*vs == '-' || (*vs >= '0' && *vs <= '9'))) {
+                if (scan_number(c, &num)) return -1;
+                if (num.has_exp) *need = 1; /* left to msgspec's float parsing */
+                else v->floats[kind - A_BPS] = num_double(&num, vs, c->p);
+            } else {
+                *need = 1;
+                if (skip_value(c, depth + 1)) return -1;
             }
         } else if (kind != A_OTHER) {
             const unsigned char *vs = c->p;
@@ -568,7 +642,7 @@ static int scan_args(Cur *c, int depth, int *need, int64_t *vals, Out *o, Intern
             seen |= 1u << kind;
             if (vs < c->end && (*vs == '-' || (*vs >= '0' && *vs <= '9'))) {
                 if (scan_number(c, &num)) return -1;
-                if (int64_token(&num)) vals[kind] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
+                if (int64_token(&num)) v->ints[kind] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
                 else *need = 1;
             } else {
                 *need = 1;
@@ -599,8 +673,7 @@ static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner 
     const unsigned char *pid_s = (const unsigned char *)"0", *tid_s = pid_s;
     Py_ssize_t pid_n = 1, tid_n = 1;
     int need = 0;
-    int64_t avals[N_INT_ARGS] = {-1, -1, -1, -1, -1};
-    int32_t opids[2] = {-1, -1};
+    ArgVals av = NO_ARG_VALS;
     int have_ts = 0, have_dur = 0;
     if (c->p < c->end && *c->p == '}') { c->p++; goto done; }
     for (;;) {
@@ -661,7 +734,7 @@ static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner 
             if (*vs == 'n') { if (skip_value(c, 1)) return -1; break; }
             if (*vs != '{') return -1;
             {
-                int rc = scan_args(c, 1, &need, avals, o, shapes, types, opids);
+                int rc = scan_args(c, 1, &need, &av, o, shapes, types);
                 if (rc) return rc == -2 ? -2 : -1;
             }
             if (need && ((o->n_args++ && buf_put(&o->args_json, ",", 1)) ||
@@ -703,9 +776,11 @@ done:;
         buf_put(&o->src, &sid, 4) || buf_put(&o->el_at, &el_at, 8) || buf_put(&o->el_len, &el_len, 4))
         return -2;
     uint8_t nd = (uint8_t)need;
-    if (buf_put(&o->corr, &avals[A_CORR], 8) || buf_put(&o->ext, &avals[A_EXT], 8) ||
-        buf_put(&o->dev, &avals[A_DEV], 8) || buf_put(&o->need, &nd, 1) || buf_put(&o->seq, &avals[A_SEQ], 8) ||
-        buf_put(&o->fwd, &avals[A_FWD], 8) || buf_put(&o->dims, &opids[0], 4) || buf_put(&o->types, &opids[1], 4))
+    if (buf_put(&o->corr, &av.ints[A_CORR], 8) || buf_put(&o->ext, &av.ints[A_EXT], 8) ||
+        buf_put(&o->dev, &av.ints[A_DEV], 8) || buf_put(&o->need, &nd, 1) || buf_put(&o->seq, &av.ints[A_SEQ], 8) ||
+        buf_put(&o->fwd, &av.ints[A_FWD], 8) || buf_put(&o->dims, &av.ids[0], 4) || buf_put(&o->types, &av.ids[1], 4) ||
+        buf_put(&o->k_ints, &av.ints[A_REGS], 3 * 8) || buf_put(&o->k_floats, av.floats, 3 * 8) ||
+        buf_put(&o->k_dims, av.dims, 6 * 8) || buf_put(&o->has_grid, &av.has_grid, 1))
         return -2;
     return 0;
 }
@@ -846,7 +921,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (res && (put_new(res, "cats", keys_list(&cats)) || put_new(res, "srcs", keys_list(&srcs)) ||
                     put_new(res, "seq", as_bytes(&o.seq)) || put_new(res, "fwd", as_bytes(&o.fwd)) ||
                     put_new(res, "dims", as_bytes(&o.dims)) || put_new(res, "types", as_bytes(&o.types)) ||
-                    put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types))))
+                    put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types)) ||
+                    put_new(res, "k_ints", as_bytes(&o.k_ints)) || put_new(res, "k_floats", as_bytes(&o.k_floats)) ||
+                    put_new(res, "k_dims", as_bytes(&o.k_dims)) || put_new(res, "has_grid", as_bytes(&o.has_grid))))
             Py_CLEAR(res);
     }
     out_free(&o);

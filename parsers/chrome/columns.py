@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.devices import PROFILER_SERIES
+from gputop_trace.parsers.chrome.kernel_args import KernelCols, kernel_cols
 from gputop_trace.parsers.chrome.op_args import OpCols, gather_op_args, op_cols
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
 from gputop_trace.parsers.chrome.structs import Args, Chunk
@@ -63,16 +64,12 @@ _A_CORR = attrgetter("correlation")
 _A_CORR_ID = attrgetter("correlation_id")
 _A_EXT = attrgetter("external_id")
 _A_DEVICE = attrgetter("device")
-_A_REGS = attrgetter("registers")
-_A_GRID = attrgetter("grid")
-_A_BYTES = attrgetter("bytes")
 _A_SIZE = attrgetter("size")
 _A_KDETAILS = attrgetter("kernel_details")
 _A_KFILE = attrgetter("kernel_file")
 _A_COLLECTIVE = attrgetter("collective")
 _A_MDETAILS = attrgetter("memcpy_details")
 _A_SDETAILS = attrgetter("memset_details")
-_A_KERNEL = attrgetter("grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy")
 _NO_ARGS = Args()
 
 
@@ -97,11 +94,6 @@ def _int64_or(v: Any, default: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         return default
     return v if -(2**63) <= v < 2**63 else default
-
-
-def _dims(v: Any) -> tuple[int, int, int]:
-    """A launch grid or block as three ints (``(0, 0, 0)`` when missing or written as text)."""
-    return v if isinstance(v, tuple) else (0, 0, 0)
 
 
 def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> None:
@@ -288,13 +280,14 @@ def _add_slices(
     ids: tuple[np.ndarray[Any, Any], ...] | None = None,
     inst_args: list[Any] | None = None,
     op: OpCols | None = None,
+    kern: KernelCols | None = None,
 ) -> None:
     """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events
     (``inst_args``: the instants' args in their order, for the allocator records of ``profile_memory``):
     ``dur_x`` (ns) and ``name_of`` are those of the ``X`` events alone; ``argl`` their args, or, with ``ids``
     (the compiled scanner's: correlation, External id and device of every ``X`` event, and the places of the
-    events whose args hold more), the args of those events only, and ``op`` the scanner's operator args of every
-    ``X`` event (those of the events in ``argl`` are read from their args)."""
+    events whose args hold more), the args of those events only, and ``op`` and ``kern`` the scanner's operator
+    args and kernel args of every ``X`` event (those of the events in ``argl`` are read from their args)."""
     n = len(start)
     base = st.n
     nx = len(dur_x)
@@ -338,7 +331,8 @@ def _add_slices(
                 if corr_x[j] >= 0:
                     st.call_size[int(corr_x[j])] = size
     ev_a = ev_x[at] if ids is not None else ev_x  # the X event of each args in argl
-    _add_kernel_and_copy_rows(st, argl, ev_a)
+    kc = kernel_cols(argl) if kern is None else kern.override(at, kernel_cols(argl))
+    _add_kernel_and_copy_rows(st, kc, ev_x, argl, ev_a)
     files = list(map(_A_KFILE, argl))
     if files.count(None) != na:
         _add_inductor_args(st, [name_of(int(j)) for j in at.tolist()], argl, files)
@@ -363,50 +357,45 @@ def _add_slices(
     append_events(st, start, dur, src, cat, name, corr, ext, device, phc)
 
 
-def _add_kernel_and_copy_rows(st: State, argl: list[Any], ev_x: np.ndarray[Any, Any]) -> None:
-    """Kernel rows (args with a grid or registers), copy rows (args with bytes) and JAX details strings."""
-    nx = len(argl)
-    regs = np.fromiter(map(_A_REGS, argl), np.int64, nx)
-    grids = list(map(_A_GRID, argl))
-    is_kernel = regs >= 0
-    if grids.count(None) != nx:
-        # a grid written as text (Triton's CPU op: "grid(100,)") is no kernel launch
-        is_kernel |= np.fromiter(map(isinstance, grids, repeat(tuple)), bool, nx)
+def _add_kernel_and_copy_rows(
+    st: State, kc: KernelCols, ev_k: np.ndarray[Any, Any], argl: list[Any], ev_a: np.ndarray[Any, Any]
+) -> None:
+    """Kernel rows (events with a grid or registers) and copy rows (events with bytes) from the kernel columns of
+    the events ``ev_k``; collectives and JAX details strings from the args ``argl`` of the events ``ev_a``."""
+    is_kernel = kc.is_kernel()
     k = np.flatnonzero(is_kernel)
     if len(k):
-        rows = [_A_KERNEL(argl[i]) for i in k.tolist()]
-        grid, block, registers, shared, bps, wps, occ = zip(*rows, strict=True)
         kr = st.kern
-        kr.event.append(ev_x[k])
-        kr.grid.append(np.array([_dims(g) for g in grid], dtype=np.int64).reshape(-1, 3))
-        kr.block.append(np.array([_dims(b) for b in block], dtype=np.int64).reshape(-1, 3))
-        kr.registers.append(np.array(registers, dtype=np.int64))
-        kr.shared.append(np.array(shared, dtype=np.int64))
-        kr.blocks_per_sm.append(np.array(bps, dtype=np.float64))
-        kr.warps_per_sm.append(np.array(wps, dtype=np.float64))
-        kr.occupancy.append(np.array(occ, dtype=np.float64))
-    nbytes = np.fromiter(map(_A_BYTES, argl), np.int64, nx)
-    c = np.flatnonzero((nbytes >= 0) & ~is_kernel)
+        kr.event.append(ev_k[k])
+        kr.grid.append(kc.grid[k])
+        kr.block.append(kc.block[k])
+        kr.registers.append(kc.registers[k])
+        kr.shared.append(kc.shared[k])
+        kr.blocks_per_sm.append(kc.blocks_per_sm[k])
+        kr.warps_per_sm.append(kc.warps_per_sm[k])
+        kr.occupancy.append(kc.occupancy[k])
+    c = np.flatnonzero((kc.nbytes >= 0) & ~is_kernel)
     if len(c):
-        st.copy_ev.append(ev_x[c])
-        st.copy_bytes.append(nbytes[c])
+        st.copy_ev.append(ev_k[c])
+        st.copy_bytes.append(kc.nbytes[c])
+    nx = len(argl)
     coll = list(map(_A_COLLECTIVE, argl))
     if coll.count(None) != nx:
         for i, name in enumerate(coll):
             if name is not None:
                 a = argl[i]
-                st.coll_rows.append((int(ev_x[i]), name, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
+                st.coll_rows.append((int(ev_a[i]), name, a.group, a.group_size, a.in_nelems, a.out_nelems, a.dtype))
     kd = list(map(_A_KDETAILS, argl))
     md = list(map(_A_MDETAILS, argl))
     sd = list(map(_A_SDETAILS, argl))
     if kd.count(None) != nx or md.count(None) != nx or sd.count(None) != nx:
         for i, (kt, mt, stx) in enumerate(zip(kd, md, sd, strict=True)):
             if kt is not None:
-                st.details.append((int(ev_x[i]), "kernel", kt))
+                st.details.append((int(ev_a[i]), "kernel", kt))
             elif mt is not None:
-                st.details.append((int(ev_x[i]), "memcpy", mt))
+                st.details.append((int(ev_a[i]), "memcpy", mt))
             elif stx is not None:
-                st.details.append((int(ev_x[i]), "memset", stx))
+                st.details.append((int(ev_a[i]), "memset", stx))
 
 
 def _add_inductor_args(st: State, names: list[str], argl: list[Any], files: list[Any]) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from gputop_trace.parsers.chrome.kernel_args import KernelCols
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State
 from gputop_trace.parsers.chrome.structs import DEC_COUNTER, DEC_ONE, Args, CounterEvent, Event, ExactEvent
 
@@ -99,7 +100,26 @@ class FastChunk:
     types: np.ndarray[Any, Any]
     shapes: list[bytes]  # Input Dims texts as the Python path prints them (UTF-8)
     typestrs: list[bytes]  # Input type texts, joined by ", "
+    k_ints: np.ndarray[Any, Any]  # (n, 3) int64 registers per thread, shared memory, bytes (-1 when absent)
+    k_floats: np.ndarray[Any, Any]  # (n, 3) float64 blocks per SM, warps per SM, occupancy (-1.0 when absent)
+    k_dims: np.ndarray[Any, Any]  # (n, 6) int64 grid, block (0 when absent)
+    has_grid: np.ndarray[Any, Any]  # bool: the grid was three integers
     _names: list[str] | None = None
+
+    def kernel_cols(self, rows: np.ndarray[Any, Any]) -> KernelCols:
+        """The kernel and copy args of the events at ``rows``, as the scanner read them."""
+        ints, floats, dims = self.k_ints[rows], self.k_floats[rows], self.k_dims[rows]
+        return KernelCols(
+            registers=ints[:, 0],
+            shared=ints[:, 1],
+            nbytes=ints[:, 2],
+            blocks_per_sm=floats[:, 0],
+            warps_per_sm=floats[:, 1],
+            occupancy=floats[:, 2],
+            grid=dims[:, :3],
+            block=dims[:, 3:],
+            has_grid=self.has_grid[rows],
+        )
 
     def element(self, i: int) -> bytes:
         at = int(self.el_at[i])
@@ -201,6 +221,10 @@ def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
         types=np.frombuffer(got["types"], np.int32),
         shapes=got["shapes"],
         typestrs=got["typestrs"],
+        k_ints=np.frombuffer(got["k_ints"], np.int64).reshape(-1, 3),
+        k_floats=np.frombuffer(got["k_floats"], np.float64).reshape(-1, 3),
+        k_dims=np.frombuffer(got["k_dims"], np.int64).reshape(-1, 6),
+        has_grid=np.frombuffer(got["has_grid"], np.uint8).astype(bool),
     )
     stats["scanned"] += 1
     for i in np.flatnonzero(ph == ord("C")).tolist():

@@ -149,6 +149,7 @@ def _slices(
             ids,
             None if is_x.all() else fc.args_of(rows[sel[~is_x]]),
             op,
+            fc.kernel_cols(xrows),
         )
     seq = seq0 + pos
     for i in np.flatnonzero(group == _G_BE).tolist():

@@ -154,7 +154,7 @@ _OP_ARGS = [  # Input Dims / Input type / Sequence number / Fwd thread id as rec
     '{"Input Dims": [["a"]], "Input type": [1, "float"]}',
     '{"Input Dims": "[[1]]", "Input type": "float"}',  # not lists
     '{"Input Dims": [[1]], "Input Dims": [[2]]}',  # a duplicate key
-    '{"Input Dims": [[4, 4]], "Input type": ["float"], "External id": 3, "grid": [1, 1, 1]}',  # with a field Args reads
+    '{"Input Dims": [[4, 4]], "Input type": ["float"], "External id": 3, "kernel_details": "k"}',  # Args reads
     '{"Input Dims": [[2048, 8192], [], [3]], "Input type": ["float", "", "long int"]}',  # the first one's texts again
     '{"Input Dims": [[' + ", ".join(["[" * 40 + "1" + "]" * 40]) + "]]}",  # deep
     "{}",
@@ -261,6 +261,62 @@ def test_only_the_rare_events_keep_their_bytes() -> None:
     assert got.event(4, False).dur == 1
     with pytest.raises(ValueError, match="not kept"):
         got.element(0)
+
+
+_KERNEL_ARGS = [  # kernel and copy args as Kineto writes them, and not: the scanner reads the plain forms itself
+    '{"External id": 1, "device": 0, "stream": 7, "correlation": 11, "registers per thread": 32, "shared memory": 0, '
+    '"blocks per SM": 0.5, "warps per SM": 2, "grid": [1, 2, 3], "block": [128, 1, 1], '
+    '"est. achieved occupancy %": 25}',
+    '{"grid":[ 4 ,5,6 ],"block":[7,8,9],"registers per thread":-1}',  # other spacing; no registers
+    '{"bytes": 4096, "memory bandwidth (GB/s)": 12.5, "correlation": 12}',  # a copy
+    '{"grid": "grid(100,)", "registers per thread": 16}',  # a grid written as text: msgspec reads it
+    '{"grid": [1, 2], "block": [1, 1, 1]}',  # two dims: wrong type for the typed decoder
+    '{"blocks per SM": 1e2, "grid": [1, 1, 1]}',  # an exponent: msgspec parses the float
+    '{"blocks per SM": 12345678901234567890123, "warps per SM": -0.0, "grid": [1, 1, 1]}',
+    '{"registers per thread": 32.0}',  # a float where an int belongs
+    '{"bytes": "4096"}',  # text where an int belongs
+    '{"grid": [1, 1, 1], "grid": [2, 2, 2]}',  # a duplicate key
+    '{"block": [1, 1, 99999999999999999999], "grid": [1, 1, 1]}',  # past int64
+    '{"est. achieved occupancy %": 0.1234567890123456789, "grid": [0, 0, 0]}',  # more digits than a double holds
+]
+#: of those, the args the scanner reads itself (no msgspec decode for them)
+_KERNEL_ARGS_PLAIN = [True, True, True, False, False, False, True, False, False, False, False, True]
+
+
+def _kernel_args_document(args: list[str]) -> bytes:
+    def cat_name(i: int, a: str) -> str:
+        copy = '"bytes"' in a
+        return '"gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)"' if copy else f'"kernel", "name": "k{i % 3}"'
+
+    evs = [
+        f'{{"ph": "X", "cat": {cat_name(i, a)}, "pid": 0, "tid": 7, "ts": {10 * i + 1}, "dur": 5, "args": {a}}}'
+        for i, a in enumerate(args)
+    ]
+    return ('{"traceEvents": [' + ",\n".join(evs) + "]}").encode()
+
+
+@pytest.mark.usefixtures("_fresh_env")
+def test_kernel_args_in_every_form_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scanner reads kernel and copy args (grid, block, registers, shared memory, occupancy, bytes) itself;
+    every other form is decoded by msgspec (or sends its chunk to the Python path), and both paths give one
+    model, kernel and copy tables included."""
+    plain = [a for a, ok in zip(_KERNEL_ARGS, _KERNEL_ARGS_PLAIN, strict=True) if ok]
+    got = fast.scan(_kernel_args_document(plain)[len(b'{"traceEvents": ') : -1])
+    assert got is not None and not got.need.any()
+    assert got.k_dims[0].tolist() == [1, 2, 3, 128, 1, 1] and got.k_ints[0].tolist() == [32, 0, -1]
+    assert got.k_floats[0].tolist() == [0.5, 2.0, 25.0] and got.has_grid.tolist() == [True, True, False, True, True]
+    assert got.k_ints[2].tolist() == [-1, -1, 4096]
+    assert got.k_floats[3, :2].tolist() == [1.2345678901234568e22, -0.0]
+    assert got.k_floats[4, 2] == 0.1234567890123456789
+    mixed = fast.scan(_kernel_args_document(_KERNEL_ARGS[:4] + _KERNEL_ARGS[5:6])[len(b'{"traceEvents": ') : -1])
+    assert mixed is not None and mixed.need.tolist() == [False, False, False, True, True]
+    path = _raw(tmp_path / "kernels.json", _kernel_args_document(_KERNEL_ARGS * 2))
+    for chunk in (400, 1 << 20):
+        monkeypatch.setattr(chrome_stream, "CHUNK", chunk)
+        pure, compiled, used = _both(str(path), monkeypatch)
+        assert used["scanned"] >= (2 if chunk == 400 else 0), used  # most small chunks hold a wrong type
+        assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
+    assert len(compiled.kernels) == 18 and len(compiled.copies) == 4  # "4096" as text is repaired by the lenient path
 
 
 DATA = Path(__file__).resolve().parent.parent / "data"
