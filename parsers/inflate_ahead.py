@@ -96,7 +96,8 @@ class InflateAhead:
             if self._left_pos >= len(self._left) and not self._more():
                 break
             n = min(want - got, len(self._left) - self._left_pos)
-            view[got : got + n] = self._left[self._left_pos : self._left_pos + n]
+            with memoryview(self._left) as left:  # one copy, straight from the inflated piece (no bytes slice)
+                view[got : got + n] = left[self._left_pos : self._left_pos + n]
             got += n
             self._left_pos += n
         self.bytes_out += got
