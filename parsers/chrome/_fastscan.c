@@ -36,6 +36,13 @@
 #define T_OK 0
 #define T_MISSING 1
 #define T_FAR 2
+/* the form of an event's id, and of its bp */
+#define ID_NONE 0 /* absent or null */
+#define ID_INT 1
+#define ID_TEXT 2 /* a string: the Python side decodes the element for it */
+#define BP_OTHER 0
+#define BP_E 1    /* "e" (a flow end bound to the enclosing slice) */
+#define BP_ESCAPED 2 /* written with escapes: the Python side decodes the element */
 /* the category of CUPTI range-profiler ranges, as JSON text (parsers/chrome/conventions.py) */
 #define PROFILER_RANGE_CAT "\"cuda_profiler_range\""
 
@@ -411,6 +418,7 @@ typedef struct {
     Buf rare; /* the bytes of the elements the Python side may decode one by one (see scan_event) */
     Buf corr, ext, dev, need;
     Buf seq, fwd, dims, types; /* record_shapes: Sequence number, Fwd thread id (int64), Input Dims / Input type ids */
+    Buf fid, fid_kind, bp;     /* flows: the id (int64), its form (ID_*), bp (BP_*) */
     Buf k_ints, k_floats, k_dims, has_grid; /* kernels and copies: registers, shared memory, bytes (int64 x 3 per
                                                event), blocks/warps per SM, occupancy (double x 3), grid and block
                                                (int64 x 6), whether the grid was read (uint8) */
@@ -675,6 +683,8 @@ static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner 
     int need = 0;
     ArgVals av = NO_ARG_VALS;
     int have_ts = 0, have_dur = 0;
+    int64_t fid = 0;
+    uint8_t fid_kind = ID_NONE, bp = BP_OTHER;
     if (c->p < c->end && *c->p == '}') { c->p++; goto done; }
     for (;;) {
         int esc;
@@ -708,6 +718,7 @@ static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner 
             if (*vs != '"' || scan_string(c, &esc)) return -1;
             if (kind == K_NAME) { name_s = vs; name_n = c->p - vs; }
             if (kind == K_CAT) { cat_s = vs; cat_n = c->p - vs; }
+            if (kind == K_BP) bp = esc ? BP_ESCAPED : (c->p - vs == 3 && vs[1] == 'e') ? BP_E : BP_OTHER;
             break;
         case K_PID:
         case K_TID:
@@ -726,9 +737,10 @@ static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner 
             if (kind == K_TS) have_ts = 1; else have_dur = 1;
             break;
         case K_ID:
-            if (*vs == '"') { if (scan_string(c, &esc)) return -1; }
+            if (*vs == '"') { if (scan_string(c, &esc)) return -1; fid_kind = ID_TEXT; }
             else if (*vs == 'n') { if (skip_value(c, 1)) return -1; }
             else if (scan_number(c, &num) || !int64_token(&num)) return -1;
+            else { fid = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip; fid_kind = ID_INT; }
             break;
         case K_ARGS:
             if (*vs == 'n') { if (skip_value(c, 1)) return -1; break; }
@@ -780,7 +792,8 @@ done:;
         buf_put(&o->dev, &av.ints[A_DEV], 8) || buf_put(&o->need, &nd, 1) || buf_put(&o->seq, &av.ints[A_SEQ], 8) ||
         buf_put(&o->fwd, &av.ints[A_FWD], 8) || buf_put(&o->dims, &av.ids[0], 4) || buf_put(&o->types, &av.ids[1], 4) ||
         buf_put(&o->k_ints, &av.ints[A_REGS], 3 * 8) || buf_put(&o->k_floats, av.floats, 3 * 8) ||
-        buf_put(&o->k_dims, av.dims, 6 * 8) || buf_put(&o->has_grid, &av.has_grid, 1))
+        buf_put(&o->k_dims, av.dims, 6 * 8) || buf_put(&o->has_grid, &av.has_grid, 1) || buf_put(&o->fid, &fid, 8) ||
+        buf_put(&o->fid_kind, &fid_kind, 1) || buf_put(&o->bp, &bp, 1))
         return -2;
     return 0;
 }
@@ -923,7 +936,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     put_new(res, "dims", as_bytes(&o.dims)) || put_new(res, "types", as_bytes(&o.types)) ||
                     put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types)) ||
                     put_new(res, "k_ints", as_bytes(&o.k_ints)) || put_new(res, "k_floats", as_bytes(&o.k_floats)) ||
-                    put_new(res, "k_dims", as_bytes(&o.k_dims)) || put_new(res, "has_grid", as_bytes(&o.has_grid))))
+                    put_new(res, "k_dims", as_bytes(&o.k_dims)) || put_new(res, "has_grid", as_bytes(&o.has_grid)) ||
+                    put_new(res, "fid", as_bytes(&o.fid)) || put_new(res, "fid_kind", as_bytes(&o.fid_kind)) ||
+                    put_new(res, "bp", as_bytes(&o.bp))))
             Py_CLEAR(res);
     }
     out_free(&o);

@@ -51,6 +51,10 @@ _A_EXT = attrgetter("external_id")
 _A_DEV = attrgetter("device")
 
 
+#: the forms of an event's id and bp in :attr:`FastChunk.fid_kind` / :attr:`FastChunk.bp` (as in _fastscan.c)
+ID_NONE, ID_INT, ID_TEXT = 0, 1, 2
+BP_OTHER, BP_E, BP_ESCAPED = 0, 1, 2
+
 #: chunks the scanner read, and chunks it left to the Python path (for tests and benchmarks)
 stats = {"scanned": 0, "fallback": 0}
 
@@ -104,6 +108,9 @@ class FastChunk:
     k_floats: np.ndarray[Any, Any]  # (n, 3) float64 blocks per SM, warps per SM, occupancy (-1.0 when absent)
     k_dims: np.ndarray[Any, Any]  # (n, 6) int64 grid, block (0 when absent)
     has_grid: np.ndarray[Any, Any]  # bool: the grid was three integers
+    fid: np.ndarray[Any, Any]  # int64 the event's id where it is an integer
+    fid_kind: np.ndarray[Any, Any]  # uint8 ID_NONE (absent or null), ID_INT, ID_TEXT (a string: decode the event)
+    bp: np.ndarray[Any, Any]  # uint8 BP_OTHER, BP_E ("e"), BP_ESCAPED (written with escapes: decode the event)
     _names: list[str] | None = None
 
     def kernel_cols(self, rows: np.ndarray[Any, Any]) -> KernelCols:
@@ -139,6 +146,23 @@ class FastChunk:
     def event(self, i: int, exact: bool) -> Any:
         """Event ``i`` decoded as the Python path decodes it (ts/dur as text when ``exact``)."""
         return (DEC_EXACT_ONE if exact else DEC_ONE).decode(self.element(i))
+
+    def flow_ids(self, rows: np.ndarray[Any, Any], exact: bool) -> tuple[list[Any], np.ndarray[Any, Any]]:
+        """The ids of the flow events at ``rows`` (int, str, or None as the typed decoder gives them) and whether
+        each is bound to the next slice (an ``f`` whose bp is not ``e``); events with a string id or an escaped
+        bp are decoded, the others read from the columns."""
+        kind, bp = self.fid_kind[rows], self.bp[rows]
+        ident: list[Any] = self.fid[rows].tolist()
+        next_slice = (self.ph[rows] == ord("f")) & (bp != BP_E)
+        if (kind != ID_INT).any():
+            for i in np.flatnonzero(kind == ID_NONE).tolist():
+                ident[i] = None
+        decode = np.flatnonzero((kind == ID_TEXT) | (bp == BP_ESCAPED))
+        if len(decode):
+            for i, e in zip(decode.tolist(), self.events(rows[decode].tolist(), exact), strict=True):
+                ident[i] = e.id
+                next_slice[i] = e.ph == "f" and e.bp != "e"
+        return ident, next_slice
 
     def events(self, rows: list[int], exact: bool) -> list[Any]:
         """The events at ``rows``, decoded in one call."""
@@ -225,6 +249,9 @@ def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
         k_floats=np.frombuffer(got["k_floats"], np.float64).reshape(-1, 3),
         k_dims=np.frombuffer(got["k_dims"], np.int64).reshape(-1, 6),
         has_grid=np.frombuffer(got["has_grid"], np.uint8).astype(bool),
+        fid=np.frombuffer(got["fid"], np.int64),
+        fid_kind=np.frombuffer(got["fid_kind"], np.uint8),
+        bp=np.frombuffer(got["bp"], np.uint8),
     )
     stats["scanned"] += 1
     for i in np.flatnonzero(ph == ord("C")).tolist():

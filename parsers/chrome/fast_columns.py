@@ -160,13 +160,13 @@ def _slices(
         ac2g = st.cats.get("ac2g", -1)
         sel = sel[cat[sel] != ac2g]  # launch flows come from correlation ids
     if len(sel):
-        ev_f = fc.events(rows[sel].tolist(), exact)
+        ident, next_slice = fc.flow_ids(rows[sel], exact)
         f = st.flows
-        f.ident.extend(e.id for e in ev_f)
+        f.ident.extend(ident)
         f.cat.append(cat[sel])
         f.src.append(src[sel])
         f.ts.append(ts[sel])
-        f.next_slice.append(np.array([e.ph == "f" and e.bp != "e" for e in ev_f], dtype=bool))
+        f.next_slice.append(next_slice)
         f.seq.append(seq[sel])
 
 

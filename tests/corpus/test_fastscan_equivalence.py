@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gputop_trace.errors import TraceError
@@ -317,6 +318,44 @@ def test_kernel_args_in_every_form_agree(tmp_path: Path, monkeypatch: pytest.Mon
         assert used["scanned"] >= (2 if chunk == 400 else 0), used  # most small chunks hold a wrong type
         assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
     assert len(compiled.kernels) == 18 and len(compiled.copies) == 4  # "4096" as text is repaired by the lenient path
+
+
+_FLOWS = [  # flow events in every form of id and bp, each next to a slice it binds to
+    '{"ph": "s", "cat": "fwdbwd", "id": 7, "ts": 2, "pid": 1, "tid": 1}',
+    '{"ph": "f", "cat": "fwdbwd", "id": 7, "ts": 12, "pid": 1, "tid": 2, "bp": "e"}',
+    '{"ph": "s", "cat": "fwdbwd", "id": "0x1f", "ts": 3, "pid": 1, "tid": 1}',
+    '{"ph": "f", "cat": "fwdbwd", "id": "0x1f", "ts": 11, "pid": 1, "tid": 2}',
+    '{"ph": "s", "cat": "other", "id": null, "ts": 4, "pid": 1, "tid": 1}',
+    '{"ph": "t", "cat": "other", "ts": 5, "pid": 1, "tid": 1}',
+    '{"ph": "s", "cat": "fwdbwd", "id": -3, "ts": 2.5, "pid": 1, "tid": 1}',
+    '{"ph": "f", "cat": "fwdbwd", "id": -3, "ts": 13, "pid": 1, "tid": 2, "bp": "\\u0065"}',
+    '{"ph": "f", "cat": "fwdbwd", "id": 7, "ts": 14, "pid": 1, "tid": 2, "bp": "x"}',
+]
+
+
+@pytest.mark.usefixtures("_fresh_env")
+def test_flow_events_in_every_form_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flow ids and bp are read from the scanner's columns (a string id or an escaped bp decodes its event): the
+    flows bound on both paths are the same."""
+    slices = [
+        '{"ph": "X", "cat": "cpu_op", "name": "fwd", "ts": 1, "dur": 9, "pid": 1, "tid": 1}',
+        '{"ph": "X", "cat": "cpu_op", "name": "bwd", "ts": 10, "dur": 9, "pid": 1, "tid": 2}',
+        '{"ph": "X", "cat": "cpu_op", "name": "bwd2", "ts": 14, "dur": 2, "pid": 1, "tid": 2}',
+    ]
+    text = ('{"traceEvents": [' + ",\n".join(slices + _FLOWS) + "]}").encode()
+    got = fast.scan(text[len(b'{"traceEvents": ') : -1])
+    assert got is not None
+    rows = np.arange(len(slices), got.n)
+    ident, next_slice = got.flow_ids(rows, False)
+    assert ident == [7, 7, "0x1f", "0x1f", None, None, -3, -3, 7]
+    assert next_slice.tolist() == [False, False, False, True, False, False, False, False, True]
+    path = _raw(tmp_path / "flows.json", text)
+    for chunk in (200, 1 << 20):
+        monkeypatch.setattr(chrome_stream, "CHUNK", chunk)
+        pure, compiled, used = _both(str(path), monkeypatch)
+        assert used["scanned"] >= 1, used
+        assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
+    assert len(compiled.flows) >= 3
 
 
 DATA = Path(__file__).resolve().parent.parent / "data"
