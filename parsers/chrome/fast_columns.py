@@ -126,7 +126,6 @@ def _slices(
         argl = fc.args_of(xrows[detail])
         ids = (fc.corr[xrows], fc.ext[xrows], fc.dev[xrows], detail)
         dur_x = _ns(fc, xrows, exact, dur=True)
-        names = fc.name_strings()
         loc = fc.name[xrows]
         op = OpCols(
             seq=fc.seq[xrows],
@@ -140,7 +139,7 @@ def _slices(
             st,
             argl,
             dur_x,
-            lambda i: names[int(loc[i])],
+            lambda i: fc.name_strings()[int(loc[i])],
             ts[sel],
             src[sel],
             cat[sel],
@@ -176,9 +175,12 @@ def _name_ids(st: State, fc: FastChunk, local: np.ndarray[Any, Any]) -> np.ndarr
     texts = fc.names
     m = np.full(len(texts), -1, dtype=np.int64)
     table = st.builder.names
-    strings = fc.name_strings()
+    known = st.name_by_text
     for u in uniq[np.argsort(first, kind="stable")].tolist():
-        m[u] = table.intern(strings[u])
+        got = known.get(texts[u])
+        if got is None:  # decoded once per trace, not once per chunk
+            got = known[texts[u]] = table.intern(decode_strings([texts[u]])[0])
+        m[u] = got
     out: np.ndarray[Any, Any] = m[local]
     return out
 

@@ -77,6 +77,9 @@ class State:
         self.cols = _Columns()
         self.n = 0
         self.cats: dict[str, int] = {"": 0}
+        #: the compiled path's name ids by the JSON text of the name (quotes included): a chunk's names are
+        #: decoded only the first time they are seen
+        self.name_by_text: dict[bytes, int] = {}
         self.srcs: dict[tuple[Any, Any], int] = {}
         self.proc_name: dict[Any, str] = {}
         self.proc_labels: dict[Any, str] = {}
