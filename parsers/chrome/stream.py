@@ -26,6 +26,7 @@ from gputop_trace.parsers.chrome.decode import (
     decode_last,
     skip_ws_comma,
 )
+from gputop_trace.parsers.chrome.parallel_scan import MIN_PART, scan_parts, scan_threads
 from gputop_trace.parsers.chrome.recovery import nested_too_deeply, recover_damage
 from gputop_trace.parsers.chrome.structs import DEC_ANY, Chunk, DocumentInfo, NotAnArray
 from gputop_trace.parsers.source import ByteStream
@@ -50,10 +51,11 @@ class _Window:
     before the current position for that.
     """
 
-    def __init__(self, src: ByteStream, head: bytes, pos: int, base: int) -> None:
+    def __init__(self, src: ByteStream, head: bytes, pos: int, base: int, span: int = CHUNK) -> None:
         self.src = src
+        self.span = span  # bytes kept ahead of the position: a chunk for each scanning thread
         keep = head[pos - 1 :]
-        self.cap = max(2 * CHUNK + 64, 2 * len(keep))
+        self.cap = max(2 * span + 64, 2 * len(keep))
         self.buf = bytearray(self.cap)
         self.view = memoryview(self.buf)
         self.buf[: len(keep)] = keep
@@ -68,7 +70,7 @@ class _Window:
         """Move ``buf[pos-1:end]`` to the front, read a chunk more (``grow``: as much again as the window
         holds, for an element larger than it); returns the new position of ``pos``."""
         keep = self.end - (pos - 1)
-        want = max(CHUNK, keep) if grow else CHUNK
+        want = max(self.span, keep) if grow else self.span
         if keep + want > self.cap:  # one element larger than the window: grow it
             self.cap = keep + 2 * want
             bigger = bytearray(self.cap)
@@ -118,14 +120,15 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     else:
         raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
     info.consumed = pos
-    win = _Window(src, buf, pos, 0)
+    threads = scan_threads() if fast.enabled() else 1
+    win = _Window(src, buf, pos, 0, CHUNK * threads)
     del buf
     pos = 1
     try:
         while True:
             pos = skip_ws_comma(win.buf, pos, win.end)
-            # keep a chunk's worth of bytes after pos in the window
-            if win.end - pos < CHUNK and not src.eof:
+            # keep a chunk's worth of bytes after pos in the window (one for each scanning thread)
+            if win.end - pos < win.span and not src.eof:
                 pos = win.refill(pos)
                 continue
             if pos >= win.end:  # the stream ended inside the array
@@ -135,6 +138,14 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                 info.consumed = win.base + pos + 1
                 _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
                 break
+            parts = scan_parts(win.buf, win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
+            if parts:
+                for end, chunk in parts:
+                    info.chunks += 1
+                    info.consumed = win.base + end
+                    yield chunk
+                pos = end
+                continue
             end, chunk = _decode_some(win, pos)
             if end < 0 and src.eof:
                 end, chunk = decode_last(win.data(), pos)

@@ -14,7 +14,7 @@ import pytest
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.trace import Trace
-from gputop_trace.parsers.chrome import fast
+from gputop_trace.parsers.chrome import fast, parallel_scan
 from gputop_trace.parsers.chrome import loader as chrome
 from gputop_trace.parsers.chrome import stream as chrome_stream
 from tests.chrome_reference import load as reference_load
@@ -356,6 +356,59 @@ def test_flow_events_in_every_form_agree(tmp_path: Path, monkeypatch: pytest.Mon
         assert used["scanned"] >= 1, used
         assert not trace_differences(compiled, pure), trace_differences(compiled, pure)[:8]
     assert len(compiled.flows) >= 3
+
+
+def _braces_document(n: int) -> bytes:
+    """Events whose names hold "}, {" (where the parallel scan guesses cuts), with args and flows between."""
+    evs = []
+    for i in range(n):
+        name = "void k<{lambda(float)#1}, {x}>" if i % 3 else "aten::mm"
+        evs.append(
+            f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": {i % 2}, "ts": {i}, "dur": 1, '
+            f'"args": {{"grid": [1, 1, {i % 7}], "note": "}}, {{", "correlation": {i}}}}}'
+        )
+        if i % 5 == 0:
+            evs.append(f'{{"ph": "s", "cat": "fwdbwd", "id": {i}, "ts": {i}, "pid": 0, "tid": 0}}')
+    return ('{"traceEvents": [' + ", ".join(evs) + "]}").encode()
+
+
+@pytest.mark.usefixtures("_fresh_env")
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_parallel_scan_gives_the_model_of_one_thread(
+    threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window scanned by several threads at once, cut at guessed boundaries (most of them inside strings
+    here), gives exactly the model of the sequential scan and of the Python path."""
+    path = _raw(tmp_path / "braces.json", _braces_document(6000))
+    monkeypatch.setattr(chrome_stream, "CHUNK", 64 << 10)
+    monkeypatch.setenv(parallel_scan.SCAN_THREADS_ENV, "1")
+    one = chrome.load(str(path))
+    monkeypatch.setenv(parallel_scan.SCAN_THREADS_ENV, str(threads))
+    before = dict(parallel_scan.stats)
+    pure, many, used = _both(str(path), monkeypatch)
+    split = {k: parallel_scan.stats[k] - before[k] for k in before}
+    assert used["scanned"] >= 8, used
+    assert split["windows"] >= 4 and split["parts"] > split["windows"] and split["dropped"] >= 1, split
+    assert not trace_differences(many, one), trace_differences(many, one)[:8]
+    assert not trace_differences(many, pure), trace_differences(many, pure)[:8]
+
+
+def test_parallel_scan_keeps_only_proven_parts() -> None:
+    """Cuts guessed inside strings are found out: the parts after such a cut are dropped, every replaced byte is
+    restored, and the kept parts are the document's first elements, in order, each ending after an element."""
+    body = _braces_document(400)[len(b'{"traceEvents": [') : -2]
+    buf = bytearray(b" " + body + b" ")
+    with memoryview(buf) as view:
+        parts = parallel_scan.scan_parts(buf, view, 1, 1 + len(body), 4, min_part=4 << 10)
+    assert bytes(buf) == b" " + body + b" "
+    whole = fast.scan(b"[" + body + b"]")
+    assert whole is not None and parts
+    chunks = [c.fast for _, c in parts if c.fast is not None]
+    assert len(chunks) == len(parts)
+    assert all(buf[end - 1] == ord("}") for end, _ in parts)
+    ts = np.concatenate([c.ts_ns for c in chunks])
+    assert ts.tolist() == whole.ts_ns[: len(ts)].tolist()
+    assert len(ts) < whole.n  # a guess fell inside a name ("#1}, {x}"): the rest is left to the streamer
 
 
 DATA = Path(__file__).resolve().parent.parent / "data"

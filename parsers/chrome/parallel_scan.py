@@ -1,0 +1,119 @@
+"""One window of the stream scanned by several threads at once (the compiled scanner releases the GIL, so each
+thread has a core of its own while it scans).
+
+The window is cut into parts at guessed element boundaries: the first ``}`` ``,`` ``{`` (white space allowed)
+after each even share of the window. A guess may fall inside a string (a kernel name holding ``}, {``), so it is
+proven afterwards: part ``i`` starts at a true boundary (part 0 at the streamer's position), the scanner reads
+its elements one after another, and when the last of them ends where part ``i + 1`` was cut (white space
+between), that cut is a true boundary too. The parts after a cut that is not are dropped, and the streamer goes
+on from where the last kept part ends, so a wrong guess costs a scan, never a wrong event.
+
+Each part is scanned in the scanner's prefix mode, with the byte before it (the separating comma, or the byte
+before the window's first element) replaced by ``[`` for the time of the scan; the parts never read each other's
+replaced byte. ``GPUTOP_SCAN_THREADS`` sets the number of threads (default: the cores this process may use, at
+most :data:`MAX_THREADS`; 1 scans on the read-ahead thread alone).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+from gputop_trace.parsers.chrome import fast
+from gputop_trace.parsers.chrome.structs import Chunk
+
+SCAN_THREADS_ENV = "GPUTOP_SCAN_THREADS"
+#: more threads than this gain little: the loader's own thread turns the parts into columns one at a time
+MAX_THREADS = 8
+#: a part smaller than this is not worth a thread of its own (bytes)
+MIN_PART = 256 << 10
+
+#: windows scanned in parts, parts kept, and parts dropped after a cut found inside an element (tests, benchmarks)
+stats = {"windows": 0, "parts": 0, "dropped": 0}
+
+_CUT = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
+_WS = frozenset(b" \t\r\n")
+
+
+def scan_threads() -> int:
+    """How many threads scan one window (:data:`SCAN_THREADS_ENV`, else the usable cores, at most 8)."""
+    text = os.environ.get(SCAN_THREADS_ENV, "")
+    if text.strip().isdigit():
+        return max(1, min(int(text), 64))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_THREADS))
+
+
+def _cuts(buf: bytearray, pos: int, end: int, parts: int) -> list[int]:
+    """``pos`` and then, for each further part, the place of a comma that may separate two elements."""
+    cuts = [pos]
+    share = (end - pos) // parts
+    for i in range(1, parts):
+        m = _CUT.search(buf, max(pos + i * share, cuts[-1] + 1), end)
+        if m is None:
+            break
+        cuts.append(m.start(1))
+    return cuts
+
+
+def scan_parts(
+    buf: bytearray, view: memoryview, pos: int, end: int, parts: int, *, min_part: int = MIN_PART
+) -> list[tuple[int, Chunk]]:
+    """The elements of ``buf[pos:end]`` (``pos`` at an element; ``buf[pos - 1]`` is free to overwrite), scanned
+    in up to ``parts`` pieces at once: ``(end of the piece's last element, chunk)`` per kept piece, in order.
+    Empty when the first piece is not one the scanner reads (the streamer's sequential path takes over)."""
+    if parts < 2 or end - pos < 2 * min_part:
+        return []
+    cuts = _cuts(buf, pos, end, min(parts, (end - pos) // min_part))
+    if len(cuts) < 2:
+        return []
+    starts = [pos - 1, *cuts[1:]]  # where each part's "[" goes
+    stops = [*cuts[1:], end]
+    saved = [buf[s] for s in starts]
+    got: list[fast.FastChunk | None] = [None] * len(starts)
+    errors: list[BaseException] = []
+
+    def scan(i: int) -> None:
+        with view[starts[i] : stops[i]] as text:
+            try:
+                got[i] = fast.scan(text, prefix=True)
+            except BaseException as e:  # re-raised on the streamer's thread
+                errors.append(e)
+
+    for s in starts:
+        buf[s] = 0x5B  # "["
+    try:
+        threads = [threading.Thread(target=scan, args=(i,), daemon=True) for i in range(1, len(starts))]
+        for t in threads:
+            t.start()
+        scan(0)
+        for t in threads:
+            t.join()
+    finally:
+        for s, b in zip(starts, saved, strict=True):
+            buf[s] = b
+    if errors:
+        raise errors[0]
+    out: list[tuple[int, Chunk]] = []
+    for i, fc in enumerate(got):
+        if fc is None:
+            break
+        stop = starts[i] + fc.end
+        out.append((stop, Chunk([], fast=fc)))
+        if i + 1 < len(starts) and not _only_ws(buf, stop, cuts[i + 1]):
+            break  # the next cut was inside an element: what follows is read again from ``stop``
+    stats["windows"] += 1
+    stats["parts"] += len(out)
+    stats["dropped"] += len(starts) - len(out)
+    return out
+
+
+def _only_ws(buf: bytearray, a: int, b: int) -> bool:
+    return all(c in _WS for c in buf[a:b])
+
+
+__all__ = ["scan_parts", "scan_threads"]
