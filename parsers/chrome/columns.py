@@ -280,14 +280,16 @@ def _add_slices(
     ids: tuple[np.ndarray[Any, Any], ...] | None = None,
     inst_args: list[Any] | None = None,
     op: OpCols | None = None,
-    kern: KernelCols | None = None,
+    kern: tuple[KernelCols, np.ndarray[Any, Any]] | None = None,
 ) -> None:
     """Complete (``X``) events and instants (where ``is_x`` is False; None: all are ``X``) become events
     (``inst_args``: the instants' args in their order, for the allocator records of ``profile_memory``):
     ``dur_x`` (ns) and ``name_of`` are those of the ``X`` events alone; ``argl`` their args, or, with ``ids``
     (the compiled scanner's: correlation, External id and device of every ``X`` event, and the places of the
-    events whose args hold more), the args of those events only, and ``op`` and ``kern`` the scanner's operator
-    args and kernel args of every ``X`` event (those of the events in ``argl`` are read from their args)."""
+    events whose args hold more), the args of those events only, ``op`` the scanner's operator args of every ``X``
+    event and ``kern`` its kernel args of the ``X`` events that may be kernels or copies, with their places among
+    the ``X`` events (every event in ``argl`` among them); those of the events in ``argl`` are read from their
+    args."""
     n = len(start)
     base = st.n
     nx = len(dur_x)
@@ -331,8 +333,12 @@ def _add_slices(
                 if corr_x[j] >= 0:
                     st.call_size[int(corr_x[j])] = size
     ev_a = ev_x[at] if ids is not None else ev_x  # the X event of each args in argl
-    kc = kernel_cols(argl) if kern is None else kern.override(at, kernel_cols(argl))
-    _add_kernel_and_copy_rows(st, kc, ev_x, argl, ev_a)
+    if kern is None:  # the args of every X event
+        kc, ev_k = kernel_cols(argl), ev_a
+    else:  # the scanner's, of the X events that may be kernels or copies (``krows``, the events in argl among them)
+        kc, krows = kern
+        kc, ev_k = kc.override(np.searchsorted(krows, at), kernel_cols(argl)), ev_x[krows]
+    _add_kernel_and_copy_rows(st, kc, ev_k, argl, ev_a)
     files = list(map(_A_KFILE, argl))
     if files.count(None) != na:
         _add_inductor_args(st, [name_of(int(j)) for j in at.tolist()], argl, files)

@@ -113,6 +113,13 @@ class FastChunk:
     bp: np.ndarray[Any, Any]  # uint8 BP_OTHER, BP_E ("e"), BP_ESCAPED (written with escapes: decode the event)
     _names: list[str] | None = None
 
+    def maybe_kernel(self) -> np.ndarray[Any, Any]:
+        """Which events have kernel or copy args as the scanner read them (a grid, registers or bytes), or args
+        decoded by msgspec (which may hold them in another form)."""
+        ints = self.k_ints
+        out: np.ndarray[Any, Any] = self.has_grid | (ints[:, 0] >= 0) | (ints[:, 2] >= 0) | self.need
+        return out
+
     def kernel_cols(self, rows: np.ndarray[Any, Any]) -> KernelCols:
         """The kernel and copy args of the events at ``rows``, as the scanner read them."""
         ints, floats, dims = self.k_ints[rows], self.k_floats[rows], self.k_dims[rows]

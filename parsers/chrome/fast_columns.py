@@ -30,6 +30,7 @@ from gputop_trace.parsers.chrome.values import (
     OUT_OF_RANGE_NS,
     T_FAR,
     T_MISSING,
+    first_seen,
     float_to_ns,
     local_to_global,
 )
@@ -123,6 +124,7 @@ def _slices(
         is_x = group[sel] == _G_X
         xrows = rows[sel[is_x]]
         detail = np.flatnonzero(fc.need[xrows])
+        krows = np.flatnonzero(fc.maybe_kernel()[xrows])  # X events with kernel or copy args (or decoded ones)
         argl = fc.args_of(xrows[detail])
         ids = (fc.corr[xrows], fc.ext[xrows], fc.dev[xrows], detail)
         dur_x = _ns(fc, xrows, exact, dur=True)
@@ -148,7 +150,7 @@ def _slices(
             ids,
             None if is_x.all() else fc.args_of(rows[sel[~is_x]]),
             op,
-            fc.kernel_cols(xrows),
+            (fc.kernel_cols(xrows[krows]), krows),
         )
     seq = seq0 + pos
     for i in np.flatnonzero(group == _G_BE).tolist():
@@ -171,12 +173,11 @@ def _slices(
 
 def _name_ids(st: State, fc: FastChunk, local: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Local name ids → the trace's name ids, interned in the order they first appear."""
-    uniq, first = np.unique(local, return_index=True)
     texts = fc.names
     m = np.full(len(texts), -1, dtype=np.int64)
     table = st.builder.names
     known = st.name_by_text
-    for u in uniq[np.argsort(first, kind="stable")].tolist():
+    for u in first_seen(local, len(texts)).tolist():
         got = known.get(texts[u])
         if got is None:  # decoded once per trace, not once per chunk
             got = known[texts[u]] = table.intern(decode_strings([texts[u]])[0])

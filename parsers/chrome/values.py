@@ -227,14 +227,24 @@ def stable_int(v: Any) -> int:
     return -1
 
 
+def first_seen(local: np.ndarray[Any, Any], k: int) -> np.ndarray[Any, Any]:
+    """The distinct values of ``local`` (ints in ``[0, k)``) in the order they first appear (no sort of
+    ``local``: the first place of each value in one pass)."""
+    n = len(local)
+    first = np.full(k, n, dtype=np.int64)
+    np.minimum.at(first, local, np.arange(n, dtype=np.int64))
+    present = np.flatnonzero(first < n)
+    out: np.ndarray[Any, Any] = present[np.argsort(first[present], kind="stable")]
+    return out
+
+
 def local_to_global(local: np.ndarray[Any, Any], keys: list[Any], table: dict[Any, int]) -> np.ndarray[Any, Any]:
     """Chunk-local ids → the file's dense ids in ``table``; new keys get ids in the order they first appear in
     ``local`` (file order, as :func:`dense_ids` gives them)."""
     if len(local) == 0:
         return np.zeros(0, dtype=np.int64)
-    uniq, first = np.unique(local, return_index=True)
     m = np.full(len(keys), -1, dtype=np.int64)
-    for u in uniq[np.argsort(first, kind="stable")].tolist():
+    for u in first_seen(local, len(keys)).tolist():
         k = keys[u]
         g = table.get(k)
         if g is None:
