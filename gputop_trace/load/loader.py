@@ -139,10 +139,13 @@ def _load_one(path: str, default_rank: int, use_cache: bool, include_python: boo
 
 def _worker_ignores_ctrl_c() -> None:
     """Worker initializer: Ctrl+C reaches the whole foreground process group, but only the parent handles it (it
-    kills the workers); a worker left to it would print a traceback of its own."""
+    kills the workers); a worker left to it would print a traceback of its own. A worker is born with SIGINT
+    blocked (:func:`_load_parallel` spawns it so), so one that arrives while it starts up waits here, and is
+    dropped once it is ignored."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _load_parallel(
@@ -156,6 +159,7 @@ def _load_parallel(
     """Parse files in ``workers`` fresh processes (spawned: safe from an app with threads running); a file that
     is not a readable trace gives its :class:`TraceError` in its place."""
     import multiprocessing as mp
+    import signal
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     sizes = [os.path.getsize(f) for f in files]
@@ -167,10 +171,16 @@ def _load_parallel(
         max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_ignores_ctrl_c
     )
     try:
-        futures = {
-            pool.submit(_load_one, f, d, use_cache, include_python): i
-            for i, (f, d) in enumerate(zip(files, defaults, strict=True))
-        }
+        # the workers are spawned by submit(): with SIGINT blocked meanwhile, a Ctrl+C while one starts up (before
+        # its initializer) cannot make it print a traceback; here it is delivered once the submits are done
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = {
+                pool.submit(_load_one, f, d, use_cache, include_python): i
+                for i, (f, d) in enumerate(zip(files, defaults, strict=True))
+            }
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
