@@ -602,10 +602,12 @@ static int scan_args(Cur *c, int depth, int *need, ArgVals *v, Out *o, Interner 
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
         ws(c);
-        if (kind == A_DIMS || kind == A_TYPES) {
-            const unsigned char *vs = c->p;
+        if (kind != A_OTHER) { /* given twice: msgspec decides which one counts */
             if (seen & (1u << kind)) *need = 1;
             seen |= 1u << kind;
+        }
+        if (kind == A_DIMS || kind == A_TYPES) {
+            const unsigned char *vs = c->p;
             o->scratch.len = 0;
             int rc = kind == A_DIMS ? canon_dims(c, &o->scratch, depth + 1) : canon_types(c, &o->scratch);
             if (rc == -2 || rc == -1) return rc;
@@ -621,8 +623,6 @@ static int scan_args(Cur *c, int depth, int *need, ArgVals *v, Out *o, Interner 
             }
         } else if (kind == A_GRID || kind == A_BLOCK) {
             const unsigned char *vs = c->p;
-            if (seen & (1u << kind)) *need = 1;
-            seen |= 1u << kind;
             if (scan_dims3(c, v->dims[kind - A_GRID])) { /* text, another length, floats: msgspec decodes it */
                 *need = 1;
                 c->p = vs;
@@ -630,28 +630,19 @@ static int scan_args(Cur *c, int depth, int *need, ArgVals *v, Out *o, Interner 
             } else if (kind == A_GRID) {
                 v->has_grid = 1;
             }
-        } else if (kind == A_BPS || kind == A_WPS || kind == A_OCC) {
+        } else if (kind != A_OTHER) { /* a number: an int64 one, or (blocks/warps per SM, occupancy) a float */
             const unsigned char *vs = c->p;
             Num num;
-            if (seen & (1u << kind)) *need = 1;
-            seen |= 1u << kind;
             if (vs < c->end && (*vs == '-' || (*vs >= '0' && *vs <= '9'))) {
                 if (scan_number(c, &num)) return -1;
-                if (num.has_exp) *need = 1; /* left to msgspec's float parsing */
-                else v->floats[kind - A_BPS] = num_double(&num, vs, c->p);
-            } else {
-                *need = 1;
-                if (skip_value(c, depth + 1)) return -1;
-            }
-        } else if (kind != A_OTHER) {
-            const unsigned char *vs = c->p;
-            Num num;
-            if (seen & (1u << kind)) *need = 1;
-            seen |= 1u << kind;
-            if (vs < c->end && (*vs == '-' || (*vs >= '0' && *vs <= '9'))) {
-                if (scan_number(c, &num)) return -1;
-                if (int64_token(&num)) v->ints[kind] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
-                else *need = 1;
+                if (kind >= A_BPS) {
+                    if (num.has_exp) *need = 1; /* left to msgspec's float parsing */
+                    else v->floats[kind - A_BPS] = num_double(&num, vs, c->p);
+                } else if (int64_token(&num)) {
+                    v->ints[kind] = num.neg ? (int64_t)(0 - num.ip) : (int64_t)num.ip;
+                } else {
+                    *need = 1;
+                }
             } else {
                 *need = 1;
                 if (skip_value(c, depth + 1)) return -1;
