@@ -71,8 +71,9 @@ def enabled() -> bool:
 
 @dataclass
 class FastChunk:
-    """One chunk as the scanner gave it: per-event columns (chunk-local ids for names, categories and threads),
-    the chunk's bytes (for the rare events decoded one by one) and every event's args."""
+    """One chunk as the scanner gave it: per-event columns (chunk-local ids for names, categories and threads;
+    ids, operator, kernel, copy and flow args), the bytes of its rare events (decoded one by one) and the decoded
+    Args of the events whose args hold more than the scanner reads."""
 
     n: int
     end: int  # where the scanned elements end in the text given to :func:`scan` (the byte after the last one)
@@ -161,9 +162,8 @@ class FastChunk:
         kind, bp = self.fid_kind[rows], self.bp[rows]
         ident: list[Any] = self.fid[rows].tolist()
         next_slice = (self.ph[rows] == ord("f")) & (bp != BP_E)
-        if (kind != ID_INT).any():
-            for i in np.flatnonzero(kind == ID_NONE).tolist():
-                ident[i] = None
+        for i in np.flatnonzero(kind == ID_NONE).tolist():
+            ident[i] = None
         decode = np.flatnonzero((kind == ID_TEXT) | (bp == BP_ESCAPED))
         if len(decode):
             for i, e in zip(decode.tolist(), self.events(rows[decode].tolist(), exact), strict=True):

@@ -1,5 +1,5 @@
-"""One window of the stream scanned by several threads at once (the compiled scanner releases the GIL, so each
-thread has a core of its own while it scans).
+"""One window of the stream scanned by the compiled scanner, by several threads at once where there are cores
+for them (the scanner releases the GIL, so each thread has a core of its own while it scans).
 
 The window is cut into parts at guessed element boundaries: the first ``}`` ``,`` ``{`` (white space allowed)
 after each even share of the window. A guess may fall inside a string (a kernel name holding ``}, {``), so it is
@@ -64,13 +64,12 @@ def scan_parts(
     buf: bytearray, view: memoryview, pos: int, end: int, parts: int, *, min_part: int = MIN_PART
 ) -> list[tuple[int, Chunk]]:
     """The elements of ``buf[pos:end]`` (``pos`` at an element; ``buf[pos - 1]`` is free to overwrite), scanned
-    in up to ``parts`` pieces at once: ``(end of the piece's last element, chunk)`` per kept piece, in order.
-    Empty when the first piece is not one the scanner reads (the streamer's sequential path takes over)."""
-    if parts < 2 or end - pos < 2 * min_part:
-        return []
-    cuts = _cuts(buf, pos, end, min(parts, (end - pos) // min_part))
-    if len(cuts) < 2:
-        return []
+    in up to ``parts`` pieces at once (one piece when ``parts`` is 1 or the window is short): ``(end of the
+    piece's last element, chunk)`` per kept piece, in order. Empty when the first piece is not one the scanner
+    reads (the streamer's Python path takes over)."""
+    cuts = (
+        _cuts(buf, pos, end, min(parts, (end - pos) // min_part)) if parts > 1 and end - pos >= 2 * min_part else [pos]
+    )
     starts = [pos - 1, *cuts[1:]]  # where each part's "[" goes
     stops = [*cuts[1:], end]
     saved = [buf[s] for s in starts]
@@ -86,7 +85,7 @@ def scan_parts(
 
     for s in starts:
         buf[s] = 0x5B  # "["
-    try:
+    try:  # the first part on this thread, each other one on a thread of its own
         threads = [threading.Thread(target=scan, args=(i,), daemon=True) for i in range(1, len(starts))]
         for t in threads:
             t.start()
@@ -106,9 +105,10 @@ def scan_parts(
         out.append((stop, Chunk([], fast=fc)))
         if i + 1 < len(starts) and not _only_ws(buf, stop, cuts[i + 1]):
             break  # the next cut was inside an element: what follows is read again from ``stop``
-    stats["windows"] += 1
-    stats["parts"] += len(out)
-    stats["dropped"] += len(starts) - len(out)
+    if len(starts) > 1:
+        stats["windows"] += 1
+        stats["parts"] += len(out)
+        stats["dropped"] += len(starts) - len(out)
     return out
 
 

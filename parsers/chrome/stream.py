@@ -138,7 +138,11 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                 info.consumed = win.base + pos + 1
                 _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
                 break
-            parts = scan_parts(win.buf, win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
+            parts = (
+                scan_parts(win.buf, win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
+                if fast.enabled()
+                else []
+            )
             if parts:
                 for end, chunk in parts:
                     info.chunks += 1
@@ -279,18 +283,8 @@ def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
     """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
     buf = win.buf
     before = buf[pos - 1]
-    if fast.enabled():
-        # the compiled scanner finds the end of the last complete element itself; where it cannot read the
-        # elements, the cut points are tried from the end of the window, each decoded by the Python path
-        buf[pos - 1] = 0x5B  # "["
-        view = win.view[pos - 1 : win.end]
-        try:
-            fc = fast.scan(view, prefix=True)
-        finally:
-            view.release()
-            buf[pos - 1] = before
-        if fc is not None:
-            return pos - 1 + fc.end, Chunk([], fast=fc)
+    # (the compiled scanner, which finds the end of the last complete element itself, had the window first:
+    # parallel_scan.scan_parts; what it cannot read is cut here from the end of the window)
     for cut in _split_candidates(buf, pos, win.end):
         after = buf[cut] if cut < win.end else None
         buf[pos - 1] = 0x5B  # "["
