@@ -5,6 +5,7 @@ be, exact decimal timestamps when a float would lose nanoseconds, element by ele
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from operator import attrgetter
 from typing import Any
@@ -35,7 +36,7 @@ WS = b" \t\r\n"
 MAX_SPLIT_TRIES = 24  # cut points tried before a run of elements counts as undecodable
 
 
-def skip_ws_comma(buf: bytes | bytearray, pos: int, n: int) -> int:
+def skip_ws_comma(buf: bytes | bytearray | mmap.mmap, pos: int, n: int) -> int:
     while pos < n and buf[pos] in b" \t\r\n,":
         pos += 1
     return pos

@@ -16,6 +16,7 @@ most :data:`MAX_THREADS`; 1 scans on the read-ahead thread alone).
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import threading
@@ -48,7 +49,7 @@ def scan_threads() -> int:
     return max(1, min(cores, MAX_THREADS))
 
 
-def _cuts(buf: bytearray, pos: int, end: int, parts: int) -> list[int]:
+def _cuts(buf: bytearray | mmap.mmap, pos: int, end: int, parts: int) -> list[int]:
     """``pos`` and then, for each further part, the place of a comma that may separate two elements."""
     cuts = [pos]
     share = (end - pos) // parts
@@ -61,7 +62,7 @@ def _cuts(buf: bytearray, pos: int, end: int, parts: int) -> list[int]:
 
 
 def scan_parts(
-    buf: bytearray, view: memoryview, pos: int, end: int, parts: int, *, min_part: int = MIN_PART
+    buf: bytearray | mmap.mmap, view: memoryview, pos: int, end: int, parts: int, *, min_part: int = MIN_PART
 ) -> list[tuple[int, Chunk]]:
     """The elements of ``buf[pos:end]`` (``pos`` at an element; ``buf[pos - 1]`` is free to overwrite), scanned
     in up to ``parts`` pieces at once (one piece when ``parts`` is 1 or the window is short): ``(end of the
@@ -112,7 +113,7 @@ def scan_parts(
     return out
 
 
-def _only_ws(buf: bytearray, a: int, b: int) -> bool:
+def _only_ws(buf: bytearray | mmap.mmap, a: int, b: int) -> bool:
     return all(c in _WS for c in buf[a:b])
 
 

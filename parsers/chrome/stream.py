@@ -11,6 +11,7 @@ invalid UTF-8) are decoded element by element with a lenient fallback, and what 
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Iterator
 
@@ -36,6 +37,8 @@ from gputop_trace.parsers.source import ByteStream
 #: fastest here (1 MiB: about 30 % slower on the shared epoch trace; 8 MiB and more leave too few chunks to
 #: overlap on a trace of tens of MB), and keeps the window (two chunks) and the queued chunks to a few tens of MB.
 CHUNK = 4 << 20
+#: decompressed bytes read first, to find the events array (the header before it is read further when larger)
+HEAD = 64 << 10
 HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
 MAX_ELEMENT = 64 << 20  # a window that still holds no complete element is treated as damaged
 
@@ -48,17 +51,19 @@ class _Window:
 
     Chunks are decoded straight out of it (no copy): the byte before a chunk and the byte after it are
     overwritten with ``[`` and ``]`` for the time of the decoding, then restored. One byte of room is kept
-    before the current position for that.
+    before the current position for that. The buffer is an anonymous memory map, so that a page of it costs
+    memory (and a page fault) only once bytes are written there: a window holds about ``span`` bytes at a time,
+    half its capacity, and a ``bytearray`` would zero all of it up front, on the critical path of the load.
     """
 
     def __init__(self, src: ByteStream, head: bytes, pos: int, base: int, span: int = CHUNK) -> None:
         self.src = src
         self.span = span  # bytes kept ahead of the position: a chunk for each scanning thread
-        keep = head[pos - 1 :]
+        keep = memoryview(head)[pos - 1 :]
         self.cap = max(2 * span + 64, 2 * len(keep))
-        self.buf = bytearray(self.cap)
+        self.buf = mmap.mmap(-1, self.cap)
         self.view = memoryview(self.buf)
-        self.buf[: len(keep)] = keep
+        self.view[: len(keep)] = keep
         self.end = len(keep)
         self.base = base + pos - 1
 
@@ -73,12 +78,12 @@ class _Window:
         want = max(self.span, keep) if grow else self.span
         if keep + want > self.cap:  # one element larger than the window: grow it
             self.cap = keep + 2 * want
-            bigger = bytearray(self.cap)
+            bigger = mmap.mmap(-1, self.cap)
             bigger[:keep] = self.view[pos - 1 : self.end]
-            self.view.release()
+            self.close()
             self.buf, self.view = bigger, memoryview(bigger)
         elif pos > 1:
-            self.buf[:keep] = self.view[pos - 1 : self.end]
+            self.buf.move(0, pos - 1, keep)  # (the two ranges may overlap)
         self.base += pos - 1
         self.end = keep
         while self.end < keep + want and not self.src.eof:
@@ -87,6 +92,10 @@ class _Window:
 
     def close(self) -> None:
         self.view.release()
+        try:
+            self.buf.close()
+        except BufferError:  # a view of it still held (an error raised mid-scan): unmapped once it is dropped
+            pass
 
 
 def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
@@ -95,9 +104,10 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     ``info.consumed`` ends as the decompressed offset just after the last complete element (or the array's
     closing bracket), so ``info.total - info.consumed`` is what a truncated file lost.
     """
-    buf = src.read(CHUNK)
+    head = min(HEAD, CHUNK)
+    buf = src.read(head)
     while len(buf) < 64 and not src.eof:
-        buf += src.read(CHUNK)
+        buf += src.read(head)
     start = 3 if buf.startswith(b"\xef\xbb\xbf") else 0
     while start < len(buf) and buf[start] in WS:
         start += 1
@@ -262,7 +272,7 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
         info.trailer_unreadable = len(tail)
 
 
-def _split_candidates(buf: bytearray, pos: int, end: int) -> Iterator[int]:
+def _split_candidates(buf: bytearray | mmap.mmap, pos: int, end: int) -> Iterator[int]:
     """Positions just after a ``}`` that is followed by ``,`` or ``]``, from ``end`` backwards."""
     n = end
     tries = 0
