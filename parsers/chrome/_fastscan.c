@@ -61,6 +61,78 @@ static int buf_grow(Buf *b, Py_ssize_t n) {
     return 0;
 }
 
+/* A pool of the columns' memory, reused from one scan to the next. A scan writes its columns into memory that,
+ * once freed, the C library gives back to the system (blocks this large are mapped and unmapped on their own),
+ * so every scan would touch fresh pages again, and a first touch is a page fault: on a virtual machine, where
+ * faults are slow, that was a third of a scan. The columns handed to Python (Block) come back here when Python
+ * drops them, so a load touches about as much memory as the chunks in flight hold. trim() frees what the pool
+ * keeps (the loader calls it when a file is read). The pool is shared by the scanning threads (a lock of its
+ * own; no GIL needed). Sizes in bytes. */
+#define POOL_MAX 512
+#define POOL_MIN_BLOCK (64 << 10)
+#define POOL_MAX_BYTES ((Py_ssize_t)256 << 20)
+static PyThread_type_lock pool_lock;
+static char *pool_ptr[POOL_MAX];
+static Py_ssize_t pool_cap[POOL_MAX];
+static int pool_n = 0;
+static Py_ssize_t pool_bytes = 0;
+
+/* a pooled block of at least need bytes (and not much more), or NULL */
+static char *pool_take(Py_ssize_t need, Py_ssize_t *cap) {
+    char *got = NULL;
+    if (need < POOL_MIN_BLOCK) return NULL;
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    int best = -1;
+    for (int i = 0; i < pool_n; i++)
+        if (pool_cap[i] >= need && pool_cap[i] <= 4 * need && (best < 0 || pool_cap[i] < pool_cap[best])) best = i;
+    if (best >= 0) {
+        got = pool_ptr[best];
+        *cap = pool_cap[best];
+        pool_bytes -= pool_cap[best];
+        pool_n--;
+        pool_ptr[best] = pool_ptr[pool_n];
+        pool_cap[best] = pool_cap[pool_n];
+    }
+    PyThread_release_lock(pool_lock);
+    return got;
+}
+
+/* give a block back: kept for the next scan, or freed */
+static void pool_give(char *data, Py_ssize_t cap) {
+    if (!data) return;
+    if (cap >= POOL_MIN_BLOCK) {
+        PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+        int kept = pool_n < POOL_MAX && pool_bytes + cap <= POOL_MAX_BYTES;
+        if (kept) {
+            pool_ptr[pool_n] = data;
+            pool_cap[pool_n++] = cap;
+            pool_bytes += cap;
+        }
+        PyThread_release_lock(pool_lock);
+        if (kept) return;
+    }
+    free(data);
+}
+
+/* room for at least cap bytes (no copy when it is already there; an empty Buf takes a pooled block) */
+static int buf_reserve(Buf *b, Py_ssize_t cap) {
+    if (cap <= b->cap) return 0;
+    if (!b->data) {
+        Py_ssize_t got_cap;
+        char *got = pool_take(cap, &got_cap);
+        if (got) {
+            b->data = got;
+            b->cap = got_cap;
+            return 0;
+        }
+    }
+    char *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
 /* append n bytes (inlined: most calls put one value of a fixed size) */
 static inline int buf_put(Buf *b, const void *p, Py_ssize_t n) {
     if (b->len + n > b->cap && buf_grow(b, n)) return -1;
@@ -419,16 +491,38 @@ typedef struct {
     Buf corr, ext, dev, need;
     Buf seq, fwd, dims, types; /* record_shapes: Sequence number, Fwd thread id (int64), Input Dims / Input type ids */
     Buf fid, fid_kind, bp;     /* flows: the id (int64), its form (ID_*), bp (BP_*) */
-    Buf k_ints, k_floats, k_dims, has_grid; /* kernels and copies: registers, shared memory, bytes (int64 x 3 per
-                                               event), blocks/warps per SM, occupancy (double x 3), grid and block
-                                               (int64 x 6), whether the grid was read (uint8) */
+    Buf k_row, k_ints, k_floats, k_dims, has_grid; /* kernels and copies, one row per event that has any of these
+                                               args (k_row: the event's index, int32): registers, shared memory,
+                                               bytes (int64 x 3), blocks/warps per SM, occupancy (double x 3), grid
+                                               and block (int64 x 6), whether the grid was read (uint8) */
     Buf scratch;               /* the canonical text of one Input Dims / Input type value */
     Py_ssize_t n_args;
 } Out;
 
+/* a text holds at most one event per this many bytes, as a rule (an event with its name, ts, dur, pid and tid
+ * takes more): the per-event columns are given room for that many events up front, so that they do not grow
+ * while the scan runs (each growth would copy a column into fresh memory). Room not written is never touched, so
+ * it costs no memory. */
+#define EST_EVENT_BYTES 64
+
+static int out_reserve(Out *o, Py_ssize_t text_len) {
+    Py_ssize_t n = text_len / EST_EVENT_BYTES + 64;
+    Buf *one[] = {&o->ph, &o->ts_st, &o->dur_st, &o->need, &o->fid_kind, &o->bp};
+    Buf *four[] = {&o->name, &o->cat, &o->src, &o->el_len, &o->dims, &o->types};
+    Buf *eight[] = {&o->ts_d, &o->ts_ns, &o->dur_d, &o->dur_ns, &o->el_at, &o->corr, &o->ext, &o->dev, &o->seq,
+                    &o->fwd, &o->fid};
+    for (size_t i = 0; i < sizeof one / sizeof *one; i++)
+        if (buf_reserve(one[i], n)) return -1;
+    for (size_t i = 0; i < sizeof four / sizeof *four; i++)
+        if (buf_reserve(four[i], 4 * n)) return -1;
+    for (size_t i = 0; i < sizeof eight / sizeof *eight; i++)
+        if (buf_reserve(eight[i], 8 * n)) return -1;
+    return 0;
+}
+
 static void out_free(Out *o) {
     Buf *b = (Buf *)o;
-    for (size_t i = 0; i < sizeof(Out) / sizeof(Buf); i++) free(b[i].data);
+    for (size_t i = 0; i < sizeof(Out) / sizeof(Buf); i++) pool_give(b[i].data, b[i].cap);
 }
 
 enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ID, K_ID2, K_S, K_BP, K_ARGS, K_OTHER };
@@ -658,9 +752,21 @@ static int scan_args(Cur *c, int depth, int *need, ArgVals *v, Out *o, Interner 
     }
 }
 
-/* one element (an object) at c->p; 0 ok, -1 refuse */
+/* whether an event has any kernel or copy arg (a value other than the defaults): it gets a kernel row */
+static int has_kernel_args(const ArgVals *v) {
+    if (v->has_grid) return 1;
+    for (int i = A_REGS; i <= A_BYTES; i++)
+        if (v->ints[i] != -1) return 1;
+    for (int i = 0; i < N_FLOAT_ARGS; i++)
+        if (v->floats[i] != -1.0) return 1;
+    for (int i = 0; i < 6; i++)
+        if (v->dims[i / 3][i % 3] != 0) return 1;
+    return 0;
+}
+
+/* one element (an object) at c->p (the chunk's event number ev); 0 ok, -1 refuse */
 static int scan_event(Cur *c, Out *o, Interner *names, Interner *cats, Interner *srcs,
-                      Interner *shapes, Interner *types) {
+                      Interner *shapes, Interner *types, int32_t ev) {
     const unsigned char *el_start = c->p;
     if (c->p >= c->end || *c->p != '{') return -1;
     c->p++;
@@ -766,12 +872,16 @@ done:;
     int32_t sid = intern2(srcs, (const char *)pid_s, pid_n, (const char *)tid_s, tid_n);
     if (nid < 0 || cid < 0 || sid < 0) return -2;
     /* The element's bytes are kept (in o->rare; el_at is where they start there, -1 where they are not kept) for
-     * the events the Python side decodes one by one: every phase other than slices, instants and B/E (metadata,
-     * counters, flows, async, ...) and any event whose ts is missing or out of range (quoted in warnings). */
+     * the events the Python side decodes one by one: every phase other than slices, instants, B/E and flows
+     * (metadata, counters, async, ...), flows whose id is a string or whose bp is escaped (the columns hold the
+     * others' ids and bp), and any event whose ts is missing or out of range (quoted in warnings). */
     int32_t el_len = (int32_t)(c->p - el_start);
     int64_t el_at = -1;
     uint8_t ts_state = o->ts_st.data[o->ts_st.len - 1];
-    if (!(ph == 'X' || ph == 'i' || ph == 'I' || ph == 'B' || ph == 'E') || ts_state != T_OK) {
+    int flow = ph == 's' || ph == 't' || ph == 'f';
+    int columns_suffice = ph == 'X' || ph == 'i' || ph == 'I' || ph == 'B' || ph == 'E' ||
+                          (flow && fid_kind != ID_TEXT && bp != BP_ESCAPED);
+    if (!columns_suffice || ts_state != T_OK) {
         el_at = (int64_t)o->rare.len;
         if (buf_put(&o->rare, el_start, el_len)) return -2;
     }
@@ -782,9 +892,12 @@ done:;
     if (buf_put(&o->corr, &av.ints[A_CORR], 8) || buf_put(&o->ext, &av.ints[A_EXT], 8) ||
         buf_put(&o->dev, &av.ints[A_DEV], 8) || buf_put(&o->need, &nd, 1) || buf_put(&o->seq, &av.ints[A_SEQ], 8) ||
         buf_put(&o->fwd, &av.ints[A_FWD], 8) || buf_put(&o->dims, &av.ids[0], 4) || buf_put(&o->types, &av.ids[1], 4) ||
-        buf_put(&o->k_ints, &av.ints[A_REGS], 3 * 8) || buf_put(&o->k_floats, av.floats, 3 * 8) ||
-        buf_put(&o->k_dims, av.dims, 6 * 8) || buf_put(&o->has_grid, &av.has_grid, 1) || buf_put(&o->fid, &fid, 8) ||
-        buf_put(&o->fid_kind, &fid_kind, 1) || buf_put(&o->bp, &bp, 1))
+        buf_put(&o->fid, &fid, 8) || buf_put(&o->fid_kind, &fid_kind, 1) || buf_put(&o->bp, &bp, 1))
+        return -2;
+    if (has_kernel_args(&av) &&
+        (buf_put(&o->k_row, &ev, 4) || buf_put(&o->k_ints, &av.ints[A_REGS], 3 * 8) ||
+         buf_put(&o->k_floats, av.floats, 3 * 8) || buf_put(&o->k_dims, av.dims, 6 * 8) ||
+         buf_put(&o->has_grid, &av.has_grid, 1)))
         return -2;
     return 0;
 }
@@ -802,7 +915,53 @@ static PyObject *keys_list(Interner *t) {
     return list;
 }
 
-static PyObject *as_bytes(Buf *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len); }
+/* A column handed to Python without a copy: it owns the Buf's memory and exposes it (read-only) through the buffer
+ * protocol, for np.frombuffer and memoryview. Copying every column into a bytes object would touch as much fresh
+ * memory again as the scan wrote, and a first touch of memory is what a scan costs most where page faults are
+ * slow (virtual machines). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len, cap;
+} Block;
+
+static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Block *b = (Block *)self;
+    return PyBuffer_FillInfo(view, self, b->data ? b->data : (char *)"", b->len, 1, flags);
+}
+
+static void block_dealloc(PyObject *self) {
+    pool_give(((Block *)self)->data, ((Block *)self)->cap);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static Py_ssize_t block_length(PyObject *self) { return ((Block *)self)->len; }
+
+static PyBufferProcs block_as_buffer = {block_getbuffer, NULL};
+static PySequenceMethods block_as_sequence = {block_length};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_fastscan.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_dealloc = block_dealloc,
+    .tp_as_sequence = &block_as_sequence,
+    .tp_as_buffer = &block_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A column of the scanner's output (read-only bytes, through the buffer protocol).",
+};
+
+/* the Buf's memory as a Block (the Buf gives it up) */
+static PyObject *as_bytes(Buf *b) {
+    Block *blk = PyObject_New(Block, &BlockType);
+    if (!blk) return NULL;
+    blk->data = b->data;
+    blk->len = b->len;
+    blk->cap = b->cap;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)blk;
+}
 
 /* res[key] = value, taking over the new reference to value (NULL: an error already set); -1 on error */
 static int put_new(PyObject *res, const char *key, PyObject *value) {
@@ -860,6 +1019,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         rc = -2;
     if (!rc && buf_put(&o.args_json, "[", 1)) rc = -2;
     Py_BEGIN_ALLOW_THREADS
+    if (!rc && out_reserve(&o, view.len)) rc = -2;
     if (!rc) {
         ws(&c);
         if (c.p >= c.end || *c.p != '[') rc = -1;
@@ -871,7 +1031,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 for (;;) {
                     const unsigned char *el = c.p;
                     Py_ssize_t json_len = o.args_json.len, n_args = o.n_args, n_shapes = shapes.n, n_types = types.n;
-                    rc = scan_event(&c, &o, &names, &cats, &srcs, &shapes, &types);
+                    rc = scan_event(&c, &o, &names, &cats, &srcs, &shapes, &types, (int32_t)n);
                     if (rc == -1 && prefix && n > 0 && !element_closes(el, c.end)) {
                         /* the window ends inside this element: keep the ones before it, drop what it wrote */
                         o.ts_d.len = o.dur_d.len = o.ts_ns.len = o.dur_ns.len = n * 8;
@@ -926,7 +1086,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     put_new(res, "seq", as_bytes(&o.seq)) || put_new(res, "fwd", as_bytes(&o.fwd)) ||
                     put_new(res, "dims", as_bytes(&o.dims)) || put_new(res, "types", as_bytes(&o.types)) ||
                     put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types)) ||
-                    put_new(res, "k_ints", as_bytes(&o.k_ints)) || put_new(res, "k_floats", as_bytes(&o.k_floats)) ||
+                    put_new(res, "k_row", as_bytes(&o.k_row)) || put_new(res, "k_ints", as_bytes(&o.k_ints)) || put_new(res, "k_floats", as_bytes(&o.k_floats)) ||
                     put_new(res, "k_dims", as_bytes(&o.k_dims)) || put_new(res, "has_grid", as_bytes(&o.has_grid)) ||
                     put_new(res, "fid", as_bytes(&o.fid)) || put_new(res, "fid_kind", as_bytes(&o.fid_kind)) ||
                     put_new(res, "bp", as_bytes(&o.bp))))
@@ -967,7 +1127,25 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *trim(PyObject *self, PyObject *unused) {
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    for (int i = 0; i < pool_n; i++) free(pool_ptr[i]);
+    pool_n = 0;
+    pool_bytes = 0;
+    PyThread_release_lock(pool_lock);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pooled(PyObject *self, PyObject *unused) {
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    Py_ssize_t n = pool_bytes;
+    PyThread_release_lock(pool_lock);
+    return PyLong_FromSsize_t(n);
+}
+
 static PyMethodDef methods[] = {
+    {"trim", trim, METH_NOARGS, "trim(): free the column memory kept for reuse between scans"},
+    {"pooled", pooled, METH_NOARGS, "pooled() -> bytes of column memory kept for reuse between scans"},
     {"configure", configure, METH_O, "configure(keys): the args keys the Python side reads"},
     {"scan", scan, METH_VARARGS,
      "scan(text, prefix=False) -> dict of columns, or None when the pure-Python decoder must read it"},
@@ -977,5 +1155,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", NULL, -1
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
     init_plain();
+    pool_lock = PyThread_allocate_lock();
+    if (!pool_lock) return PyErr_NoMemory();
+    if (PyType_Ready(&BlockType) < 0) return NULL;
     return PyModule_Create(&module);
 }

@@ -77,7 +77,8 @@ class FastChunk:
 
     n: int
     end: int  # where the scanned elements end in the text given to :func:`scan` (the byte after the last one)
-    text: bytes  # the elements the Python side may decode one by one (rare ones: not slices, instants or B/E)
+    # the elements the Python side may decode one by one (rare ones: not slices, instants, B/E or plain flows)
+    text: memoryview
     ph: np.ndarray[Any, Any]  # uint8 phase character (0: none)
     name: np.ndarray[Any, Any]  # int32 local ids into ``names``
     cat: np.ndarray[Any, Any]
@@ -105,10 +106,13 @@ class FastChunk:
     types: np.ndarray[Any, Any]
     shapes: list[bytes]  # Input Dims texts as the Python path prints them (UTF-8)
     typestrs: list[bytes]  # Input type texts, joined by ", "
-    k_ints: np.ndarray[Any, Any]  # (n, 3) int64 registers per thread, shared memory, bytes (-1 when absent)
-    k_floats: np.ndarray[Any, Any]  # (n, 3) float64 blocks per SM, warps per SM, occupancy (-1.0 when absent)
-    k_dims: np.ndarray[Any, Any]  # (n, 6) int64 grid, block (0 when absent)
-    has_grid: np.ndarray[Any, Any]  # bool: the grid was three integers
+    # kernel and copy args, one row per event that has any (k_row: the event, ascending); the other events have
+    # the defaults (-1, -1.0, 0, False)
+    k_row: np.ndarray[Any, Any]  # int32
+    k_ints: np.ndarray[Any, Any]  # (k, 3) int64 registers per thread, shared memory, bytes (-1 when absent)
+    k_floats: np.ndarray[Any, Any]  # (k, 3) float64 blocks per SM, warps per SM, occupancy (-1.0 when absent)
+    k_dims: np.ndarray[Any, Any]  # (k, 6) int64 grid, block (0 when absent)
+    has_grid: np.ndarray[Any, Any]  # (k,) bool: the grid was three integers
     fid: np.ndarray[Any, Any]  # int64 the event's id where it is an integer
     fid_kind: np.ndarray[Any, Any]  # uint8 ID_NONE (absent or null), ID_INT, ID_TEXT (a string: decode the event)
     bp: np.ndarray[Any, Any]  # uint8 BP_OTHER, BP_E ("e"), BP_ESCAPED (written with escapes: decode the event)
@@ -118,12 +122,25 @@ class FastChunk:
         """Which events have kernel or copy args as the scanner read them (a grid, registers or bytes), or args
         decoded by msgspec (which may hold them in another form)."""
         ints = self.k_ints
-        out: np.ndarray[Any, Any] = self.has_grid | (ints[:, 0] >= 0) | (ints[:, 2] >= 0) | self.need
+        out: np.ndarray[Any, Any] = self.need.copy()
+        out[self.k_row[self.has_grid | (ints[:, 0] >= 0) | (ints[:, 2] >= 0)]] = True
         return out
 
     def kernel_cols(self, rows: np.ndarray[Any, Any]) -> KernelCols:
         """The kernel and copy args of the events at ``rows``, as the scanner read them."""
-        ints, floats, dims = self.k_ints[rows], self.k_floats[rows], self.k_dims[rows]
+        n = len(rows)
+        ints = np.full((n, 3), -1, dtype=np.int64)
+        floats = np.full((n, 3), -1.0)
+        dims = np.zeros((n, 6), dtype=np.int64)
+        has_grid = np.zeros(n, dtype=bool)
+        k_row = self.k_row
+        at = np.searchsorted(k_row, rows)
+        found = at < len(k_row)
+        found[found] = k_row[at[found]] == rows[found]
+        if found.any():
+            src = at[found]
+            ints[found], floats[found], dims[found] = self.k_ints[src], self.k_floats[src], self.k_dims[src]
+            has_grid[found] = self.has_grid[src]
         return KernelCols(
             registers=ints[:, 0],
             shared=ints[:, 1],
@@ -133,10 +150,10 @@ class FastChunk:
             occupancy=floats[:, 2],
             grid=dims[:, :3],
             block=dims[:, 3:],
-            has_grid=self.has_grid[rows],
+            has_grid=has_grid,
         )
 
-    def element(self, i: int) -> bytes:
+    def element(self, i: int) -> memoryview:
         at = int(self.el_at[i])
         if at < 0:
             raise ValueError(f"event {i} of the chunk is a slice, instant or B/E: its bytes are not kept")
@@ -188,6 +205,12 @@ class FastChunk:
         return self._names
 
 
+def release_memory() -> None:
+    """Free the column memory the scanner keeps for reuse from one chunk to the next (once a file is read)."""
+    if _fastscan is not None:
+        _fastscan.trim()
+
+
 def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
     """Scan ``[e, e, ...]`` into a :class:`FastChunk`; None when the Python path must decode it.
 
@@ -224,7 +247,7 @@ def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
     chunk = FastChunk(
         n=n,
         end=got["end"],
-        text=got["rare"],
+        text=memoryview(got["rare"]),
         ph=ph,
         name=np.frombuffer(got["name"], np.int32),
         cat=np.frombuffer(got["cat"], np.int32),
@@ -252,6 +275,7 @@ def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
         types=np.frombuffer(got["types"], np.int32),
         shapes=got["shapes"],
         typestrs=got["typestrs"],
+        k_row=np.frombuffer(got["k_row"], np.int32),
         k_ints=np.frombuffer(got["k_ints"], np.int64).reshape(-1, 3),
         k_floats=np.frombuffer(got["k_floats"], np.float64).reshape(-1, 3),
         k_dims=np.frombuffer(got["k_dims"], np.int64).reshape(-1, 6),

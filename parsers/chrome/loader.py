@@ -22,6 +22,7 @@ from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
+from gputop_trace.parsers.chrome import fast
 from gputop_trace.parsers.chrome.ahead import chunks as read_ahead
 from gputop_trace.parsers.chrome.ahead import enabled as ahead_enabled
 from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
@@ -92,6 +93,7 @@ def load(
         finally:
             if ahead is not None:
                 ahead.close()
+            fast.release_memory()
         gz_truncated, corrupt = src.truncated, src.corrupt
     return _finish(st, info, path, file_size, rank, default_rank, gz_truncated, corrupt)
 

@@ -250,15 +250,18 @@ def test_prefix_scan_stops_at_the_last_complete_element() -> None:
 
 
 def test_only_the_rare_events_keep_their_bytes() -> None:
-    """Slices, instants and B/E are read from the columns alone; metadata, flows and events without a usable ts
-    keep their JSON for the Python decoders (the rest of a chunk's bytes are not copied)."""
+    """Slices, instants, B/E and flows with an integer id and a plain bp are read from the columns alone;
+    metadata, flows with a string id or an escaped bp, and events without a usable ts keep their JSON for the
+    Python decoders (the rest of a chunk's bytes are not copied)."""
     got = fast.scan(
         b'[{"ph": "X", "ts": 1, "dur": 1}, {"ph": "M", "name": "process_name", "args": {"name": "p"}}, '
-        b'{"ph": "B", "ts": 2}, {"ph": "s", "id": 1, "ts": 3}, {"ph": "X", "dur": 1}, {"ph": "i", "ts": 4}]'
+        b'{"ph": "B", "ts": 2}, {"ph": "s", "id": 1, "ts": 3}, {"ph": "X", "dur": 1}, {"ph": "i", "ts": 4}, '
+        b'{"ph": "f", "id": "a", "ts": 5}, {"ph": "f", "id": 2, "bp": "\\u0065", "ts": 6}, '
+        b'{"ph": "f", "id": 3, "bp": "e", "ts": 7}]'
     )
     assert got is not None
     kept = [i for i in range(got.n) if got.el_at[i] >= 0]
-    assert kept == [1, 3, 4]
+    assert kept == [1, 4, 6, 7]
     assert got.event(4, False).dur == 1
     with pytest.raises(ValueError, match="not kept"):
         got.element(0)
