@@ -76,13 +76,7 @@ def load(
         ahead = InflateAhead(raw) if raw.gzip and ahead_enabled() else None
         src = cast(ByteStream, ahead) if ahead is not None else raw
         try:
-            for chunk in read_ahead(src, info):
-                if chunk.fast is not None:
-                    process_fast(st, chunk.fast, include_python=include_python)
-                else:
-                    process_chunk(st, chunk, include_python=include_python)
-                if progress is not None:
-                    progress(src.bytes_in, file_size, st.n)
+            _stream_into(st, src, info, progress, file_size, include_python)
         except LoadCancelled:
             raise
         except RecursionError:
@@ -96,6 +90,20 @@ def load(
             fast.release_memory()
         gz_truncated, corrupt = src.truncated, src.corrupt
     return _finish(st, info, path, file_size, rank, default_rank, gz_truncated, corrupt)
+
+
+def _stream_into(
+    st: State, src: ByteStream, info: DocumentInfo, progress: Progress | None, file_size: int, include_python: bool
+) -> None:
+    """Every chunk of the events array into ``st`` (no chunk is referenced once this returns, so that the memory
+    of the scanner's columns can be freed)."""
+    for chunk in read_ahead(src, info):
+        if chunk.fast is not None:
+            process_fast(st, chunk.fast, include_python=include_python)
+        else:
+            process_chunk(st, chunk, include_python=include_python)
+        if progress is not None:
+            progress(src.bytes_in, file_size, st.n)
 
 
 def _finish(

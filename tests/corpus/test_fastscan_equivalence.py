@@ -427,3 +427,31 @@ def test_recorded_references_agree(name: str, monkeypatch: pytest.MonkeyPatch) -
     assert used["scanned"] >= 1, used
     if name.startswith("ops_"):
         assert len(compiled.op_args.event) > 0 and len(compiled.memory.event) > 0
+
+
+def test_column_memory_is_reused_between_scans_and_freed_after_a_load(tmp_path: Path) -> None:
+    """The scanner's columns come back to a pool when Python drops them, the next scan takes them from there
+    (fresh memory costs a page fault per page), and a finished load leaves nothing pooled."""
+    from gputop_trace.parsers.chrome import _fastscan  # type: ignore[attr-defined]
+
+    events = b",".join(
+        b'{"ph": "X", "name": "k%d", "pid": 1, "tid": 2, "ts": %d, "dur": 3}' % (i % 7, i) for i in range(20_000)
+    )
+    text = b"[" + events + b"]"
+    fast.release_memory()
+    got = fast.scan(text)
+    assert got is not None and got.n == 20_000
+    assert np.array_equal(got.ts_ns[:3], [0, 1000, 2000])  # the columns read straight from the scanner's memory
+    held = _fastscan.pooled()  # (columns copied while the chunk was made are back already)
+    del got
+    pooled = _fastscan.pooled()
+    assert pooled > held  # the columns' memory came back
+    again = fast.scan(text)
+    assert again is not None and again.n == 20_000
+    assert _fastscan.pooled() < pooled  # ... and was taken again
+    del again
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"traceEvents": ' + text + b"}")
+    trace = chrome.load(str(path))
+    assert len(trace) == 20_000
+    assert _fastscan.pooled() == 0  # a load frees what it pooled
