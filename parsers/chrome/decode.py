@@ -4,7 +4,6 @@ be, exact decimal timestamps when a float would lose nanoseconds, element by ele
 
 from __future__ import annotations
 
-import json
 import mmap
 import re
 from operator import attrgetter
@@ -151,4 +150,6 @@ def decode_header(text: bytes) -> Any:
     try:
         return DEC_ANY.decode(text)
     except msgspec.DecodeError:
+        import json  # (here: most loads never need it, and it is a few ms to import)
+
         return json.loads(text.decode("utf-8", "replace"), strict=False)

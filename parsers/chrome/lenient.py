@@ -4,7 +4,6 @@ control characters and invalid UTF-8."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -86,6 +85,8 @@ def python_chunk(text: bytes) -> Chunk:
     except UnicodeDecodeError:
         decoded = text.decode("utf-8", "replace")
         note = "bytes that are not valid UTF-8 were replaced with U+FFFD in names"
+    import json  # (here, not at the top: the lenient path is rare, and json is a few ms of every load's import)
+
     try:
         items = json.loads(decoded, strict=False)
     except (ValueError, RecursionError):
@@ -163,6 +164,8 @@ def _coerce(obj: Any) -> Event | None:
     cat = obj.get("cat", "")
     ident = obj.get("id")
     args = _coerce_args(obj.get("args"))
+    import json
+
     return Event(
         ph=ph,
         name=name if isinstance(name, str) else json.dumps(name),
