@@ -2,9 +2,10 @@
 that inflating (zlib and ISA-L release the GIL) overlaps the scan of the previous bytes instead of adding to it.
 
 :class:`InflateAhead` reads and reports like the stream it wraps (``read``, ``readinto``, ``eof``, ``truncated``,
-``corrupt``, ``bytes_out``, ...). At most :data:`DEPTH` pieces of :data:`PIECE` bytes wait between the inflater
-and the reader, so memory does not grow with the file. An error raised on the inflater (``LoadCancelled`` from a
-progress callback, an OS error) is raised again in the reader; closing stops the inflater. Sizes in bytes.
+``corrupt``, ``bytes_out``, ...). At most :data:`DEPTH` pieces of up to
+:data:`~gputop_trace.parsers.source.INFLATE_PIECE` bytes wait between the inflater and the reader, so memory
+does not grow with the file. An error raised on the inflater (``LoadCancelled`` from a progress callback, an OS
+error) is raised again in the reader; closing stops the inflater. Sizes in bytes.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Any
 
 from gputop_trace.parsers.source import ByteStream
 
-#: decompressed bytes asked of the wrapped stream at a time, and the pieces that may wait
-PIECE = 1 << 20
+#: pieces (as the wrapped stream inflates them: at most source.INFLATE_PIECE bytes each) that may wait
 DEPTH = 4
 
 
@@ -50,7 +50,7 @@ class InflateAhead:
     def _inflate(self) -> None:
         try:
             while not self._stop.is_set():
-                data = self.src.read(PIECE)
+                data = self.src.read_piece()  # as inflated (no joining into pieces of another size)
                 if not data:
                     break
                 if not self._put(data):

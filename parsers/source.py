@@ -19,7 +19,12 @@ from gputop_trace.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-READ_BLOCK = 64 << 10  # compressed bytes read per step: keeps each inflated piece near 1 MB (cache-friendly)
+READ_BLOCK = 256 << 10  # compressed bytes read per step
+#: decompressed bytes one inflate step gives at most (the rest of its input waits for the next step): a bound on
+#: memory whatever the compression ratio (64 KiB of zeros inflate to 64 MiB), and pieces of one size, whose
+#: memory the C library reuses from one piece to the next instead of mapping fresh pages for each (a page fault
+#: each: a third of inflating was faults on a virtual machine)
+INFLATE_PIECE = 1 << 20
 
 #: A parser's progress callback: ``(bytes read, total bytes, events so far)``.
 Progress = Callable[[int, int, int], None]
@@ -94,6 +99,7 @@ class ByteStream:
         self._zlib = _inflater()
         self._dec = self._zlib.decompressobj(47) if self.gzip else None  # 47 = gzip or zlib header, auto
         self._pending = b""
+        self._tail = b""  # compressed input not inflated yet (an inflate step gives at most INFLATE_PIECE bytes)
         self.truncated = False
         self.corrupt: str | None = None
         self.bytes_in = 0
@@ -209,9 +215,23 @@ class ByteStream:
                 produced += len(out)
         return b"".join(parts)
 
+    def read_piece(self) -> bytes:
+        """The next decompressed bytes as they come (one inflate step's output for gzip, at most
+        :data:`INFLATE_PIECE`; a :data:`INFLATE_PIECE` read for a plain file); ``b""`` once exhausted."""
+        if not self.gzip or self._left:
+            return self.read(INFLATE_PIECE)
+        data = b""
+        while not data and not self.eof:
+            data = self._inflate_step()
+        self.bytes_out += len(data)
+        return data
+
     def _inflate_step(self) -> bytes:
         assert self._dec is not None
-        if self._pending:
+        tail = False
+        if self._tail:  # input the previous step left unread (its output reached INFLATE_PIECE)
+            block, self._tail, tail = self._tail, b"", True
+        elif self._pending:
             block, self._pending = self._pending, b""
         else:
             block = self._f.read(READ_BLOCK)
@@ -223,12 +243,13 @@ class ByteStream:
                 self.truncated = True
             self.eof = True
             return b""
-        if self._f.tell() >= self.file_size and len(block) > 8 and not self._pending:
+        if not tail and self._f.tell() >= self.file_size and len(block) > 8 and not self._pending:
             # feed a member's 8-byte trailer (CRC, size) on its own, so that a bad checksum cannot take the
             # last block's data down with it
             block, self._pending = block[:-8], block[-8:]
         try:
-            out: bytes = self._dec.decompress(block)
+            out: bytes = self._dec.decompress(block, INFLATE_PIECE)
+            self._tail = self._dec.unconsumed_tail
         except (zlib.error, self._zlib.error, OSError) as e:  # isal raises its own error type
             self.corrupt = _describe_inflate_error(e)
             self.eof = True

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gputop_trace.errors import LoadCancelled
-from gputop_trace.parsers import inflate_ahead
+from gputop_trace.parsers import source
 from gputop_trace.parsers.inflate_ahead import InflateAhead
 from gputop_trace.parsers.source import ByteStream
 
@@ -38,7 +38,7 @@ def _read_all(src: ByteStream | InflateAhead, into: bool) -> bytes:
 
 @pytest.mark.parametrize("into", [True, False], ids=["readinto", "read"])
 def test_the_same_bytes_as_the_stream_it_wraps(tmp_path: Path, into: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inflate_ahead, "PIECE", 65_536)  # many pieces through the queue
+    monkeypatch.setattr(source, "INFLATE_PIECE", 65_536)  # many pieces through the queue, input left over per step
     data = _data()
     path = tmp_path / "t.json.gz"
     path.write_bytes(gzip.compress(data[:1_000_000]) + gzip.compress(data[1_000_000:]))  # two members
