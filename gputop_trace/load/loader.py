@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 
 from gputop_trace.errors import TraceError
+from gputop_trace.load import heap
 from gputop_trace.model.merge import merge_traces
 from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.sniff import TRACE_SUFFIXES, sniff
@@ -71,11 +72,16 @@ def load_file(
 def _parse_file(
     path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
 ) -> Trace:
-    if kind in ("nsys", "nsys-rep"):
-        from gputop_trace.parsers.process_ranks import ranks_from_processes
+    # freed pieces reused while the file is read, and what is free given back once it is (load/heap.py)
+    heap.keep_freed_memory()
+    try:
+        if kind in ("nsys", "nsys-rep"):
+            from gputop_trace.parsers.process_ranks import ranks_from_processes
 
-        return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
-    return _parse_format(path, kind, progress, default_rank, include_python)
+            return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
+        return _parse_format(path, kind, progress, default_rank, include_python)
+    finally:
+        heap.give_back_free_memory()
 
 
 def _parse_format(

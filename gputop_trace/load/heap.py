@@ -1,0 +1,66 @@
+"""How the C library's allocator keeps memory while a trace loads (glibc only; elsewhere these do nothing).
+
+A load allocates and frees pieces of a few hundred KB to a few MB over and over: inflated gzip pieces, numpy
+columns of each chunk. glibc maps allocations above a threshold (128 KiB at first, raised as it sees them freed)
+on their own and unmaps them when they are freed, and gives the free top of its heaps back to the system once it
+passes another threshold. Either way the next piece lands on fresh pages, and the first touch of a page is a page
+fault: on the virtual machines this runs on (CI, cloud GPU boxes) faults are slow, and they were a quarter of the
+load of a gzip trace. :func:`keep_freed_memory` raises both thresholds (to the 32 MiB glibc's own scheme raises
+the first one to at most, and 128 MiB for the second), so freed pieces are reused; :func:`give_back_free_memory`
+returns what is free to the system once a file is read (``malloc_trim``), so the process does not stay larger
+than the trace it holds. ``GPUTOP_KEEP_HEAP=0`` leaves the allocator alone. Sizes in bytes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+from typing import Any
+
+#: mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 32 << 20
+TRIM_THRESHOLD = 128 << 20
+ENV = "GPUTOP_KEEP_HEAP"
+
+#: whether keep_freed_memory tuned the allocator (once per process)
+_state = {"tuned": False}
+
+
+@functools.cache
+def _glibc() -> Any:
+    """The C library when it is glibc (its mallopt and malloc_trim) and tuning is not turned off; else None."""
+    if not sys.platform.startswith("linux") or os.environ.get(ENV, "1") in ("0", "false", "no"):
+        return None
+    try:
+        lib = ctypes.CDLL(None)  # the process's own symbols: its C library's among them
+    except OSError:  # pragma: no cover - a process without a dynamic loader
+        return None
+    if all(hasattr(lib, f) for f in ("mallopt", "malloc_trim", "gnu_get_libc_version")):
+        return lib
+    return None  # pragma: no cover - musl and other C libraries
+
+
+def keep_freed_memory() -> bool:
+    """Let freed memory be reused instead of unmapped (once per process); whether the allocator is tuned."""
+    lib = _glibc()
+    if lib is None:
+        return False
+    if not _state["tuned"]:
+        _state["tuned"] = bool(lib.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
+            lib.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+        )
+    return _state["tuned"]
+
+
+def give_back_free_memory() -> None:
+    """Return the allocator's free memory to the system (after a load: what it kept for reuse)."""
+    lib = _glibc()
+    if lib is not None:
+        lib.malloc_trim(0)
+
+
+__all__ = ["give_back_free_memory", "keep_freed_memory"]
