@@ -10,9 +10,10 @@ path (wall median of ``--repeat`` runs, CPU time of its threads, MB/s), the pure
 installed (its pool workers inherit the affinity; skipped otherwise). Needs only the repository: without the
 shared corpus, make_large.py repeats the bundled sample trace.
 
-What scales with cores here: the loader is one process with a read-ahead thread (reading, gzip inflate and the
-compiled scan leave the loader's thread), so it uses up to about two cores; more cores do not make one file
-faster (they help the fleet command, which loads ranks in parallel processes).
+What scales with cores here: the loader is one process. A read-ahead thread reads the file, gzip is inflated on
+a thread of its own, each window of the stream is scanned by one thread per usable core (at most 8), and the
+loading thread turns the scanned parts into columns while holding the GIL: one file gains from cores until that
+thread is the limit (more cores help the fleet command and folders of ranks, parsed in parallel processes).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from gputop_trace.units import parse_size_bytes
 #: (loaded and analysed) 136 MB and 669 MB (tests/test_resource_limits.py checks a fresh one)
 JSON_BYTES_FACTOR = 1.0  # measured peaks: 0.62 × JSON (GPT-like events), 1.3 × (small DDP events); RESULTS.md
 SQLITE_BYTES_FACTOR = 4.0  # measured peak RSS ≈ 4 × the export size (benchmarks/RESULTS.md)
+#: Python, numpy and the streaming buffers: the window (two chunks of 4 MiB per scanning thread, at most 8
+#: threads: 64 MiB), the chunks waiting between threads and the scanner's pooled columns
 FIXED_OVERHEAD = 300 << 20
 #: gzip ratio assumed when the trailer cannot be trusted (several members, or more than 4 GiB)
 ASSUMED_GZIP_RATIO = 12
