@@ -82,12 +82,18 @@ def _bind_flows(trace: Trace, st: State, lane_of_src: dict[int, list[int]]) -> F
                         break
             nx = nxt & (k_left < len(starts))
             bound[todo[nx]] = sl.start + k_left[nx]
-    # chain the bound points of each flow id in file order
-    group = dense_ids({}, list(zip(ident, cat.tolist(), strict=True)))
+    # chain the bound points of each flow id (and category) in file order
     keep = np.flatnonzero(bound >= 0)
-    order = keep[np.lexsort((seq[keep], group[keep]))]
-    g, b = group[order], bound[order]
-    pair = (g[1:] == g[:-1]) & (b[1:] != b[:-1])
+    ids = _int_ids(ident)
+    if ids is not None:  # (as a rule: ids sorted as numbers, no Python pass over the pairs)
+        order = keep[np.lexsort((seq[keep], ids[keep], cat[keep]))]
+        same = (ids[order][1:] == ids[order][:-1]) & (cat[order][1:] == cat[order][:-1])
+    else:  # string ids, or ids of mixed types: grouped by Python equality
+        group = dense_ids({}, list(zip(ident, cat.tolist(), strict=True)))
+        order = keep[np.lexsort((seq[keep], group[keep]))]
+        same = group[order][1:] == group[order][:-1]
+    b = bound[order]
+    pair = same & (b[1:] != b[:-1])
     fwd = cat_names.index("fwdbwd") if "fwdbwd" in cat_names else -1
     kinds = np.where(cat[order][1:][pair] == fwd, FlowKind.FWDBWD, FlowKind.OTHER).astype(np.uint8)
     old = trace.flows
@@ -96,6 +102,16 @@ def _bind_flows(trace: Trace, st: State, lane_of_src: dict[int, list[int]]) -> F
         dst=np.concatenate([old.dst, b[1:][pair]]),
         kind=np.concatenate([old.kind, kinds]),
     )
+
+
+def _int_ids(ident: list[Any]) -> np.ndarray[Any, Any] | None:
+    """The flow ids as int64 when every one is a plain int that fits (not a bool, str, float or None), else None."""
+    if not ident or set(map(type, ident)) != {int}:
+        return None
+    try:
+        return np.array(ident, dtype=np.int64)
+    except OverflowError:
+        return None
 
 
 def _replace_flows(trace: Trace, flows: FlowTable) -> Trace:
