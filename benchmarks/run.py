@@ -19,6 +19,7 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import re
 import subprocess
 import sys
 import traceback
@@ -433,6 +434,52 @@ def _miss_text(r: Result) -> str:
     return f"{_fmt(r.value, r.unit)} against {r.target}" + (f" ({extra})" if extra else "")
 
 
+_TARGET_CELL = re.compile(r"^(≥|≤)\s*([0-9][0-9.,]*)\s*(.*)$")
+_VALUE_CELL = re.compile(r"^([0-9][0-9.,]*)\s*(.*)$")
+_TEXT_TARGET = re.compile(r"([0-9][0-9.,]*) (\w+) wall[^(]*\(target (≥|≤) ([0-9][0-9.,]*) (\w+)\)")
+
+
+def embedded_misses(name: str, text: str) -> list[str]:
+    """The targets an embedded report missed, read off its own words: table rows whose last cell is a target
+    (``≥ 1 M rows/s``) and whose second cell is the value in the same unit, and ``X s wall ... (target ≤ Y s)``."""
+    found: list[tuple[str, float, str, str, float]] = []  # (what, value, unit, sign, target)
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
+        if len(cells) >= 3:
+            t, v = _TARGET_CELL.match(cells[-1]), _VALUE_CELL.match(cells[1])
+            if t and v and v.group(2) == t.group(3):
+                found.append(
+                    (
+                        cells[0],
+                        float(v.group(1).replace(",", "")),
+                        v.group(2),
+                        t.group(1),
+                        float(t.group(2).replace(",", "")),
+                    )
+                )
+        for m in _TEXT_TARGET.finditer(line):
+            if m.group(2) == m.group(5):
+                found.append(
+                    (
+                        "total",
+                        float(m.group(1).replace(",", "")),
+                        m.group(2),
+                        m.group(3),
+                        float(m.group(4).replace(",", "")),
+                    )
+                )
+    out = []
+    for what, value, unit, sign, target in found:
+        if (sign == "≥" and value < target) or (sign == "≤" and value > target):
+            how = (
+                f"{100 * (1 - value / target):.0f}% short of"
+                if sign == "≥"
+                else f"{100 * (value / target - 1):.0f}% over"
+            )
+            out.append(f"From `{name}.py` / {what}: {value:g} {unit} is {how} {sign} {target:g} {unit}")
+    return out
+
+
 def write_report(run: Run, notes: str) -> str:
     import msgspec
     import numpy
@@ -468,9 +515,10 @@ def write_report(run: Run, notes: str) -> str:
         lines.append("")
     for name, text in run.embedded:
         lines += [f"## From `{name}.py` (its own report)", "", text.replace("\n## ", "\n### "), ""]
-    missed = [r for r in run.results if r.met is False]
+    missed = [f"{r.section} / {r.what}: {_miss_text(r)}" for r in run.results if r.met is False]
+    missed += [m for name, text in run.embedded for m in embedded_misses(name, text)]
     lines += ["## Targets missed", ""]
-    lines += [f"- {r.section} / {r.what}: {_miss_text(r)}." for r in missed] or ["- none"]
+    lines += [f"- {m}." for m in missed] or ["- none"]
     lines.append("")
     if run.skipped:
         lines += ["## Not measured", ""] + [f"- {s}" for s in run.skipped] + [""]
