@@ -951,8 +951,8 @@ static PyTypeObject BlockType = {
     .tp_doc = "A column of the scanner's output (read-only bytes, through the buffer protocol).",
 };
 
-/* the Buf's memory as a Block (the Buf gives it up) */
-static PyObject *as_bytes(Buf *b) {
+/* the Buf's memory as a Block (the Buf gives it up; no copy) */
+static PyObject *as_block(Buf *b) {
     Block *blk = PyObject_New(Block, &BlockType);
     if (!blk) return NULL;
     blk->data = b->data;
@@ -1075,21 +1075,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Py_INCREF(res);
     } else {
         res = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
-                            "args_json", as_bytes(&o.args_json), "corr", as_bytes(&o.corr), "ext", as_bytes(&o.ext),
-                            "dev", as_bytes(&o.dev), "need", as_bytes(&o.need), "n", n, "end", done_at, "ph",
-                            as_bytes(&o.ph), "name", as_bytes(&o.name), "cat", as_bytes(&o.cat), "src",
-                            as_bytes(&o.src), "ts_d", as_bytes(&o.ts_d), "ts_ns", as_bytes(&o.ts_ns), "ts_st",
-                            as_bytes(&o.ts_st), "dur_d", as_bytes(&o.dur_d), "dur_ns", as_bytes(&o.dur_ns), "el_at",
-                            as_bytes(&o.el_at), "el_len", as_bytes(&o.el_len), "rare", as_bytes(&o.rare), "names",
+                            "args_json", as_block(&o.args_json), "corr", as_block(&o.corr), "ext", as_block(&o.ext),
+                            "dev", as_block(&o.dev), "need", as_block(&o.need), "n", n, "end", done_at, "ph",
+                            as_block(&o.ph), "name", as_block(&o.name), "cat", as_block(&o.cat), "src",
+                            as_block(&o.src), "ts_d", as_block(&o.ts_d), "ts_ns", as_block(&o.ts_ns), "ts_st",
+                            as_block(&o.ts_st), "dur_d", as_block(&o.dur_d), "dur_ns", as_block(&o.dur_ns), "el_at",
+                            as_block(&o.el_at), "el_len", as_block(&o.el_len), "rare", as_block(&o.rare), "names",
                             keys_list(&names));
         if (res && (put_new(res, "cats", keys_list(&cats)) || put_new(res, "srcs", keys_list(&srcs)) ||
-                    put_new(res, "seq", as_bytes(&o.seq)) || put_new(res, "fwd", as_bytes(&o.fwd)) ||
-                    put_new(res, "dims", as_bytes(&o.dims)) || put_new(res, "types", as_bytes(&o.types)) ||
+                    put_new(res, "seq", as_block(&o.seq)) || put_new(res, "fwd", as_block(&o.fwd)) ||
+                    put_new(res, "dims", as_block(&o.dims)) || put_new(res, "types", as_block(&o.types)) ||
                     put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types)) ||
-                    put_new(res, "k_row", as_bytes(&o.k_row)) || put_new(res, "k_ints", as_bytes(&o.k_ints)) || put_new(res, "k_floats", as_bytes(&o.k_floats)) ||
-                    put_new(res, "k_dims", as_bytes(&o.k_dims)) || put_new(res, "has_grid", as_bytes(&o.has_grid)) ||
-                    put_new(res, "fid", as_bytes(&o.fid)) || put_new(res, "fid_kind", as_bytes(&o.fid_kind)) ||
-                    put_new(res, "bp", as_bytes(&o.bp))))
+                    put_new(res, "k_row", as_block(&o.k_row)) || put_new(res, "k_ints", as_block(&o.k_ints)) ||
+                    put_new(res, "k_floats", as_block(&o.k_floats)) ||
+                    put_new(res, "k_dims", as_block(&o.k_dims)) || put_new(res, "has_grid", as_block(&o.has_grid)) ||
+                    put_new(res, "fid", as_block(&o.fid)) || put_new(res, "fid_kind", as_block(&o.fid_kind)) ||
+                    put_new(res, "bp", as_block(&o.bp))))
             Py_CLEAR(res);
     }
     out_free(&o);

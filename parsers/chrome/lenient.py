@@ -164,11 +164,9 @@ def _coerce(obj: Any) -> Event | None:
     cat = obj.get("cat", "")
     ident = obj.get("id")
     args = _coerce_args(obj.get("args"))
-    import json
-
     return Event(
         ph=ph,
-        name=name if isinstance(name, str) else json.dumps(name),
+        name=name if isinstance(name, str) else _json_text(name),
         cat=cat if isinstance(cat, str) else str(cat),
         pid=pid,
         tid=tid,
@@ -198,3 +196,11 @@ def _coerce_args(a: Any) -> Any:
         return Args(**out)
     except TypeError:
         return None
+
+
+def _json_text(value: Any) -> str:
+    """A non-string name as JSON text (json imported here: the lenient path is rare, and json is a few ms of every
+    load's import)."""
+    import json
+
+    return json.dumps(value)
