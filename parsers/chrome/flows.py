@@ -82,15 +82,16 @@ def _bind_flows(trace: Trace, st: State, lane_of_src: dict[int, list[int]]) -> F
                         break
             nx = nxt & (k_left < len(starts))
             bound[todo[nx]] = sl.start + k_left[nx]
-    # chain the bound points of each flow id (and category) in file order
+    # chain the bound points of each flow id (and category) in time order, file order breaking ties: a file may
+    # write a flow's end before its start (MTIA traces write every backward op's "f" before the forward op's "s")
     keep = np.flatnonzero(bound >= 0)
     ids = _int_ids(ident)
     if ids is not None:  # (as a rule: ids sorted as numbers, no Python pass over the pairs)
-        order = keep[np.lexsort((seq[keep], ids[keep], cat[keep]))]
+        order = keep[np.lexsort((seq[keep], rel[keep], ids[keep], cat[keep]))]
         same = (ids[order][1:] == ids[order][:-1]) & (cat[order][1:] == cat[order][:-1])
     else:  # string ids, or ids of mixed types: grouped by Python equality
         group = dense_ids({}, list(zip(ident, cat.tolist(), strict=True)))
-        order = keep[np.lexsort((seq[keep], group[keep]))]
+        order = keep[np.lexsort((seq[keep], rel[keep], group[keep]))]
         same = group[order][1:] == group[order][:-1]
     b = bound[order]
     pair = same & (b[1:] != b[:-1])
