@@ -31,13 +31,17 @@ print(json.dumps({"tuned": tuned, "faults": faults}))
 """
 
 
-def _churn(env_off: bool) -> dict[str, object]:
+def _run(code: str, env_off: bool) -> dict[str, object]:
     env = {"GPUTOP_KEEP_HEAP": "0"} if env_off else {}
     out = subprocess.run(
-        [sys.executable, "-c", _CHURN], capture_output=True, text=True, check=True, env={**os.environ, **env}
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, **env}
     )
     got: dict[str, object] = json.loads(out.stdout)
     return got
+
+
+def _churn(env_off: bool) -> dict[str, object]:
+    return _run(_CHURN, env_off)
 
 
 def _glibc_version() -> str | None:
@@ -55,3 +59,42 @@ def test_freed_memory_is_reused_while_loading_and_the_switch_turns_it_off() -> N
     assert isinstance(on["faults"], int) and isinstance(off["faults"], int)
     if glibc:  # glibc alone maps fresh pages for many of the pieces (5,000 faults here); tuned, it reuses them (2,000)
         assert on["faults"] * 2 < off["faults"], (on, off)
+
+
+#: where a new thread's malloc lands: in the main heap (the "[heap]" mapping, grown with brk), or in an arena of
+#: its own (a mapping elsewhere)
+_THREAD_MALLOC = """
+import ctypes, json, threading
+from gputop_trace.load import heap
+tuned = heap.keep_freed_memory()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+got = {}
+def alloc():
+    got["at"] = libc.malloc(4000)  # below every mmap threshold: from the thread's arena
+t = threading.Thread(target=alloc)
+t.start()
+t.join()
+for line in open("/proc/self/maps"):
+    if line.rstrip().endswith("[heap]"):
+        lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+        break
+else:
+    lo = hi = 0
+print(json.dumps({"tuned": tuned, "main_heap": lo <= got["at"] < hi}))
+libc.free(got["at"])
+"""
+
+
+def test_the_threads_of_a_load_share_the_main_arena_and_the_switch_turns_it_off() -> None:
+    if not (sys.platform.startswith("linux") and _glibc_version() is not None):
+        out = _run(_THREAD_MALLOC, env_off=False)
+        assert out["tuned"] is False
+        return
+    on, off = _run(_THREAD_MALLOC, env_off=False), _run(_THREAD_MALLOC, env_off=True)
+    # tuned, a new thread allocates from the main heap, whose freed memory every thread reuses; untuned, glibc
+    # gives it an arena of its own
+    assert on == {"tuned": True, "main_heap": True}, on
+    assert off == {"tuned": False, "main_heap": False}, off
