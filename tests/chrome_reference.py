@@ -45,7 +45,7 @@ import numpy as np
 from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.chrome import loader as chrome
 from gputop_trace.parsers.chrome import state
-from gputop_trace.parsers.chrome.structs import DocumentInfo
+from gputop_trace.parsers.chrome.document import DocumentInfo
 
 _INSTANT = ("i", "I", "R")
 _FLOW = ("s", "t", "f")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Sequence
 
@@ -72,8 +73,10 @@ def load_file(
 def _parse_file(
     path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
 ) -> Trace:
-    # freed pieces reused while the file is read, and what is free given back once it is (load/heap.py)
+    # freed pieces reused while the file is read, and what is free given back once it is (load/heap.py); the cyclic
+    # garbage collector paused meanwhile (heap.pause_gc)
     heap.keep_freed_memory()
+    paused = heap.pause_gc()
     try:
         if kind in ("nsys", "nsys-rep"):
             from gputop_trace.parsers.process_ranks import ranks_from_processes
@@ -81,6 +84,8 @@ def _parse_file(
             return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
         return _parse_format(path, kind, progress, default_rank, include_python)
     finally:
+        if paused:
+            gc.enable()
         heap.give_back_free_memory()
 
 
@@ -88,9 +93,19 @@ def _parse_format(
     path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
 ) -> Trace:
     if kind == "chrome":
-        from gputop_trace.parsers.chrome import loader as chrome
+        # the file opened and its first window read and scanned while the rest of the parser is imported
+        # (parsers/chrome/opening.py imports only what that needs)
+        from gputop_trace.parsers.chrome.opening import open_trace
 
-        return chrome.load(path, progress=progress, default_rank=default_rank, include_python=include_python)
+        opened = open_trace(path)
+        try:
+            from gputop_trace.parsers.chrome import loader as chrome
+        except BaseException:
+            opened.close()
+            raise
+        return chrome.load(
+            path, progress=progress, default_rank=default_rank, include_python=include_python, opened=opened
+        )
     if kind == "nsys-rep":
         from gputop_trace.load.nsys_report import load_report
 

@@ -6,8 +6,11 @@ thread of its own; zlib and ISA-L release the GIL while they inflate), finds the
 compiled scanner (which releases the GIL too), so with the compiled path that work leaves the loader's thread:
 gzip is off the critical path. At most :data:`DEPTH` chunks wait in the queue
 (a few MiB), so memory does not grow with the file. Errors and cancellation (``LoadCancelled`` from a progress
-callback) raised on the producer are raised again in the consumer, and a consumer that stops early stops the
-producer. ``GPUTOP_READ_AHEAD=0`` reads on the loader's thread.
+callback) raised on the producer are raised again in the consumer, and a consumer that stops early (or
+:meth:`ReadAhead.close`) stops the producer. ``GPUTOP_READ_AHEAD=0`` reads on the loader's thread.
+
+This module and what the producer runs first import nothing heavy, so that :mod:`~gputop_trace.parsers.chrome.
+opening` can start the producer before the rest of the parser is imported.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import threading
 from collections.abc import Generator
 from typing import Any
 
+from gputop_trace.parsers.chrome.document import Chunk, DocumentInfo
 from gputop_trace.parsers.chrome.stream import stream_events
-from gputop_trace.parsers.chrome.structs import Chunk, DocumentInfo
 from gputop_trace.parsers.source import ByteStream
 
 #: chunks (of ~1 MiB of JSON each) that may wait between the producer and the loader
@@ -32,44 +35,64 @@ def enabled() -> bool:
     return os.environ.get(READ_AHEAD_ENV, "1") not in ("0", "false", "no")
 
 
-def chunks(src: ByteStream, info: DocumentInfo) -> Generator[Chunk, None, None]:
-    """:func:`~gputop_trace.parsers.chrome.stream.stream_events`, read ahead on a second thread when
-    :func:`enabled` (``info`` is complete once the iterator is exhausted)."""
-    if not enabled():
-        yield from stream_events(src, info)
-        return
-    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=DEPTH)
-    stop = threading.Event()
+class ReadAhead:
+    """:func:`~gputop_trace.parsers.chrome.stream.stream_events` of ``src``, produced on a second thread from
+    the moment this is made when :func:`enabled` (else on the consumer's thread as it iterates). Iterate it once;
+    ``info`` is complete once the iteration ends. :meth:`close` stops the producer (iterating to the end, or
+    stopping early, closes it too)."""
 
-    def put(item: tuple[str, Any]) -> bool:
-        while not stop.is_set():
+    def __init__(self, src: ByteStream, info: DocumentInfo) -> None:
+        self.src = src
+        self.info = info
+        self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=DEPTH)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if enabled():
+            self._thread = threading.Thread(target=self._produce, name="gputop-read-ahead", daemon=True)
+            self._thread.start()
+
+    def _put(self, item: tuple[str, Any]) -> bool:
+        while not self._stop.is_set():
             try:
-                q.put(item, timeout=0.05)
+                self._q.put(item, timeout=0.05)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def produce() -> None:
+    def _produce(self) -> None:
         try:
-            for chunk in stream_events(src, info):
-                if not put(("chunk", chunk)):
+            for chunk in stream_events(self.src, self.info):
+                if not self._put(("chunk", chunk)):
                     return
-            put(("end", None))
+            self._put(("end", None))
         except BaseException as e:
-            put(("error", e))
+            self._put(("error", e))
 
-    thread = threading.Thread(target=produce, name="gputop-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, item = q.get()
-            if kind == "chunk":
-                yield item
-            elif kind == "end":
-                return
-            else:
-                raise item
-    finally:
-        stop.set()
-        thread.join()
+    def __iter__(self) -> Generator[Chunk, None, None]:
+        if self._thread is None:
+            yield from stream_events(self.src, self.info)
+            return
+        try:
+            while True:
+                kind, item = self._q.get()
+                if kind == "chunk":
+                    yield item
+                elif kind == "end":
+                    return
+                else:
+                    raise item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the producer and wait for it (no chunk is made after this returns)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def chunks(src: ByteStream, info: DocumentInfo) -> Generator[Chunk, None, None]:
+    """The chunks of ``src`` read ahead (:class:`ReadAhead`); ``info`` is complete once they are exhausted, and
+    closing the generator stops the producer."""
+    return ReadAhead(src, info).__iter__()

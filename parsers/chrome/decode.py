@@ -4,41 +4,22 @@ be, exact decimal timestamps when a float would lose nanoseconds, element by ele
 
 from __future__ import annotations
 
-import mmap
 import re
 from operator import attrgetter
-from typing import Any
 
 import msgspec
 import numpy as np
 
 from gputop_trace.parsers.chrome import fast
 from gputop_trace.parsers.chrome.conventions import PROFILER_RANGE_CAT
+from gputop_trace.parsers.chrome.document import MAX_SPLIT_TRIES, WS, Chunk, NotAnArray
 from gputop_trace.parsers.chrome.lenient import lenient_chunk, python_chunk
-from gputop_trace.parsers.chrome.structs import (
-    DEC_ANY,
-    DEC_COUNTER,
-    DEC_EVENTS,
-    DEC_EXACT,
-    DEC_RAW_LIST,
-    Chunk,
-    NotAnArray,
-)
+from gputop_trace.parsers.chrome.structs import DEC_COUNTER, DEC_EVENTS, DEC_EXACT, DEC_RAW_LIST
 from gputop_trace.parsers.chrome.values import tokens_to_ns
 
 #: |ts| below this many µs converts exactly to whole ns through a float64 (ulp/2 < 0.5 ns); above it the
 #: chunk is decoded again with its ts/dur as text, converted exactly in bulk (``values.tokens_to_ns``).
 EXACT_FLOAT_LIMIT_US = float(2**43)
-
-
-WS = b" \t\r\n"
-MAX_SPLIT_TRIES = 24  # cut points tried before a run of elements counts as undecodable
-
-
-def skip_ws_comma(buf: bytes | bytearray | mmap.mmap, pos: int, n: int) -> int:
-    while pos < n and buf[pos] in b" \t\r\n,":
-        pos += 1
-    return pos
 
 
 def decode_last(buf: bytes, pos: int) -> tuple[int, Chunk]:
@@ -142,14 +123,3 @@ def _finish_chunk(chunk: Chunk, text: bytes | memoryview) -> None:
                     (chunk.counters if ph == "C" else chunk.profiler_ranges).append(DEC_COUNTER.decode(raw))
                 except msgspec.MsgspecError:
                     pass
-
-
-def decode_header(text: bytes) -> Any:
-    """The keys around the events array: msgspec, then (for lone surrogates, NaN, control characters or invalid
-    UTF-8 that only a lenient parser reads) the standard library. Raises ValueError or RecursionError."""
-    try:
-        return DEC_ANY.decode(text)
-    except msgspec.DecodeError:
-        import json  # (here: most loads never need it, and it is a few ms to import)
-
-        return json.loads(text.decode("utf-8", "replace"), strict=False)

@@ -19,7 +19,6 @@ repairs are the same code on both paths. ``GPUTOP_PURE_PYTHON=1`` forces the Pyt
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -28,18 +27,9 @@ import msgspec
 import numpy as np
 
 from gputop_trace.parsers.chrome.kernel_args import KernelCols
+from gputop_trace.parsers.chrome.scanner import PURE_PYTHON_ENV, available, enabled, raw_scan, release_memory
 from gputop_trace.parsers.chrome.state import PH_I, PH_X, State
 from gputop_trace.parsers.chrome.structs import DEC_COUNTER, DEC_ONE, Args, CounterEvent, Event, ExactEvent
-
-try:  # the compiled scanner is optional: built by `pip install .` where a C compiler is present
-    from gputop_trace.parsers.chrome import _fastscan  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the install
-    _fastscan = None
-else:  # the args keys the Python side reads: an args object holding one of them is decoded into Args
-    _fastscan.configure([f.encode_name.encode() for f in msgspec.structs.fields(Args)])
-
-#: set to 1 to force the pure-Python decoder (the reference) even where the compiled scanner is installed
-PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
 
 DEC_ARGS = msgspec.json.Decoder(list[Args])
 DEC_EXACT_ONE = msgspec.json.Decoder(ExactEvent)
@@ -57,16 +47,6 @@ BP_OTHER, BP_E, BP_ESCAPED = 0, 1, 2
 
 #: chunks the scanner read, and chunks it left to the Python path (for tests and benchmarks)
 stats = {"scanned": 0, "fallback": 0}
-
-
-def available() -> bool:
-    """Whether the compiled scanner is installed."""
-    return _fastscan is not None
-
-
-def enabled() -> bool:
-    """Whether chunks are scanned by compiled code (installed, and not turned off by :data:`PURE_PYTHON_ENV`)."""
-    return _fastscan is not None and os.environ.get(PURE_PYTHON_ENV, "") not in ("1", "true", "yes")
 
 
 @dataclass
@@ -205,12 +185,6 @@ class FastChunk:
         return self._names
 
 
-def release_memory() -> None:
-    """Free the column memory the scanner keeps for reuse from one chunk to the next (once a file is read)."""
-    if _fastscan is not None:
-        _fastscan.trim()
-
-
 def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
     """Scan ``[e, e, ...]`` into a :class:`FastChunk`; None when the Python path must decode it.
 
@@ -218,8 +192,12 @@ def scan(text: bytes | memoryview, *, prefix: bool = False) -> FastChunk | None:
     possibly cut: the complete elements before the cut are scanned and :attr:`FastChunk.end` says where they end
     (the byte after the last one's ``}``). None when no element is complete or one of them is not read here.
     """
-    assert _fastscan is not None
-    got = _fastscan.scan(text, prefix)
+    return from_raw(raw_scan(text, prefix), prefix=prefix)
+
+
+def from_raw(got: dict[str, Any] | None, *, prefix: bool) -> FastChunk | None:
+    """The :class:`FastChunk` of what :func:`~gputop_trace.parsers.chrome.scanner.raw_scan` gave (the args
+    objects it kept decoded into ``Args`` here, in one call); None when the Python path must decode the text."""
     if got is None or (got["n"] == 0 and prefix):
         stats["fallback"] += 1
         return None
@@ -307,4 +285,16 @@ def decode_src(text: bytes) -> tuple[Any, Any]:
     return msgspec.json.decode(pid), msgspec.json.decode(tid)
 
 
-__all__ = ["PH_I", "PH_X", "Event", "FastChunk", "State", "available", "enabled", "scan"]
+__all__ = [
+    "PH_I",
+    "PH_X",
+    "PURE_PYTHON_ENV",
+    "Event",
+    "FastChunk",
+    "State",
+    "available",
+    "enabled",
+    "from_raw",
+    "release_memory",
+    "scan",
+]

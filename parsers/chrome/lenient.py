@@ -9,16 +9,15 @@ from typing import Any
 
 import msgspec
 
+from gputop_trace.parsers.chrome.document import Chunk, NotAnArray
 from gputop_trace.parsers.chrome.structs import (
     DEC_ANY,
     DEC_COUNTER,
     DEC_ONE,
     DEC_RAW_LIST,
     Args,
-    Chunk,
     CounterEvent,
     Event,
-    NotAnArray,
 )
 
 #: the longest example of an event a warning quotes, in characters

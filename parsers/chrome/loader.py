@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -22,21 +22,18 @@ from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
-from gputop_trace.parsers.chrome import fast
-from gputop_trace.parsers.chrome.ahead import chunks as read_ahead
-from gputop_trace.parsers.chrome.ahead import enabled as ahead_enabled
 from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
+from gputop_trace.parsers.chrome.document import Chunk, DocumentInfo
 from gputop_trace.parsers.chrome.fast_columns import process_fast
 from gputop_trace.parsers.chrome.flows import bind_flow_events, launch_flows
 from gputop_trace.parsers.chrome.graph_replays import REPLAY_NAME, replay_bands
 from gputop_trace.parsers.chrome.matching import match_async, match_begin_end
+from gputop_trace.parsers.chrome.opening import Opened, open_trace
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
-from gputop_trace.parsers.chrome.structs import DocumentInfo
 from gputop_trace.parsers.chrome.values import int_or, stable_int
-from gputop_trace.parsers.inflate_ahead import InflateAhead
 from gputop_trace.parsers.source import ByteStream
 from gputop_trace.units import plural
 
@@ -55,13 +52,15 @@ def load(
     rank: int | None = None,
     default_rank: int = 0,
     include_python: bool = True,
+    opened: Opened | None = None,
 ) -> Trace:
     """Load a Chrome trace (``.json`` or gzip, object or bare-array form) into a :class:`Trace`.
 
     ``rank`` overrides the rank (default: ``distributedInfo.rank``, else ``default_rank``).
     ``include_python=False`` leaves out ``python_function`` events (often most of a trace recorded
-    ``with_stack=True``). Raises :class:`TraceError` for input that is not a readable trace; recovers what it
-    can from a truncated one.
+    ``with_stack=True``). ``opened``: the file as :func:`~gputop_trace.parsers.chrome.opening.open_trace` opened
+    it (already being read; this closes it), else it is opened here. Raises :class:`TraceError` for input that is
+    not a readable trace; recovers what it can from a truncated one.
     """
     st = State()
     file_size = os.path.getsize(path) if os.path.exists(path) else 0
@@ -70,34 +69,34 @@ def load(
         if progress is not None:
             progress(nbytes, file_size, st.n)
 
-    info = DocumentInfo()
-    with ByteStream(path, on_read=on_read) as raw:
-        # gzip inflated on a thread of its own, off the scanner's (InflateAhead reads like the stream it wraps)
-        ahead = InflateAhead(raw) if raw.gzip and ahead_enabled() else None
-        src = cast(ByteStream, ahead) if ahead is not None else raw
-        try:
-            _stream_into(st, src, info, progress, file_size, include_python)
-        except LoadCancelled:
-            raise
-        except RecursionError:
-            raise TraceError(
-                f"{path} nests JSON too deeply to read. It is probably not a trace; if it is, report it.",
-                path=path,
-            ) from None
-        finally:
-            if ahead is not None:
-                ahead.close()
-            fast.release_memory()
-        gz_truncated, corrupt = src.truncated, src.corrupt
-    return _finish(st, info, path, file_size, rank, default_rank, gz_truncated, corrupt)
+    trace = opened if opened is not None else open_trace(path)
+    trace.on_read = on_read
+    try:
+        _stream_into(st, trace.chunks, trace.src, progress, file_size, include_python)
+    except LoadCancelled:
+        raise
+    except RecursionError:
+        raise TraceError(
+            f"{path} nests JSON too deeply to read. It is probably not a trace; if it is, report it.",
+            path=path,
+        ) from None
+    finally:
+        trace.close()
+    gz_truncated, corrupt = trace.src.truncated, trace.src.corrupt
+    return _finish(st, trace.info, path, file_size, rank, default_rank, gz_truncated, corrupt)
 
 
 def _stream_into(
-    st: State, src: ByteStream, info: DocumentInfo, progress: Progress | None, file_size: int, include_python: bool
+    st: State,
+    chunks: Iterable[Chunk],
+    src: ByteStream,
+    progress: Progress | None,
+    file_size: int,
+    include_python: bool,
 ) -> None:
     """Every chunk of the events array into ``st`` (no chunk is referenced once this returns, so that the memory
     of the scanner's columns can be freed)."""
-    for chunk in read_ahead(src, info):
+    for chunk in chunks:
         if chunk.fast is not None:
             process_fast(st, chunk.fast, include_python=include_python)
         else:

@@ -10,8 +10,11 @@ on from where the last kept part ends, so a wrong guess costs a scan, never a wr
 
 Each part is scanned in the scanner's prefix mode, with the byte before it (the separating comma, or the byte
 before the window's first element) replaced by ``[`` for the time of the scan; the parts never read each other's
-replaced byte. ``GPUTOP_SCAN_THREADS`` sets the number of threads (default: the cores this process may use, at
-most :data:`MAX_THREADS`; 1 scans on the read-ahead thread alone).
+replaced byte. The threads run the raw scan alone (:func:`~gputop_trace.parsers.chrome.scanner.raw_scan`, which
+needs neither msgspec nor the decoders: the first window of a load is scanned while they are imported); the
+scanner's columns become chunks on the streamer's thread once every part is scanned. ``GPUTOP_SCAN_THREADS``
+sets the number of threads (default: the cores this process may use, at most :data:`MAX_THREADS`; 1 scans on
+the read-ahead thread alone).
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import mmap
 import os
 import re
 import threading
+from typing import Any
 
-from gputop_trace.parsers.chrome import fast
-from gputop_trace.parsers.chrome.structs import Chunk
+from gputop_trace.parsers.chrome import scanner
+from gputop_trace.parsers.chrome.document import Chunk
 
 SCAN_THREADS_ENV = "GPUTOP_SCAN_THREADS"
 #: more threads than this gain little: the loader's own thread turns the parts into columns one at a time
@@ -74,13 +78,13 @@ def scan_parts(
     starts = [pos - 1, *cuts[1:]]  # where each part's "[" goes
     stops = [*cuts[1:], end]
     saved = [buf[s] for s in starts]
-    got: list[fast.FastChunk | None] = [None] * len(starts)
+    got: list[dict[str, Any] | None] = [None] * len(starts)
     errors: list[BaseException] = []
 
     def scan(i: int) -> None:
         with view[starts[i] : stops[i]] as text:
             try:
-                got[i] = fast.scan(text, prefix=True)
+                got[i] = scanner.raw_scan(text, prefix=True)
             except BaseException as e:  # re-raised on the streamer's thread
                 errors.append(e)
 
@@ -98,8 +102,12 @@ def scan_parts(
             buf[s] = b
     if errors:
         raise errors[0]
+    from gputop_trace.parsers.chrome import fast  # (imported by now, or being imported by the loader's thread)
+
     out: list[tuple[int, Chunk]] = []
-    for i, fc in enumerate(got):
+    for i, raw in enumerate(got):
+        fc = fast.from_raw(raw, prefix=True)
+        got[i] = None  # (the columns of a part not kept go back to the scanner's pool)
         if fc is None:
             break
         stop = starts[i] + fc.end

@@ -7,8 +7,9 @@ import re
 
 import msgspec
 
-from gputop_trace.parsers.chrome.decode import decode_chunk, decode_last, skip_ws_comma
-from gputop_trace.parsers.chrome.structs import DEC_RAW_LIST, Chunk, NotAnArray
+from gputop_trace.parsers.chrome.decode import decode_chunk, decode_last
+from gputop_trace.parsers.chrome.document import Chunk, NotAnArray, skip_ws_comma
+from gputop_trace.parsers.chrome.structs import DEC_RAW_LIST
 
 RESYNC_PROBES = 256  # element boundaries tried after damage before giving up on a window
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,")

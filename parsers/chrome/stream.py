@@ -15,22 +15,22 @@ import mmap
 import re
 from collections.abc import Iterator
 
-import msgspec
-
 from gputop_trace.errors import TraceError
-from gputop_trace.parsers.chrome import fast
-from gputop_trace.parsers.chrome.decode import (
+from gputop_trace.parsers.chrome import scanner
+from gputop_trace.parsers.chrome.document import (
     MAX_SPLIT_TRIES,
     WS,
-    decode_chunk,
+    Chunk,
+    DocumentInfo,
+    NotAnArray,
     decode_header,
-    decode_last,
     skip_ws_comma,
 )
 from gputop_trace.parsers.chrome.parallel_scan import MIN_PART, scan_parts, scan_threads
-from gputop_trace.parsers.chrome.recovery import nested_too_deeply, recover_damage
-from gputop_trace.parsers.chrome.structs import DEC_ANY, Chunk, DocumentInfo, NotAnArray
 from gputop_trace.parsers.source import ByteStream
+
+# (the decoders, msgspec and the recovery of damaged bytes are imported where they are first needed: a load starts
+# reading and scanning while they are imported, see parsers/chrome/opening.py)
 
 #: decompressed bytes per decoded chunk. Each chunk costs a fixed amount of Python work and a hand-over of the GIL
 #: between the read-ahead thread and the loader (up to a switch interval, 5 ms): 4 MiB loaded the benchmark inputs
@@ -130,7 +130,7 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     else:
         raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
     info.consumed = pos
-    threads = scan_threads() if fast.enabled() else 1
+    threads = scan_threads() if scanner.enabled() else 1
     win = _Window(src, buf, pos, 0, CHUNK * threads)
     del buf
     pos = 1
@@ -150,7 +150,7 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                 break
             parts = (
                 scan_parts(win.buf, win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
-                if fast.enabled()
+                if scanner.enabled()
                 else []
             )
             if parts:
@@ -162,12 +162,16 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                 continue
             end, chunk = _decode_some(win, pos)
             if end < 0 and src.eof:
+                from gputop_trace.parsers.chrome.decode import decode_last
+
                 end, chunk = decode_last(win.data(), pos)
             if end < 0 and not src.eof and win.end - pos < MAX_ELEMENT:
                 # an element larger than the window: read more (doubling) and try again
                 pos = win.refill(pos, grow=True)
                 continue
             if end < 0:
+                from gputop_trace.parsers.chrome.recovery import nested_too_deeply, recover_damage
+
                 # damaged bytes: keep what decodes before them, skip to where decoding works again
                 good, chunk_or_none, resync = recover_damage(win.data(), pos)
                 if chunk_or_none is not None:
@@ -219,8 +223,10 @@ def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo
         search_from = max(start, len(buf) - 64)
         buf += src.read(CHUNK)
     # no traceEvents key: decide between "not a trace" and "truncated before the events"
+    import msgspec
+
     try:
-        doc = DEC_ANY.decode(buf[start:])
+        doc = msgspec.json.decode(buf[start:])
     except msgspec.DecodeError:
         doc = None
     if isinstance(doc, dict):
@@ -291,6 +297,8 @@ def _split_candidates(buf: bytearray | mmap.mmap, pos: int, end: int) -> Iterato
 
 def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
     """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
+    from gputop_trace.parsers.chrome.decode import decode_chunk
+
     buf = win.buf
     before = buf[pos - 1]
     # (the compiled scanner, which finds the end of the last complete element itself, had the window first:

@@ -1,16 +1,13 @@
 """The typed ``msgspec`` structs a Chrome trace's events are decoded into (only the fields the loader reads are
-decoded; everything else is skipped by msgspec), their decoders, and what the streamer hands on: decoded
-:class:`Chunk` s and the :class:`DocumentInfo` of the document around the events."""
+decoded; everything else is skipped by msgspec) and their decoders. (What the streamer hands on, the decoded
+chunks and what it learnt of the document, is in :mod:`~gputop_trace.parsers.chrome.document`.)"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Union
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 
 #: an integer that fits int64 (a larger one in the file fails typed decoding and takes the lenient path)
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
@@ -120,44 +117,3 @@ DEC_COUNTER = msgspec.json.Decoder(CounterEvent)
 DEC_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 DEC_ONE = msgspec.json.Decoder(Event)
 DEC_ANY = msgspec.json.Decoder()
-
-
-@dataclass
-class Chunk:
-    """Decoded events of one chunk, and the counter events among them (when any)."""
-
-    events: list[Any]
-    counters: list[CounterEvent] = field(default_factory=list)
-    #: CUPTI range-profiler ranges (``cuda_profiler_range``), decoded again with every arg: their counters
-    profiler_ranges: list[CounterEvent] = field(default_factory=list)
-    exact: bool = False
-    skipped: int = 0
-    skipped_example: str = ""
-    repaired: int = 0  # events kept after fields of the wrong type or range were dropped or converted
-    repaired_example: str = ""
-    notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
-    phs: list[str] | None = None  # every event's ``ph`` (when the typed decoder made the chunk)
-    ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
-    ts_ns: npt.NDArray[np.int64] | None = None  # every event's ``ts`` in ns (``exact`` chunks)
-    ts_state: npt.NDArray[np.uint8] | None = None  # values.T_OK / T_MISSING / T_FAR (``exact`` chunks)
-    fast: Any = None  # the compiled scanner's columns (a fast.FastChunk; ``events`` is then empty)
-
-
-@dataclass
-class DocumentInfo:
-    """What the streamer learnt about the document besides the events."""
-
-    form: str = ""  # "object" | "array"
-    header: dict[str, Any] = field(default_factory=dict)
-    consumed: int = 0  # decompressed bytes of complete events and structure
-    total: int = 0  # decompressed bytes read
-    truncated: bool = False
-    chunks: int = 0
-    damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
-    too_deep: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) of elements nested too deeply
-    trailer_too_deep: bool = False  # the keys after the events array nest too deeply to read
-    trailer_unreadable: int = 0  # bytes after the events array that are not the rest of the object (cut, damaged)
-
-
-class NotAnArray(Exception):  # noqa: N818 - a control-flow signal
-    """The cut was not at an element boundary."""

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 #: what a gzip load does: a thread makes pieces of about 1 MiB (sizes vary) that wait in a short queue, another
 #: frees each once it has read it; print the page faults that cost
@@ -98,3 +99,23 @@ def test_the_threads_of_a_load_share_the_main_arena_and_the_switch_turns_it_off(
     # gives it an arena of its own
     assert on == {"tuned": True, "main_heap": True}, on
     assert off == {"tuned": False, "main_heap": False}, off
+
+
+_GC_DURING_LOAD = """
+import gc, json, sys
+from gputop_trace.load.loader import load_paths
+seen = set()
+load_paths([sys.argv[1]], use_cache=False, progress=lambda done, total, events: seen.add(gc.isenabled()))
+print(json.dumps({"during": sorted(seen), "after": gc.isenabled()}))
+"""
+
+
+def test_the_garbage_collector_is_paused_while_a_file_loads_and_the_switch_leaves_it_alone(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    events = [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(2000)]
+    trace.write_text(json.dumps({"traceEvents": events}))
+    on, off = (
+        _run(_GC_DURING_LOAD.replace("sys.argv[1]", repr(str(trace))), env_off=switch) for switch in (False, True)
+    )
+    assert on == {"during": [False], "after": True}, on
+    assert off == {"during": [True], "after": True}, off

@@ -13,7 +13,7 @@ import pytest
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.parsers.chrome import ahead, stream
 from gputop_trace.parsers.chrome import loader as chrome
-from gputop_trace.parsers.chrome.structs import DocumentInfo
+from gputop_trace.parsers.chrome.document import DocumentInfo
 from gputop_trace.parsers.source import ByteStream
 from tests.trace_compare import trace_differences
 

@@ -1,0 +1,94 @@
+"""The compiled scanner (``_fastscan.c``, optional) as the streamer calls it: whether it is installed and turned
+on, and the raw scan of one text (GIL released), which :func:`gputop_trace.parsers.chrome.fast.from_raw` turns
+into a :class:`~gputop_trace.parsers.chrome.fast.FastChunk`.
+
+This module imports nothing heavy (no ``msgspec``, no decoders), so that a load can start scanning while the rest
+of the parser is imported (:mod:`~gputop_trace.parsers.chrome.opening`). The scanner decodes an event's args
+into ``Args`` where they hold one of the keys ``Args`` reads: :data:`ARGS_KEYS` is that list, written out here
+(``tests/unit/test_scanner_keys.py`` checks it against the struct's fields).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+try:  # the compiled scanner is optional: built by `pip install .` where a C compiler is present
+    from gputop_trace.parsers.chrome import _fastscan  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the install
+    _fastscan = None
+
+#: set to 1 to force the pure-Python decoder (the reference) even where the compiled scanner is installed
+PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
+
+#: the JSON keys of ``structs.Args``' fields, in order: an args object holding one of them is decoded into Args
+ARGS_KEYS = (
+    "External id",
+    "correlation",
+    "device",
+    "grid",
+    "block",
+    "registers per thread",
+    "shared memory",
+    "blocks per SM",
+    "warps per SM",
+    "est. achieved occupancy %",
+    "bytes",
+    "size",
+    "direction",
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "Group size",
+    "Process Group Name",
+    "dtype",
+    "name",
+    "sort_index",
+    "labels",
+    "correlation_id",
+    "memcpy_details",
+    "Memset_details",
+    "kernel_details",
+    "kernel_file",
+    "kernel_hash",
+    "kernel_backend",
+    "Input Dims",
+    "Input type",
+    "Sequence number",
+    "Fwd thread id",
+    "Total Allocated",
+    "Total Reserved",
+    "Bytes",
+    "Device Id",
+    "Device Type",
+)
+
+if _fastscan is not None:
+    _fastscan.configure([k.encode() for k in ARGS_KEYS])
+
+
+def available() -> bool:
+    """Whether the compiled scanner is installed."""
+    return _fastscan is not None
+
+
+def enabled() -> bool:
+    """Whether chunks are scanned by compiled code (installed, and not turned off by :data:`PURE_PYTHON_ENV`)."""
+    return _fastscan is not None and os.environ.get(PURE_PYTHON_ENV, "") not in ("1", "true", "yes")
+
+
+def raw_scan(text: bytes | memoryview, prefix: bool) -> dict[str, Any] | None:
+    """The scanner's columns of ``text`` (``[e, e, ...]``; with ``prefix``, the complete elements of a window's
+    first bytes), as buffers; None when the text is not one it reads exactly. Releases the GIL while it scans."""
+    assert _fastscan is not None
+    got: dict[str, Any] | None = _fastscan.scan(text, prefix)
+    return got
+
+
+def release_memory() -> None:
+    """Free the column memory the scanner keeps for reuse from one chunk to the next (once a file is read)."""
+    if _fastscan is not None:
+        _fastscan.trim()
+
+
+__all__ = ["ARGS_KEYS", "PURE_PYTHON_ENV", "available", "enabled", "raw_scan", "release_memory"]
