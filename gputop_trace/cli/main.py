@@ -13,6 +13,7 @@ import traceback
 from collections.abc import Sequence
 
 from gputop_trace import __version__
+from gputop_trace.blas_threads import single_blas_thread
 from gputop_trace.cli import COMMANDS
 from gputop_trace.errors import LoadCancelled, TraceError
 
@@ -63,6 +64,7 @@ def _print_error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    single_blas_thread()  # before any command imports numpy (gputop_trace/blas_threads.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from typing import Any
 
+from gputop_trace.blas_threads import user_env
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
 from gputop_trace.units import plural
@@ -53,7 +54,7 @@ def register(sub: Any) -> None:
 
 def _run_checked(argv: list[str], what: str) -> None:
     try:
-        code = subprocess.run(argv, check=False).returncode
+        code = subprocess.run(argv, check=False, env=user_env()).returncode
     except OSError as e:
         raise TraceError(f"Could not start {argv[0]}: {e.strerror}.") from None
     if code != 0:

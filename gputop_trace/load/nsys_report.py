@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING
 
+from gputop_trace.blas_threads import user_env
 from gputop_trace.errors import TraceError
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def export_report(report: str) -> str:
         proc = subprocess.run(
             export_command(os.path.abspath(report), tmp, nsys),  # absolute: a name like -x.nsys-rep is no option
             stdin=subprocess.DEVNULL,
+            env=user_env(),
             capture_output=True,
             text=True,
             errors="replace",

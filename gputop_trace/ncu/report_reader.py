@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import subprocess
 
+from gputop_trace.blas_threads import user_env
 from gputop_trace.errors import TraceError
 from gputop_trace.model.ncu import NcuKernel, NcuReport, NcuSourceLine
 from gputop_trace.ncu import locate
@@ -42,7 +43,13 @@ def _run_ncu_import(ncu: str, path: str, page: str) -> str:
         argv += ["--print-source", "sass"]
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, errors="replace", timeout=NCU_CSV_TIMEOUT_S, check=False
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=NCU_CSV_TIMEOUT_S,
+            check=False,
+            env=user_env(),
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise TraceError(f"Running '{' '.join(argv)}' failed: {e}.", path=path) from None

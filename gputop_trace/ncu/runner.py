@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gputop_trace.blas_threads import user_env
 from gputop_trace.ncu.drilldown import NcuCommand
 
 #: ``on_line(source, line)``: source is ``"ncu"`` (its log) or ``"app"`` (the workload's output).
@@ -351,7 +352,7 @@ class NcuRunner:
     ) -> None:
         self.command = command
         self.cwd = cwd
-        self.env = dict(env) if env is not None else None
+        self.env = dict(env) if env is not None else user_env()  # (the user's, without our BLAS setting)
         self.timeout_s = timeout_s
         self.on_line = on_line
         self.poll_s = poll_s
