@@ -71,16 +71,14 @@ class NotAnArray(Exception):  # noqa: N818 - a control-flow signal
 
 
 def decode_header(text: bytes) -> Any:
-    """The keys around the events array: msgspec, then (for lone surrogates, NaN, control characters or invalid
-    UTF-8 that only a lenient parser reads) the standard library. Raises ValueError or RecursionError."""
-    import msgspec  # (here: the first header of a load is read while the parser is imported)
+    """The keys around the events array, by the standard library's ``json`` (lenient: lone surrogates, NaN,
+    control characters; invalid UTF-8 replaced). Raises ValueError or RecursionError.
 
-    try:
-        return msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        import json  # (here: most loads never need it, and it is a few ms to import)
+    Not msgspec: the header is read on the read-ahead thread while the loading thread imports the parser, msgspec
+    among it, and waiting for that import would hold the first window back. A header is a few keys."""
+    import json  # (here: imported by most programs already; a few ms where it is not)
 
-        return json.loads(text.decode("utf-8", "replace"), strict=False)
+    return json.loads(text.decode("utf-8", "replace"), strict=False)
 
 
 __all__ = ["MAX_SPLIT_TRIES", "WS", "Chunk", "DocumentInfo", "NotAnArray", "decode_header", "skip_ws_comma"]

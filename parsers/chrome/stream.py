@@ -58,7 +58,13 @@ class _Window:
 
     def __init__(self, src: ByteStream, head: bytes, pos: int, base: int, span: int = CHUNK) -> None:
         self.src = src
-        self.span = span  # bytes kept ahead of the position: a chunk for each scanning thread
+        # bytes kept ahead of the position: a chunk for each scanning thread, once the window has grown to
+        # ``full``. It starts at one chunk and doubles with each refill, so that the first scan starts once one
+        # chunk is read (with 8 threads the full span is 32 MiB: a file of that size would be read, and a gzip
+        # inflated, whole before its first scan, and nothing would overlap)
+        self.full = span
+        self.span = min(span, CHUNK)
+        self._refilled = False
         keep = memoryview(head)[pos - 1 :]
         self.cap = max(2 * span + 64, 2 * len(keep))
         self.buf = mmap.mmap(-1, self.cap)
@@ -74,6 +80,9 @@ class _Window:
     def refill(self, pos: int, *, grow: bool = False) -> int:
         """Move ``buf[pos-1:end]`` to the front, read a chunk more (``grow``: as much again as the window
         holds, for an element larger than it); returns the new position of ``pos``."""
+        if self._refilled:  # the span doubles from one refill to the next (the first reads one chunk)
+            self.span = min(self.full, 2 * self.span)
+        self._refilled = True
         keep = self.end - (pos - 1)
         want = max(self.span, keep) if grow else self.span
         if keep + want > self.cap:  # one element larger than the window: grow it
