@@ -22,11 +22,13 @@ bytes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 #: mallopt parameters (malloc.h)
@@ -94,4 +96,18 @@ def give_back_free_memory() -> None:
         lib.malloc_trim(0)
 
 
-__all__ = ["give_back_free_memory", "keep_freed_memory", "pause_gc"]
+@contextlib.contextmanager
+def while_loading() -> Iterator[None]:
+    """The allocator tuned and the collector paused for the time of one load; afterwards the collector is on
+    again (where it was) and the free memory given back."""
+    keep_freed_memory()
+    paused = pause_gc()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+        give_back_free_memory()
+
+
+__all__ = ["give_back_free_memory", "keep_freed_memory", "pause_gc", "while_loading"]

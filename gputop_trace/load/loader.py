@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Sequence
 
@@ -73,20 +72,14 @@ def load_file(
 def _parse_file(
     path: str, kind: str, progress: Progress | None, default_rank: int, include_python: bool = True
 ) -> Trace:
-    # freed pieces reused while the file is read, and what is free given back once it is (load/heap.py); the cyclic
-    # garbage collector paused meanwhile (heap.pause_gc)
-    heap.keep_freed_memory()
-    paused = heap.pause_gc()
-    try:
+    # freed pieces reused while the file is read, the cyclic garbage collector paused, and what is free given back
+    # once the file is read (load/heap.py)
+    with heap.while_loading():
         if kind in ("nsys", "nsys-rep"):
             from gputop_trace.parsers.process_ranks import ranks_from_processes
 
             return ranks_from_processes(_parse_format(path, kind, progress, default_rank))
         return _parse_format(path, kind, progress, default_rank, include_python)
-    finally:
-        if paused:
-            gc.enable()
-        heap.give_back_free_memory()
 
 
 def _parse_format(

@@ -90,9 +90,3 @@ class ReadAhead:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-
-
-def chunks(src: ByteStream, info: DocumentInfo) -> Generator[Chunk, None, None]:
-    """The chunks of ``src`` read ahead (:class:`ReadAhead`); ``info`` is complete once they are exhausted, and
-    closing the generator stops the producer."""
-    return ReadAhead(src, info).__iter__()

@@ -72,7 +72,7 @@ def test_a_consumer_that_stops_early_stops_the_producer(tmp_path: Path, monkeypa
     monkeypatch.setattr(stream, "CHUNK", 2048)
     before = threading.active_count()
     with ByteStream(path) as src:
-        it = ahead.chunks(src, DocumentInfo())
+        it = iter(ahead.ReadAhead(src, DocumentInfo()))
         next(it)
         it.close()  # the generator's finally: stop, join
     assert threading.active_count() == before
