@@ -2,10 +2,9 @@
 that inflating (zlib and ISA-L release the GIL) overlaps the scan of the previous bytes instead of adding to it.
 
 :class:`InflateAhead` reads and reports like the stream it wraps (``read``, ``readinto``, ``eof``, ``truncated``,
-``corrupt``, ``bytes_out``, ...). At most :data:`DEPTH` pieces of up to
-:data:`~gputop_trace.parsers.source.INFLATE_PIECE` bytes wait between the inflater and the reader, so memory
-does not grow with the file. An error raised on the inflater (``LoadCancelled`` from a progress callback, an OS
-error) is raised again in the reader; closing stops the inflater. Sizes in bytes.
+``corrupt``, ``bytes_out``, ...). At most :data:`DEPTH` pieces of :data:`PIECE` bytes wait between the inflater
+and the reader, so memory does not grow with the file. An error raised on the inflater (``LoadCancelled`` from a
+progress callback, an OS error) is raised again in the reader; closing stops the inflater. Sizes in bytes.
 """
 
 from __future__ import annotations
@@ -16,12 +15,20 @@ from typing import Any
 
 from gputop_trace.parsers.source import ByteStream
 
-#: pieces (as the wrapped stream inflates them: at most source.INFLATE_PIECE bytes each) that may wait
+#: pieces that may wait between the inflater and the reader
 DEPTH = 4
+#: bytes of one piece: the inflater fills a buffer of this size (the last piece of a file may be shorter)
+PIECE = 512 << 10
 
 
 class InflateAhead:
-    """``src`` (gzip) read by a thread that inflates ahead of the reader."""
+    """``src`` (gzip) read by a thread that inflates ahead of the reader.
+
+    The inflater fills buffers of :data:`PIECE` bytes with ``src.readinto`` and hands them over; the reader gives
+    each one back once it has copied it out. The same :data:`DEPTH` + 2 buffers go round for the whole file: memory
+    written once, not a fresh piece per step (on a virtual machine the first touch of every page is a slow fault,
+    and pieces freed by the reader's thread were not reused by the inflater's: a 26 MB trace took 3,500 faults to
+    inflate, against 900 with its pieces on one thread)."""
 
     def __init__(self, src: ByteStream) -> None:
         self.src = src
@@ -30,15 +37,19 @@ class InflateAhead:
         self.file_size = src.file_size
         self.bytes_out = 0  # bytes handed to the reader (the wrapped stream has inflated more)
         self.eof = False  # the reader has had every byte
-        self._q: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=DEPTH)
+        self._q: queue.Queue[tuple[bytearray, int] | BaseException | None] = queue.Queue(maxsize=DEPTH)
+        self._free: queue.Queue[bytearray] = queue.Queue()
+        for _ in range(DEPTH + 2):  # DEPTH waiting, one being filled, one being read
+            self._free.put(bytearray(PIECE))
         self._stop = threading.Event()
-        self._left = b""
+        self._held: bytearray | None = None  # the buffer the reader is copying out of
+        self._left = memoryview(b"")
         self._left_pos = 0
         self._thread = threading.Thread(target=self._inflate, name="gputop-inflate", daemon=True)
         self._thread.start()
 
     # -- the inflater thread --------------------------------------------------------------------------------
-    def _put(self, item: bytes | BaseException | None) -> bool:
+    def _put(self, item: tuple[bytearray, int] | BaseException | None) -> bool:
         while not self._stop.is_set():
             try:
                 self._q.put(item, timeout=0.05)
@@ -47,13 +58,25 @@ class InflateAhead:
                 continue
         return False
 
+    def _take_free(self) -> bytearray | None:
+        while not self._stop.is_set():
+            try:
+                return self._free.get(timeout=0.05)
+            except queue.Empty:
+                continue
+        return None
+
     def _inflate(self) -> None:
         try:
             while not self._stop.is_set():
-                data = self.src.read_piece()  # as inflated (no joining into pieces of another size)
-                if not data:
+                buf = self._take_free()
+                if buf is None:
+                    return
+                with memoryview(buf) as view:
+                    n = self.src.readinto(view)
+                if not n:
                     break
-                if not self._put(data):
+                if not self._put((buf, n)):
                     return
             self._put(None)
         except BaseException as e:  # handed to the reader, which raises it
@@ -61,7 +84,12 @@ class InflateAhead:
 
     # -- the reader ---------------------------------------------------------------------------------------
     def _more(self) -> bool:
-        """The next piece into ``_left``; False at the end."""
+        """The next piece into ``_left`` (the one read before goes back to the inflater); False at the end."""
+        self._left.release()
+        self._left, self._left_pos = memoryview(b""), 0
+        if self._held is not None:
+            self._free.put(self._held)
+            self._held = None
         if self.eof:
             return False
         item = self._q.get()
@@ -71,7 +99,8 @@ class InflateAhead:
         if isinstance(item, BaseException):
             self.eof = True
             raise item
-        self._left, self._left_pos = item, 0
+        self._held, n = item
+        self._left = memoryview(self._held)[:n]
         return True
 
     def read(self, want: int) -> bytes:
@@ -81,7 +110,7 @@ class InflateAhead:
         while got < want:
             if self._left_pos >= len(self._left) and not self._more():
                 break
-            take = self._left[self._left_pos : self._left_pos + want - got]
+            take = bytes(self._left[self._left_pos : self._left_pos + want - got])
             self._left_pos += len(take)
             parts.append(take)
             got += len(take)
@@ -96,8 +125,7 @@ class InflateAhead:
             if self._left_pos >= len(self._left) and not self._more():
                 break
             n = min(want - got, len(self._left) - self._left_pos)
-            with memoryview(self._left) as left:  # one copy, straight from the inflated piece (no bytes slice)
-                view[got : got + n] = left[self._left_pos : self._left_pos + n]
+            view[got : got + n] = self._left[self._left_pos : self._left_pos + n]
             got += n
             self._left_pos += n
         self.bytes_out += got
@@ -107,6 +135,7 @@ class InflateAhead:
         """Stop the inflater (the wrapped stream is closed by its owner)."""
         self._stop.set()
         self._thread.join()
+        self._left.release()
 
-    def __getattr__(self, name: str) -> Any:  # truncated, corrupt, members, bytes_in: the wrapped stream's
+    def __getattr__(self, name: str) -> Any:  # truncated, corrupt, bytes_in: the wrapped stream's
         return getattr(self.src, name)
