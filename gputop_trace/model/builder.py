@@ -14,6 +14,7 @@ import numpy.typing as npt
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.depths import assign_depths
 from gputop_trace.model.kinds import FlowKind
+from gputop_trace.model.order import event_order
 from gputop_trace.model.tables import (
     EVENT_COLUMNS,
     CollectiveTable,
@@ -188,7 +189,7 @@ class TraceBuilder:
             t0_ns = int(cols["start_ns"].min()) if n else 0
         start = cols["start_ns"] - np.int64(t0_ns)
         n_lanes = len(self.lanes)
-        order = np.lexsort((-cols["dur_ns"], start, cols["lane"]))
+        order = event_order(cols["lane"], start, cols["dur_ns"])  # by (lane, start, -dur), ties in file order
         out = {k: _frozen(v[order]) for k, v in cols.items() if k != "start_ns"}
         start = start[order]
         lane_sorted = out["lane"]
