@@ -132,10 +132,13 @@ class InflateAhead:
         return got
 
     def close(self) -> None:
-        """Stop the inflater (the wrapped stream is closed by its owner)."""
+        """Stop the inflater and give its buffers back to the heap (the wrapped stream is closed by its owner)."""
         self._stop.set()
         self._thread.join()
         self._left.release()
+        self._held = None
+        self._free = queue.Queue()
+        self._q = queue.Queue()
 
     def __getattr__(self, name: str) -> Any:  # truncated, corrupt, bytes_in: the wrapped stream's
         return getattr(self.src, name)

@@ -502,11 +502,19 @@ typedef struct {
 /* a text holds at most one event per this many bytes, as a rule (an event with its name, ts, dur, pid and tid
  * takes more): the per-event columns are given room for that many events up front, so that they do not grow
  * while the scan runs (each growth would copy a column into fresh memory). Room not written is never touched, so
- * it costs no memory. */
+ * it costs no memory while the columns are in use; but once they are freed, the C library hands that room out
+ * again, and whoever writes there next takes the page faults (the loader's arrays after the scan: on a trace of
+ * 380 bytes an event, five sixths of every column was such room). So after the first text, the room follows the
+ * bytes per event seen in the previous one (half of them: twice the events, before a column has to grow). */
 #define EST_EVENT_BYTES 64
+/* bytes per event of the last text scanned (0: none yet); read and written under pool_lock */
+static Py_ssize_t seen_event_bytes = 0;
 
 static int out_reserve(Out *o, Py_ssize_t text_len) {
-    Py_ssize_t n = text_len / EST_EVENT_BYTES + 64;
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    Py_ssize_t per = seen_event_bytes / 2;
+    PyThread_release_lock(pool_lock);
+    Py_ssize_t n = text_len / (per > EST_EVENT_BYTES ? per : EST_EVENT_BYTES) + 64;
     Buf *one[] = {&o->ph, &o->ts_st, &o->dur_st, &o->need, &o->fid_kind, &o->bp};
     Buf *four[] = {&o->name, &o->cat, &o->src, &o->el_len, &o->dims, &o->types};
     Buf *eight[] = {&o->ts_d, &o->ts_ns, &o->dur_d, &o->dur_ns, &o->el_at, &o->corr, &o->ext, &o->dev, &o->seq,
@@ -1059,6 +1067,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
     }
     if (!rc && buf_put(&o.args_json, "]", 1)) rc = -2;
+    if (!rc && n >= 64) { /* (a text of a few events says little about the next one) */
+        PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+        seen_event_bytes = done_at / n;
+        PyThread_release_lock(pool_lock);
+    }
     /* CUPTI range-profiler ranges carry their counters in args not read here: the Python path reads such chunks */
     for (Py_ssize_t i = 0; !rc && i < cats.n; i++) {
         Py_ssize_t kn;

@@ -8,7 +8,6 @@ rest of the parser is still being imported (:mod:`~gputop_trace.parsers.chrome.o
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ WS = b" \t\r\n"
 MAX_SPLIT_TRIES = 24  # cut points tried before a run of elements counts as undecodable
 
 
-def skip_ws_comma(buf: bytes | bytearray | mmap.mmap, pos: int, n: int) -> int:
+def skip_ws_comma(buf: bytes | bytearray | memoryview, pos: int, n: int) -> int:
     """The first position at or after ``pos`` (below ``n``) that is neither white space nor a comma."""
     while pos < n and buf[pos] in b" \t\r\n,":
         pos += 1

@@ -19,7 +19,6 @@ the read-ahead thread alone).
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import threading
@@ -53,7 +52,7 @@ def scan_threads() -> int:
     return max(1, min(cores, MAX_THREADS))
 
 
-def _cuts(buf: bytearray | mmap.mmap, pos: int, end: int, parts: int) -> list[int]:
+def _cuts(buf: memoryview, pos: int, end: int, parts: int) -> list[int]:
     """``pos`` and then, for each further part, the place of a comma that may separate two elements."""
     cuts = [pos]
     share = (end - pos) // parts
@@ -65,9 +64,7 @@ def _cuts(buf: bytearray | mmap.mmap, pos: int, end: int, parts: int) -> list[in
     return cuts
 
 
-def scan_parts(
-    buf: bytearray | mmap.mmap, view: memoryview, pos: int, end: int, parts: int, *, min_part: int = MIN_PART
-) -> list[tuple[int, Chunk]]:
+def scan_parts(buf: memoryview, pos: int, end: int, parts: int, *, min_part: int = MIN_PART) -> list[tuple[int, Chunk]]:
     """The elements of ``buf[pos:end]`` (``pos`` at an element; ``buf[pos - 1]`` is free to overwrite), scanned
     in up to ``parts`` pieces at once (one piece when ``parts`` is 1 or the window is short): ``(end of the
     piece's last element, chunk)`` per kept piece, in order. Empty when the first piece is not one the scanner
@@ -82,7 +79,7 @@ def scan_parts(
     errors: list[BaseException] = []
 
     def scan(i: int) -> None:
-        with view[starts[i] : stops[i]] as text:
+        with buf[starts[i] : stops[i]] as text:
             try:
                 got[i] = scanner.raw_scan(text, prefix=True)
             except BaseException as e:  # re-raised on the streamer's thread
@@ -121,7 +118,7 @@ def scan_parts(
     return out
 
 
-def _only_ws(buf: bytearray | mmap.mmap, a: int, b: int) -> bool:
+def _only_ws(buf: memoryview, a: int, b: int) -> bool:
     return all(c in _WS for c in buf[a:b])
 
 

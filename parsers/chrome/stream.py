@@ -11,9 +11,10 @@ invalid UTF-8) are decoded element by element with a lenient fallback, and what 
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections.abc import Iterator
+
+import numpy as np
 
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.chrome import scanner
@@ -39,6 +40,9 @@ from gputop_trace.parsers.source import ByteStream
 CHUNK = 4 << 20
 #: decompressed bytes read first, to find the events array (the header before it is read further when larger)
 HEAD = 64 << 10
+#: room in the window beyond its span, for the bytes of an element cut by the window's end (a window grows for an
+#: element longer than that)
+SLACK = 256 << 10
 HEADER_LIMIT = 256 << 20  # how far into a file the "traceEvents" key may be
 MAX_ELEMENT = 64 << 20  # a window that still holds no complete element is treated as damaged
 
@@ -47,13 +51,16 @@ _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
 class _Window:
-    """A reusable buffer over the decompressed stream: the bytes ``buf[:end]`` start at stream offset ``base``.
+    """A reusable buffer over the decompressed stream: the bytes ``view[:end]`` start at stream offset ``base``.
 
     Chunks are decoded straight out of it (no copy): the byte before a chunk and the byte after it are
     overwritten with ``[`` and ``]`` for the time of the decoding, then restored. One byte of room is kept
-    before the current position for that. The buffer is an anonymous memory map, so that a page of it costs
-    memory (and a page fault) only once bytes are written there: a window holds about ``span`` bytes at a time,
-    half its capacity, and a ``bytearray`` would zero all of it up front, on the critical path of the load.
+    before the current position for that. ``view`` is a memoryview of memory from the C library's heap that is
+    not written before it is used (numpy's ``empty``; a ``bytearray`` would zero all of it up front): a page costs
+    memory, and a page fault, only once bytes are written there. The window is sized for its span and a little
+    more, and given back to the heap when the stream ends, so that the memory its pages took (a window of 8 MiB
+    on two cores) serves the arrays the loader builds next, instead of fresh pages faulted in again (an anonymous
+    memory map, as before, was unmapped).
     """
 
     def __init__(self, src: ByteStream, head: bytes, pos: int, base: int, span: int = CHUNK) -> None:
@@ -66,9 +73,8 @@ class _Window:
         self.span = min(span, CHUNK)
         self._refilled = False
         keep = memoryview(head)[pos - 1 :]
-        self.cap = max(2 * span + 64, 2 * len(keep))
-        self.buf = mmap.mmap(-1, self.cap)
-        self.view = memoryview(self.buf)
+        self.cap = max(span + SLACK, 2 * len(keep))
+        self.view = _memory(self.cap)
         self.view[: len(keep)] = keep
         self.end = len(keep)
         self.base = base + pos - 1
@@ -78,7 +84,7 @@ class _Window:
         return bytes(self.view[: self.end])
 
     def refill(self, pos: int, *, grow: bool = False) -> int:
-        """Move ``buf[pos-1:end]`` to the front, read a chunk more (``grow``: as much again as the window
+        """Move ``view[pos-1:end]`` to the front, read a chunk more (``grow``: as much again as the window
         holds, for an element larger than it); returns the new position of ``pos``."""
         if self._refilled:  # the span doubles from one refill to the next (the first reads one chunk)
             self.span = min(self.full, 2 * self.span)
@@ -87,12 +93,12 @@ class _Window:
         want = max(self.span, keep) if grow else self.span
         if keep + want > self.cap:  # one element larger than the window: grow it
             self.cap = keep + 2 * want
-            bigger = mmap.mmap(-1, self.cap)
+            bigger = _memory(self.cap)
             bigger[:keep] = self.view[pos - 1 : self.end]
             self.close()
-            self.buf, self.view = bigger, memoryview(bigger)
+            self.view = bigger
         elif pos > 1:
-            self.buf.move(0, pos - 1, keep)  # (the two ranges may overlap)
+            self.view[:keep] = self.view[pos - 1 : self.end]  # (the ranges may overlap: memoryview copies as memmove)
         self.base += pos - 1
         self.end = keep
         while self.end < keep + want and not self.src.eof:
@@ -100,11 +106,13 @@ class _Window:
         return 1
 
     def close(self) -> None:
+        """Give the memory back (once the last view of it is dropped, if an error left one held)."""
         self.view.release()
-        try:
-            self.buf.close()
-        except BufferError:  # a view of it still held (an error raised mid-scan): unmapped once it is dropped
-            pass
+
+
+def _memory(n: int) -> memoryview:
+    """``n`` bytes of the heap's memory, not written (their content is undefined until written)."""
+    return np.empty(n, dtype=np.uint8).data
 
 
 def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
@@ -145,7 +153,7 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     pos = 1
     try:
         while True:
-            pos = skip_ws_comma(win.buf, pos, win.end)
+            pos = skip_ws_comma(win.view, pos, win.end)
             # keep a chunk's worth of bytes after pos in the window (one for each scanning thread)
             if win.end - pos < win.span and not src.eof:
                 pos = win.refill(pos)
@@ -153,12 +161,12 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
             if pos >= win.end:  # the stream ended inside the array
                 info.truncated = True
                 break
-            if win.buf[pos] == 0x5D:  # "]"
+            if win.view[pos] == 0x5D:  # "]"
                 info.consumed = win.base + pos + 1
                 _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
                 break
             parts = (
-                scan_parts(win.buf, win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
+                scan_parts(win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
                 if scanner.enabled()
                 else []
             )
@@ -287,12 +295,23 @@ def _read_trailer(src: ByteStream, rest: bytes, info: DocumentInfo) -> None:
         info.trailer_unreadable = len(tail)
 
 
-def _split_candidates(buf: bytearray | mmap.mmap, pos: int, end: int) -> Iterator[int]:
+def _rfind_brace(buf: memoryview, pos: int, end: int) -> int:
+    """The position of the last ``}`` in ``buf[pos:end]``, or -1 (searched back in blocks of 64 KiB)."""
+    while end > pos:
+        lo = max(pos, end - (64 << 10))
+        at = bytes(buf[lo:end]).rfind(b"}")
+        if at >= 0:
+            return lo + at
+        end = lo
+    return -1
+
+
+def _split_candidates(buf: memoryview, pos: int, end: int) -> Iterator[int]:
     """Positions just after a ``}`` that is followed by ``,`` or ``]``, from ``end`` backwards."""
     n = end
     tries = 0
     while tries < MAX_SPLIT_TRIES:
-        p = buf.rfind(b"}", pos, end)
+        p = _rfind_brace(buf, pos, end)
         if p < 0:
             return
         q = p + 1
@@ -308,7 +327,7 @@ def _decode_some(win: _Window, pos: int) -> tuple[int, Chunk]:
     """Decode the longest run of complete elements starting at ``pos``; returns (end, chunk) or (-1, _)."""
     from gputop_trace.parsers.chrome.decode import decode_chunk
 
-    buf = win.buf
+    buf = win.view
     before = buf[pos - 1]
     # (the compiled scanner, which finds the end of the last complete element itself, had the window first:
     # parallel_scan.scan_parts; what it cannot read is cut here from the end of the window)

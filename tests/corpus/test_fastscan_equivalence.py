@@ -402,7 +402,7 @@ def test_parallel_scan_keeps_only_proven_parts() -> None:
     body = _braces_document(400)[len(b'{"traceEvents": [') : -2]
     buf = bytearray(b" " + body + b" ")
     with memoryview(buf) as view:
-        parts = parallel_scan.scan_parts(buf, view, 1, 1 + len(body), 4, min_part=4 << 10)
+        parts = parallel_scan.scan_parts(view, 1, 1 + len(body), 4, min_part=4 << 10)
     assert bytes(buf) == b" " + body + b" "
     whole = fast.scan(b"[" + body + b"]")
     assert whole is not None and parts
