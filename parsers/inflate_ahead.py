@@ -39,8 +39,7 @@ class InflateAhead:
         self.eof = False  # the reader has had every byte
         self._q: queue.Queue[tuple[bytearray, int] | BaseException | None] = queue.Queue(maxsize=DEPTH)
         self._free: queue.Queue[bytearray] = queue.Queue()
-        for _ in range(DEPTH + 2):  # DEPTH waiting, one being filled, one being read
-            self._free.put(bytearray(PIECE))
+        self._made = 0  # buffers made so far (by the inflater, as it first needs them: off the opening thread)
         self._stop = threading.Event()
         self._held: bytearray | None = None  # the buffer the reader is copying out of
         self._left = memoryview(b"")
@@ -59,6 +58,9 @@ class InflateAhead:
         return False
 
     def _take_free(self) -> bytearray | None:
+        if self._made < DEPTH + 2:  # DEPTH waiting, one being filled, one being read
+            self._made += 1
+            return bytearray(PIECE)
         while not self._stop.is_set():
             try:
                 return self._free.get(timeout=0.05)

@@ -205,9 +205,9 @@ def from_raw(got: dict[str, Any] | None, *, prefix: bool) -> FastChunk | None:
     el_at = np.frombuffer(got["el_at"], np.int64)
     el_len = np.frombuffer(got["el_len"], np.int32)
     need = np.frombuffer(got["need"], np.uint8).astype(bool)
-    corr = np.frombuffer(got["corr"], np.int64).copy()
-    ext = np.frombuffer(got["ext"], np.int64).copy()
-    dev = np.frombuffer(got["dev"], np.int64).copy()
+    corr = np.frombuffer(got["corr"], np.int64)  # (read-only views of the scanner's columns, copied only where
+    ext = np.frombuffer(got["ext"], np.int64)  # decoded args are written in)
+    dev = np.frombuffer(got["dev"], np.int64)
     has = np.flatnonzero(need)
     arg_pos = np.full(n, -1, dtype=np.int64)
     decoded: list[Args] = []
@@ -218,6 +218,7 @@ def from_raw(got: dict[str, Any] | None, *, prefix: bool) -> FastChunk | None:
             stats["fallback"] += 1
             return None  # an args field of the wrong type: the Python path repairs or skips it
         arg_pos[has] = np.arange(len(has))
+        corr, ext, dev = corr.copy(), ext.copy(), dev.copy()
         corr[has] = np.fromiter(map(_A_CORR, decoded), np.int64, len(has))
         ext[has] = np.fromiter(map(_A_EXT, decoded), np.int64, len(has))
         dev[has] = np.fromiter(map(_A_DEV, decoded), np.int64, len(has))
@@ -247,8 +248,8 @@ def from_raw(got: dict[str, Any] | None, *, prefix: bool) -> FastChunk | None:
         ext=ext,
         dev=dev,
         counters=[],
-        seq=np.frombuffer(got["seq"], np.int64).copy(),
-        fwd=np.frombuffer(got["fwd"], np.int64).copy(),
+        seq=np.frombuffer(got["seq"], np.int64),
+        fwd=np.frombuffer(got["fwd"], np.int64),
         dims=np.frombuffer(got["dims"], np.int32),
         types=np.frombuffer(got["types"], np.int32),
         shapes=got["shapes"],
