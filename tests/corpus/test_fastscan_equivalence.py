@@ -5,8 +5,10 @@ really the one that ran (it is not a comparison of the Python path with itself).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +142,40 @@ def test_scanner_leaves_what_it_cannot_read_exactly_to_the_python_path() -> None
     assert got is not None
     assert got.ts_ns.tolist() == [1790857026123456789] and got.dur_ns.tolist() == [2]
     assert fast.decode_strings(got.names) == ['a"b'] and fast.decode_src(got.srcs[0]) == ("p", 2)
+
+
+def test_strings_and_numbers_read_the_same_at_every_length_and_offset() -> None:
+    """The scanner reads strings sixteen bytes at a time and integer digits eight at a time: a quote, an escape, a
+    control character or a UTF-8 byte at every place of a block, and numbers of every length up to past 19
+    digits, read as the standard library reads them (or are left to the Python path where it refuses them)."""
+    specials = ['\\"', "\\\\", "\\n", "\\u00e9", "\u00e9", "\u6f22", "\U0001f600", "/"]
+    for length in range(0, 40):
+        for at in range(0, length + 1):
+            for sp in specials:
+                name = "k" * at + sp + "x" * (length - at)
+                text = ('[{"ph":"X","name":"' + name + '","ts":1}]').encode()
+                got = fast.scan(text)
+                assert got is not None, text
+                assert fast.decode_strings(got.names) == [json.loads(text)[0]["name"]], text
+        for bad in (b"\x01", b"\xff", b"\xc3"):  # a control character, invalid UTF-8, a cut UTF-8 sequence
+            text = b'[{"ph":"X","name":"' + b"k" * length + bad + b'x","ts":1}]'
+            assert fast.scan(text) is None, text
+    for digits in range(1, 24):
+        for frac in ("", ".5", ".123456789"):
+            ts = "1" + "0123456789" * 3
+            ts = ts[:digits] + frac
+            text = ('[{"ph":"X","ts":' + ts + ',"dur":' + ts + ',"pid":' + ts[: min(digits, 18)] + "}]").encode()
+            got = fast.scan(text)
+            if digits > 16:  # past the largest exact µs (2**62 ns): the Python path says so
+                assert got is None or got.ts_st.tolist() != [0], text
+                continue
+            assert got is not None, text
+            want = Decimal(ts) * 1000
+            assert got.ts_ns.tolist() == [int(want.to_integral_value(rounding=ROUND_HALF_EVEN))], text
+            assert got.dur_d.tolist() == [float(ts)], text  # the correctly rounded double
+            if float(ts) < 2**43:  # (beyond, the ts double only tells the chunk to read the exact ns)
+                assert got.ts_d.tolist() == [float(ts)], text
+            assert fast.decode_src(got.srcs[0])[0] == int(ts[: min(digits, 18)]), text
 
 
 _OP_ARGS = [  # Input Dims / Input type / Sequence number / Fwd thread id as record_shapes writes them, and not
