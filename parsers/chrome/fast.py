@@ -19,7 +19,6 @@ repairs are the same code on both paths. ``GPUTOP_PURE_PYTHON=1`` forces the Pyt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -49,8 +48,7 @@ BP_OTHER, BP_E, BP_ESCAPED = 0, 1, 2
 stats = {"scanned": 0, "fallback": 0}
 
 
-@dataclass
-class FastChunk:
+class FastChunk(msgspec.Struct):
     """One chunk as the scanner gave it: per-event columns (chunk-local ids for names, categories and threads;
     ids, operator, kernel, copy and flow args), the bytes of its rare events (decoded one by one) and the decoded
     Args of the events whose args hold more than the scanner reads."""

@@ -11,11 +11,11 @@ grid of three integers (a grid written as text, as Triton's CPU op writes ``"gri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
+import msgspec
 import numpy as np
 
 _A_GRID = attrgetter("grid")
@@ -28,8 +28,7 @@ _A_WPS = attrgetter("warps_per_sm")
 _A_OCC = attrgetter("occupancy")
 
 
-@dataclass
-class KernelCols:
+class KernelCols(msgspec.Struct):
     """Per event: ``registers``, ``shared`` (bytes) and ``nbytes`` (a copy's bytes) as int64, -1 where absent;
     ``blocks_per_sm``, ``warps_per_sm``, ``occupancy`` (%) as float64, -1.0 where absent; ``grid`` and ``block``
     as (n, 3) int64, zeros where absent or not three integers; ``has_grid``: the grid was three integers."""
@@ -47,8 +46,8 @@ class KernelCols:
     def override(self, at: np.ndarray[Any, Any], other: KernelCols) -> KernelCols:
         """These columns with the events at ``at`` taken from ``other`` (one row per place in ``at``)."""
         if len(at):
-            for f in fields(self):
-                getattr(self, f.name)[at] = getattr(other, f.name)
+            for name in self.__struct_fields__:
+                getattr(self, name)[at] = getattr(other, name)
         return self
 
     def is_kernel(self) -> np.ndarray[Any, Any]:

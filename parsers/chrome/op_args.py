@@ -8,10 +8,10 @@ Gathered while streaming (:func:`gather_op_args`, by provisional event index) an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from gputop_trace.model.builder import TraceBuilder
@@ -24,26 +24,25 @@ _A_FWD = attrgetter("fwd_thread_id")
 _A_ALLOC = attrgetter("total_allocated")
 
 
-@dataclass
-class OpArgRows:
+class OpArgRows(msgspec.Struct):
     """Rows gathered while streaming (``event``/``mem_event``: provisional indices; sizes in bytes). Operator rows
     are kept a chunk at a time as arrays; their shape and type texts as dense ids into ``shape_table`` /
     ``type_table`` (in the order the texts first appear, -1: none), interned after streaming so names keep file
     order."""
 
-    event: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    shapes: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    types: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    seq: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    fwd_tid: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    shape_table: dict[str | None, int] = field(default_factory=dict)
-    type_table: dict[str | None, int] = field(default_factory=dict)
-    mem_event: list[int] = field(default_factory=list)
-    mem_bytes: list[int] = field(default_factory=list)
-    mem_allocated: list[int] = field(default_factory=list)
-    mem_reserved: list[int] = field(default_factory=list)
-    mem_device: list[int] = field(default_factory=list)
-    mem_device_type: list[int] = field(default_factory=list)
+    event: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    shapes: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    types: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    seq: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    fwd_tid: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    shape_table: dict[str | None, int] = msgspec.field(default_factory=dict)
+    type_table: dict[str | None, int] = msgspec.field(default_factory=dict)
+    mem_event: list[int] = msgspec.field(default_factory=list)
+    mem_bytes: list[int] = msgspec.field(default_factory=list)
+    mem_allocated: list[int] = msgspec.field(default_factory=list)
+    mem_reserved: list[int] = msgspec.field(default_factory=list)
+    mem_device: list[int] = msgspec.field(default_factory=list)
+    mem_device_type: list[int] = msgspec.field(default_factory=list)
 
     def add_row(self, event: int, shapes: str | None, types: str | None, seq: int, fwd_tid: int) -> None:
         """One operator row (the texts as :func:`shapes_text` and :func:`types_text` give them)."""
@@ -54,8 +53,7 @@ class OpArgRows:
         self.fwd_tid.append(np.array([fwd_tid], dtype=np.int64))
 
 
-@dataclass
-class OpCols:
+class OpCols(msgspec.Struct):
     """The operator args of a run of complete events: ``seq``/``fwd`` int64 (-1: none), ``shape``/``type`` ids
     into ``shape_keys``/``type_keys`` (-1: the event has no ``Input Dims`` / ``Input type``; a key is None where
     the value is there but not a list :func:`shapes_text` / :func:`types_text` can print)."""

@@ -4,9 +4,9 @@ direction and memory kinds from the name or the details string)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind
@@ -16,16 +16,15 @@ from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.values import int_or
 
 
-@dataclass
-class _CopyRows:
+class _CopyRows(msgspec.Struct):
     """Copy and memset rows for the builder, in the order they are found (JAX details first, then the others)."""
 
-    event: list[int] = field(default_factory=list)
-    nbytes: list[int] = field(default_factory=list)
-    direction: list[int] = field(default_factory=list)
-    src_kind: list[int] = field(default_factory=list)
-    dst_kind: list[int] = field(default_factory=list)
-    is_async: list[int] = field(default_factory=list)
+    event: list[int] = msgspec.field(default_factory=list)
+    nbytes: list[int] = msgspec.field(default_factory=list)
+    direction: list[int] = msgspec.field(default_factory=list)
+    src_kind: list[int] = msgspec.field(default_factory=list)
+    dst_kind: list[int] = msgspec.field(default_factory=list)
+    is_async: list[int] = msgspec.field(default_factory=list)
 
 
 def _parse_details(text: str) -> dict[str, str]:

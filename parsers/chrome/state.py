@@ -4,9 +4,9 @@ provisional event index, and the B/E, async, flow and counter events that are ma
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from gputop_trace.model.builder import TraceBuilder
@@ -16,52 +16,51 @@ from gputop_trace.parsers.chrome.op_args import OpArgRows
 PH_X, PH_I, PH_BE, PH_ASYNC, PH_ASYNC_I = 0, 1, 2, 3, 4
 
 
-@dataclass
-class _Columns:
+# (the record classes of the loader are msgspec Structs, not dataclasses: defining a dataclass runs generated code,
+# about a millisecond each of the import every load pays; a Struct is defined in a few microseconds)
+class _Columns(msgspec.Struct):
     """Per-event numpy columns gathered chunk by chunk (provisional order = file order)."""
 
-    start: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    dur: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    src: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    cat: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    name: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    corr: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    ext: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    device: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    phc: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    start: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    dur: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    src: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    cat: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    name: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    corr: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    ext: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    device: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    phc: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
 
     def concat(self, name: str, dtype: Any) -> np.ndarray[Any, Any]:
         parts: list[np.ndarray[Any, Any]] = getattr(self, name)
         return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
 
-@dataclass
-class _Flows:
+class _Flows(msgspec.Struct):
     """Chrome flow events (``s``/``t``/``f``) other than launch flows, column-wise in file order."""
 
-    ident: list[Any] = field(default_factory=list)  # the flow id (int, str or None)
-    cat: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    src: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    ts: list[np.ndarray[Any, Any]] = field(default_factory=list)  # ns, file time
-    next_slice: list[np.ndarray[Any, Any]] = field(default_factory=list)  # an "f" bound to the next slice
-    seq: list[np.ndarray[Any, Any]] = field(default_factory=list)  # file order
+    ident: list[Any] = msgspec.field(default_factory=list)  # the flow id (int, str or None)
+    cat: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    src: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    ts: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # ns, file time
+    next_slice: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # an "f" bound to the next slice
+    seq: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # file order
 
     def __len__(self) -> int:
         return len(self.ident)
 
 
-@dataclass
-class _KernelRows:
+class _KernelRows(msgspec.Struct):
     """Kineto kernel args of slices, column-wise (``event`` = provisional index)."""
 
-    event: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    grid: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    block: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    registers: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    shared: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    blocks_per_sm: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    warps_per_sm: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    occupancy: list[np.ndarray[Any, Any]] = field(default_factory=list)
+    event: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    grid: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    block: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    registers: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    shared: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    blocks_per_sm: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    warps_per_sm: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    occupancy: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
 
 
 class State:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import numpy as np
-
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.document import (
@@ -112,6 +110,8 @@ class _Window:
 
 def _memory(n: int) -> memoryview:
     """``n`` bytes of the heap's memory, not written (their content is undefined until written)."""
+    import numpy as np  # (imported by then, with the model; not at the top: the opening imports nothing heavy)
+
     return np.empty(n, dtype=np.uint8).data
 
 
