@@ -179,8 +179,14 @@ class TraceBuilder:
 
         ``t0_ns`` (file time of relative 0) defaults to the earliest event start.
         """
-        cols = {
-            k: (np.concatenate([c.cols[k] for c in self._events]) if self._events else np.zeros(0, dtype=dt))
+        cols = {  # (one chunk of events, the usual case, is read as it is: every column below is a new array)
+            k: (
+                np.concatenate([c.cols[k] for c in self._events])
+                if len(self._events) > 1
+                else self._events[0].cols[k]
+                if self._events
+                else np.zeros(0, dtype=dt)
+            )
             for k, dt in EVENT_COLUMNS.items()
             if k != "depth"
         }

@@ -268,10 +268,8 @@ def classify_all(
     mtia = st.cats.get(MTIA_DEVICE_CAT, -1)
     if mtia >= 0:  # its DMA copies are told from its ops by name
         use_name |= cat == mtia
-    name_key = np.where(use_name, name, -1).astype(np.int64)
-    first, inverse = _distinct_rows(
-        [src.astype(np.int64), cat.astype(np.int64), phc.astype(np.int64), device.astype(np.int64), name_key]
-    )
+    name_key = np.where(use_name, name, -1)
+    first, inverse = _distinct_rows([src, cat, phc, device, name_key])
     src_keys = list(st.srcs)
     cat_names = list(st.cats)
     names = st.builder.names.strings
@@ -288,21 +286,26 @@ def classify_all(
 
 
 def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Distinct rows of equally long int64 columns, in lexicographic order: (index of each one's first
+    """Distinct rows of equally long integer columns, in lexicographic order: (index of each one's first
     occurrence, row id of every row), like ``np.unique(np.stack(cols), axis=1, return_index, return_inverse)``.
 
-    The columns are packed into one int64 key (mixed radix over each column's range) when that fits, which is
-    several times faster than a multi-column unique.
+    The columns are packed into one int64 key (mixed radix over each column's range, the first column the most
+    significant) when that fits, which is several times faster than a multi-column unique; the key is built in
+    place, one column at a time, without an int64 copy of each column.
     """
-    key = np.zeros(cols[0].shape[0], dtype=np.int64)
+    bounds = [(int(c.min()), int(c.max())) for c in cols]
     radix = 1
-    for c in reversed(cols):
-        lo = int(c.min())
-        span = int(c.max()) - lo + 1
-        if radix * span >= 2**62:
-            _, first, inverse = np.unique(np.stack(cols), axis=1, return_index=True, return_inverse=True)
-            return first, np.asarray(inverse).reshape(-1)
-        key += (c - lo) * np.int64(radix)
-        radix *= span
+    for lo, hi in bounds:
+        radix *= hi - lo + 1
+    if radix >= 2**62:
+        stacked = np.stack([c.astype(np.int64) for c in cols])
+        _, first, inverse = np.unique(stacked, axis=1, return_index=True, return_inverse=True)
+        return first, np.asarray(inverse).reshape(-1)
+    key = cols[0].astype(np.int64)
+    key -= bounds[0][0]
+    for c, (lo, hi) in zip(cols[1:], bounds[1:], strict=True):
+        key *= hi - lo + 1
+        key += c  # (int64 += a narrower column: cast as it is added)
+        key -= lo
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first, np.asarray(inverse).reshape(-1)
