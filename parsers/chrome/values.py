@@ -10,6 +10,7 @@ exact decimal value; the compiled scanner (``_fastscan.c``) implements the same 
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections.abc import Sequence
@@ -83,12 +84,18 @@ def tokens_to_ns(tokens: Sequence[Any]) -> tuple[npt.NDArray[np.int64], npt.NDAr
     if joined.count(b",") != n - 1:  # a comma inside a token: a string or a structure, not a number
         raise NotANumberError("a value that is not a number")
     texts = np.array(joined.split(b","))
-    if _HAS_STRINGS:
+    if _has_strings():
         return _texts_to_ns(texts, tokens)
     return _bytes_to_ns(joined, n, tokens)  # pragma: no cover - numpy < 2.3
 
 
-_HAS_STRINGS = hasattr(np, "strings") and hasattr(np.strings, "slice")
+@functools.cache
+def _has_strings() -> bool:
+    """Whether numpy has ``np.strings.slice`` (2.3 and later; asked when first needed: the first look at
+    ``np.strings`` imports it, a millisecond of every load otherwise)."""
+    return hasattr(np, "strings") and hasattr(np.strings, "slice")
+
+
 _NUMBER_CHARS = b"0123456789.-"
 
 
