@@ -13,6 +13,7 @@ import queue
 import threading
 from typing import Any
 
+from gputop_trace.parsers.handoff import get_unless_stopped, put_unless_stopped
 from gputop_trace.parsers.source import ByteStream
 
 #: pieces that may wait between the inflater and the reader
@@ -49,24 +50,13 @@ class InflateAhead:
 
     # -- the inflater thread --------------------------------------------------------------------------------
     def _put(self, item: tuple[bytearray, int] | BaseException | None) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless_stopped(self._q, item, self._stop)
 
     def _take_free(self) -> bytearray | None:
         if self._made < DEPTH + 2:  # DEPTH waiting, one being filled, one being read
             self._made += 1
             return bytearray(PIECE)
-        while not self._stop.is_set():
-            try:
-                return self._free.get(timeout=0.05)
-            except queue.Empty:
-                continue
-        return None
+        return get_unless_stopped(self._free, self._stop)
 
     def _inflate(self) -> None:
         try:

@@ -174,22 +174,21 @@ class TraceBuilder:
             self.warnings.append(message)
 
     # build ------------------------------------------------------------------------------------------------
+    def _column(self, key: str, dtype: Any) -> np.ndarray[Any, Any]:
+        """One column of every event added (one chunk of events, the usual case, as it is: :meth:`build` makes
+        every column it keeps anew)."""
+        if len(self._events) == 1:
+            return self._events[0].cols[key]
+        if not self._events:
+            return np.zeros(0, dtype=dtype)
+        return np.concatenate([c.cols[key] for c in self._events])
+
     def build(self, meta: TraceMeta, *, t0_ns: int | None = None) -> Trace:
         """Sort, make times relative, pack rows, re-key side tables, and freeze.
 
         ``t0_ns`` (file time of relative 0) defaults to the earliest event start.
         """
-        cols = {  # (one chunk of events, the usual case, is read as it is: every column below is a new array)
-            k: (
-                np.concatenate([c.cols[k] for c in self._events])
-                if len(self._events) > 1
-                else self._events[0].cols[k]
-                if self._events
-                else np.zeros(0, dtype=dt)
-            )
-            for k, dt in EVENT_COLUMNS.items()
-            if k != "depth"
-        }
+        cols = {k: self._column(k, dt) for k, dt in EVENT_COLUMNS.items() if k != "depth"}
         n = cols["start_ns"].shape[0]
         if t0_ns is None:
             t0_ns = int(cols["start_ns"].min()) if n else 0

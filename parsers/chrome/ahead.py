@@ -23,6 +23,7 @@ from typing import Any
 
 from gputop_trace.parsers.chrome.document import Chunk, DocumentInfo
 from gputop_trace.parsers.chrome.stream import stream_events
+from gputop_trace.parsers.handoff import put_unless_stopped
 from gputop_trace.parsers.source import ByteStream
 
 #: chunks (of ~1 MiB of JSON each) that may wait between the producer and the loader
@@ -52,13 +53,7 @@ class ReadAhead:
             self._thread.start()
 
     def _put(self, item: tuple[str, Any]) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless_stopped(self._q, item, self._stop)
 
     def _produce(self) -> None:
         try:
