@@ -96,3 +96,13 @@ def test_closing_early_stops_the_inflater(tmp_path: Path) -> None:
         assert ahead.read(10) == _data(300)[:10]
         ahead.close()  # the queue is full and the inflater waits: it must notice the stop
     assert threading.active_count() == before
+
+
+def test_copy_bytes_moves_exactly_the_span_asked_for() -> None:
+    src = memoryview(bytes(range(256)) * 40)
+    for at, src_at, n in [(0, 0, 10_240), (1, 3, 4_000), (7_000, 10_239, 1), (5, 17, 0)]:
+        dst = bytearray(b"\xff" * 10_240)
+        inflate_ahead.copy_bytes(memoryview(dst), at, src, src_at, n)
+        want = bytearray(b"\xff" * 10_240)
+        want[at : at + n] = src[src_at : src_at + n]
+        assert dst == want
