@@ -8,7 +8,6 @@ rest of the parser is still being imported (:mod:`~gputop_trace.parsers.chrome.o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -28,41 +27,91 @@ def skip_ws_comma(buf: bytes | bytearray | memoryview, pos: int, n: int) -> int:
     return pos
 
 
-@dataclass
 class Chunk:
-    """Decoded events of one chunk, and the counter events among them (when any)."""
+    """Decoded events of one chunk, and the counter events among them (when any).
 
-    events: list[Any]
-    counters: list[CounterEvent] = field(default_factory=list)
-    #: CUPTI range-profiler ranges (``cuda_profiler_range``), decoded again with every arg: their counters
-    profiler_ranges: list[CounterEvent] = field(default_factory=list)
-    exact: bool = False
-    skipped: int = 0
-    skipped_example: str = ""
-    repaired: int = 0  # events kept after fields of the wrong type or range were dropped or converted
-    repaired_example: str = ""
-    notes: tuple[str, ...] = ()  # what a lenient read had to tolerate
-    phs: list[str] | None = None  # every event's ``ph`` (when the typed decoder made the chunk)
-    ts: npt.NDArray[np.float64] | None = None  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
-    ts_ns: npt.NDArray[np.int64] | None = None  # every event's ``ts`` in ns (``exact`` chunks)
-    ts_state: npt.NDArray[np.uint8] | None = None  # values.T_OK / T_MISSING / T_FAR (``exact`` chunks)
-    fast: Any = None  # the compiled scanner's columns (a fast.FastChunk; ``events`` is then empty)
+    A plain class, not a dataclass: defining a dataclass runs generated code when its module is imported, and
+    this module is imported before the first byte of a file is read (2 ms of the 5 the opening took)."""
+
+    __slots__ = (
+        "counters",
+        "events",
+        "exact",
+        "fast",
+        "notes",
+        "phs",
+        "profiler_ranges",
+        "repaired",
+        "repaired_example",
+        "skipped",
+        "skipped_example",
+        "ts",
+        "ts_ns",
+        "ts_state",
+    )
+
+    def __init__(
+        self,
+        events: list[Any],
+        counters: list[CounterEvent] | None = None,
+        profiler_ranges: list[CounterEvent] | None = None,
+        *,
+        exact: bool = False,
+        skipped: int = 0,
+        skipped_example: str = "",
+        repaired: int = 0,
+        repaired_example: str = "",
+        notes: tuple[str, ...] = (),
+        phs: list[str] | None = None,
+        ts: npt.NDArray[np.float64] | None = None,
+        ts_ns: npt.NDArray[np.int64] | None = None,
+        ts_state: npt.NDArray[np.uint8] | None = None,
+        fast: Any = None,
+    ) -> None:
+        self.events = events
+        self.counters: list[CounterEvent] = [] if counters is None else counters
+        #: CUPTI range-profiler ranges (``cuda_profiler_range``), decoded again with every arg: their counters
+        self.profiler_ranges: list[CounterEvent] = [] if profiler_ranges is None else profiler_ranges
+        self.exact = exact
+        self.skipped = skipped
+        self.skipped_example = skipped_example
+        self.repaired = repaired  # events kept after fields of the wrong type or range were dropped or converted
+        self.repaired_example = repaired_example
+        self.notes = notes  # what a lenient read had to tolerate
+        self.phs = phs  # every event's ``ph`` (when the typed decoder made the chunk)
+        self.ts = ts  # every event's ``ts`` in µs, NaN when missing (not ``exact``)
+        self.ts_ns = ts_ns  # every event's ``ts`` in ns (``exact`` chunks)
+        self.ts_state = ts_state  # values.T_OK / T_MISSING / T_FAR (``exact`` chunks)
+        self.fast = fast  # the compiled scanner's columns (a fast.FastChunk; ``events`` is then empty)
 
 
-@dataclass
 class DocumentInfo:
-    """What the streamer learnt about the document besides the events."""
+    """What the streamer learnt about the document besides the events (a plain class, as :class:`Chunk`)."""
 
-    form: str = ""  # "object" | "array"
-    header: dict[str, Any] = field(default_factory=dict)
-    consumed: int = 0  # decompressed bytes of complete events and structure
-    total: int = 0  # decompressed bytes read
-    truncated: bool = False
-    chunks: int = 0
-    damaged: list[tuple[int, int]] = field(default_factory=list)  # (decompressed offset, bytes skipped)
-    too_deep: list[tuple[int, int]] = field(default_factory=list)  # (offset, bytes) of elements nested too deeply
-    trailer_too_deep: bool = False  # the keys after the events array nest too deeply to read
-    trailer_unreadable: int = 0  # bytes after the events array that are not the rest of the object (cut, damaged)
+    __slots__ = (
+        "chunks",
+        "consumed",
+        "damaged",
+        "form",
+        "header",
+        "too_deep",
+        "total",
+        "trailer_too_deep",
+        "trailer_unreadable",
+        "truncated",
+    )
+
+    def __init__(self, *, consumed: int = 0, total: int = 0, chunks: int = 0) -> None:
+        self.form = ""  # "object" | "array"
+        self.header: dict[str, Any] = {}
+        self.consumed = consumed  # decompressed bytes of complete events and structure
+        self.total = total  # decompressed bytes read
+        self.truncated = False
+        self.chunks = chunks
+        self.damaged: list[tuple[int, int]] = []  # (decompressed offset, bytes skipped)
+        self.too_deep: list[tuple[int, int]] = []  # (offset, bytes) of elements nested too deeply
+        self.trailer_too_deep = False  # the keys after the events array nest too deeply to read
+        self.trailer_unreadable = 0  # bytes after the events array that are not the rest of the object
 
 
 class NotAnArray(Exception):  # noqa: N818 - a control-flow signal
