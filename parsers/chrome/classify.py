@@ -285,6 +285,10 @@ def classify_all(
     return kinds[inverse], lanes[inverse]
 
 
+#: the distinct rows of the classification are found with a table of at most this many slots per event (else a sort)
+TABLE_SLOTS_PER_ROW = 4
+
+
 def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Distinct rows of equally long integer columns, in lexicographic order: (index of each one's first
     occurrence, row id of every row), like ``np.unique(np.stack(cols), axis=1, return_index, return_inverse)``.
@@ -307,5 +311,26 @@ def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, An
         key *= hi - lo + 1
         key += c  # (int64 += a narrower column: cast as it is added)
         key -= lo
+    if radix <= max(TABLE_SLOTS_PER_ROW * key.shape[0], 1 << 16):
+        return _distinct_keys_by_table(key, radix)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first, np.asarray(inverse).reshape(-1)
+
+
+def _distinct_keys_by_table(key: np.ndarray[Any, Any], radix: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """``np.unique(key, return_index=True, return_inverse=True)`` (less the values) for keys in ``[0, radix)``,
+    from a table with a slot per possible key instead of a sort of the keys: a trace's events have a few dozen
+    distinct rows, and sorting every event's key to find them took most of the classification (2 of 3 ms on a
+    68,000-event trace). The first row of each distinct key is found by a sort of the small row ids (a radix
+    sort, for fewer than 2**16 of them)."""
+    present = np.zeros(radix, dtype=bool)
+    present[key] = True
+    # (an int32 running count of bools is ten times faster than an int64 one)
+    ids = np.cumsum(present, dtype=np.int32 if radix < 2**31 else np.int64)
+    ids -= 1
+    inverse = ids[key].astype(np.int64)  # distinct keys numbered in ascending order, as np.unique numbers them
+    d = int(ids[-1]) + 1
+    order = np.argsort(inverse.astype(np.uint16) if d <= 1 << 16 else inverse, kind="stable")
+    counts = np.bincount(inverse, minlength=d)
+    first = order[np.cumsum(counts) - counts]  # the first row of each (the sort is stable)
+    return first.astype(np.int64, copy=False), inverse
