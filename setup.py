@@ -3,6 +3,8 @@
 ``parsers/chrome/_fastscan.c`` scans Chrome trace chunks into columns. It is optional: on a machine without a C
 compiler the build skips it (``optional=True``) and the loader uses its pure-Python path, which gives the same
 model (tests/corpus/test_fastscan_equivalence.py compares the two on every corpus trace).
+``gputop_trace/model/_rows.c`` assigns the rows of the timeline's lanes; it is optional in the same way
+(gputop_trace/model/depths.py falls back to numpy; tests/unit/test_rows_compiled.py compares the two).
 """
 
 from setuptools import Extension, setup
@@ -14,6 +16,12 @@ setup(
             ["parsers/chrome/_fastscan.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "gputop_trace.model._rows",
+            ["gputop_trace/model/_rows.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -1,12 +1,33 @@
-"""Row assignment inside a lane: nested events get their depth, overlapping ones another row; none is dropped."""
+"""Row assignment inside a lane: nested events get their depth, overlapping ones another row; none is dropped.
+
+The optional compiled module ``_rows`` (``_rows.c``) does it in one pass per lane; the numpy path here is the
+reference and the fallback (no C compiler at install, or ``GPUTOP_PURE_PYTHON=1``), and gives the same rows.
+"""
 
 from __future__ import annotations
 
 import heapq
+import os
+from types import ModuleType
 
 import numpy as np
 
 from gputop_trace.model.arrays import I16, I64
+
+_rows: ModuleType | None
+try:
+    from gputop_trace.model import _rows  # type: ignore[attr-defined,no-redef,unused-ignore]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _rows = None
+
+#: the environment variable that turns every compiled part of the loader off (parsers/chrome/scanner.py's too)
+PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
+_TOO_MANY = "more than 32767 overlapping events in one lane"
+
+
+def compiled() -> bool:
+    """Whether rows are assigned by the compiled module (built, and not turned off by :data:`PURE_PYTHON_ENV`)."""
+    return _rows is not None and os.environ.get(PURE_PYTHON_ENV, "") not in ("1", "true", "yes")
 
 
 def assign_depths(start: I64, dur: I64, lane_offsets: I64) -> I16:
@@ -16,6 +37,18 @@ def assign_depths(start: I64, dur: I64, lane_offsets: I64) -> I16:
     row below its parent); a zero-length event occupies its instant. Vectorized per lane; lanes whose events
     overlap without nesting fall back to greedy first-free-row packing, which never drops an event.
     """
+    if compiled():
+        assert _rows is not None
+        out = np.zeros(start.shape[0], dtype=np.int16)  # (events outside every lane stay in row 0, as below)
+        as64 = np.ascontiguousarray
+        if _rows.rows(as64(start, np.int64), as64(dur, np.int64), as64(lane_offsets, np.int64), out) < 0:
+            raise OverflowError(_TOO_MANY)
+        return out
+    return numpy_depths(start, dur, lane_offsets)
+
+
+def numpy_depths(start: I64, dur: I64, lane_offsets: I64) -> I16:
+    """:func:`assign_depths` with numpy alone (the reference)."""
     n = start.shape[0]
     depth = np.zeros(n, dtype=np.int64)
     if n == 0:
@@ -39,7 +72,7 @@ def assign_depths(start: I64, dur: I64, lane_offsets: I64) -> I16:
         else:
             depth[a:b] = _greedy_rows(ls, le)
     if depth.max(initial=0) > np.iinfo(np.int16).max:
-        raise OverflowError("more than 32767 overlapping events in one lane")
+        raise OverflowError(_TOO_MANY)
     return depth.astype(np.int16)
 
 

@@ -24,7 +24,7 @@ def test_distinct_rows_equal_numpy_unique(monkeypatch: pytest.MonkeyPatch, slots
         n = int(rng.integers(1, 2000))
         cols = [
             rng.integers(int(rng.integers(-5, 3)), int(rng.integers(3, 30)), n).astype(dt)
-            for dt in rng.choice([np.int32, np.int64, np.int16], size=int(rng.integers(1, 5)))
+            for dt in [(np.int32, np.int64, np.int16)[int(i)] for i in rng.integers(0, 3, int(rng.integers(1, 5)))]
         ]
         first, inverse = classify._distinct_rows(cols)
         want_first, want_inverse = _reference(cols)
