@@ -9,17 +9,35 @@ progress callback, an OS error) is raised again in the reader; closing stops the
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from typing import Any
 
+from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.handoff import get_unless_stopped, put_unless_stopped
 from gputop_trace.parsers.source import ByteStream
 
+#: the inflater gets a thread of its own only where the process may use at least this many cores (the loading
+#: thread, the scanning threads and the inflater would share fewer): on 2 cores the thread bought no overlap, as
+#: every core was busy anyway, and cost a copy of every inflated byte and the faults of its buffers, so the shared
+#: 26 MB epoch trace loaded 8-9 % faster inflated on the reading thread (straight into its window); on 4 cores the
+#: two ways were even, and on 16 the thread gained 3 %
+MIN_CORES = 4
+#: ``1`` inflates ahead whatever the cores, ``0`` never (tests, benchmarks); unset: by :data:`MIN_CORES`
+ENV = "GPUTOP_INFLATE_AHEAD"
 #: pieces that may wait between the inflater and the reader
 DEPTH = 4
 #: bytes of one piece: the inflater fills a buffer of this size (the last piece of a file may be shorter)
 PIECE = 512 << 10
+
+
+def worthwhile() -> bool:
+    """Whether a gzip file is inflated on a thread of its own (:data:`ENV`, else at least :data:`MIN_CORES`)."""
+    forced = os.environ.get(ENV, "")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return usable_cores() >= MIN_CORES
 
 
 def copy_bytes(dst: memoryview, at: int, src: memoryview, src_at: int, n: int) -> None:

@@ -139,7 +139,9 @@ def parallel_workers(files: Sequence[str]) -> int:
     per_file = [estimate([f]) for f in files]
     if sum(e.decompressed for e in per_file) < PARALLEL_MIN_BYTES:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from gputop_trace.parsers.cores import usable_cores
+
+    cores = usable_cores()
     avail = available_memory()
     biggest = max(e.needed for e in per_file)
     by_memory = max(1, avail // biggest) if avail else cores

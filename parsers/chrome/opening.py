@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gputop_trace.parsers import inflate_ahead
 from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.ahead import ReadAhead
 from gputop_trace.parsers.chrome.ahead import enabled as ahead_enabled
@@ -33,8 +34,11 @@ class Opened:
         self.raw = ByteStream(path, on_read=self._read)
         self.ahead: InflateAhead | None = None
         try:
-            # gzip inflated on a thread of its own, off the scanner's (InflateAhead reads like the stream it wraps)
-            self.ahead = InflateAhead(self.raw) if self.raw.gzip and ahead_enabled() else None
+            # gzip inflated on a thread of its own, off the scanner's, where there are cores for it (InflateAhead
+            # reads like the stream it wraps); else the streamer inflates straight into its window
+            self.ahead = (
+                InflateAhead(self.raw) if self.raw.gzip and ahead_enabled() and inflate_ahead.worthwhile() else None
+            )
             self.src: ByteStream = self.ahead if self.ahead is not None else self.raw  # type: ignore[assignment]
             self.info = DocumentInfo()
             self.chunks = ReadAhead(self.src, self.info)

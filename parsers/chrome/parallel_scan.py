@@ -26,6 +26,7 @@ from typing import Any
 
 from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.document import Chunk
+from gputop_trace.parsers.cores import usable_cores
 
 SCAN_THREADS_ENV = "GPUTOP_SCAN_THREADS"
 #: more threads than this gain little: the loader's own thread turns the parts into columns one at a time
@@ -45,11 +46,7 @@ def scan_threads() -> int:
     text = os.environ.get(SCAN_THREADS_ENV, "")
     if text.strip().isdigit():
         return max(1, min(int(text), 64))
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_THREADS))
+    return max(1, min(usable_cores(), MAX_THREADS))
 
 
 def _cuts(buf: memoryview, pos: int, end: int, parts: int) -> list[int]:

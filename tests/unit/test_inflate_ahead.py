@@ -106,3 +106,16 @@ def test_copy_bytes_moves_exactly_the_span_asked_for() -> None:
         want = bytearray(b"\xff" * 10_240)
         want[at : at + n] = src[src_at : src_at + n]
         assert dst == want
+
+
+def test_a_thread_of_its_own_only_where_there_are_cores_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(inflate_ahead.ENV, raising=False)
+    for cores, apart in ((1, False), (2, False), (inflate_ahead.MIN_CORES, True), (64, True)):
+        monkeypatch.setattr(inflate_ahead, "usable_cores", lambda n=cores: n)
+        assert inflate_ahead.worthwhile() is apart
+    monkeypatch.setenv(inflate_ahead.ENV, "1")
+    monkeypatch.setattr(inflate_ahead, "usable_cores", lambda: 2)
+    assert inflate_ahead.worthwhile()
+    monkeypatch.setenv(inflate_ahead.ENV, "0")
+    monkeypatch.setattr(inflate_ahead, "usable_cores", lambda: 64)
+    assert not inflate_ahead.worthwhile()
