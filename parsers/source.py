@@ -158,7 +158,7 @@ class ByteStream:
         self._direct: Any = reader(self._counted, READ_BLOCK) if reader is not None else None
         self.eof = False
         self._on_read = on_read
-        self._left = b""  # inflated bytes not handed out yet (readinto)
+        self._left = b""  # inflated bytes not handed out yet (read, readinto)
         self._left_pos = 0
 
     def close(self) -> None:
@@ -172,7 +172,8 @@ class ByteStream:
         self.close()
 
     def read(self, want: int) -> bytes:
-        """About ``want`` more decompressed bytes (fewer only at the end); ``b""`` once exhausted."""
+        """Up to ``want`` more decompressed bytes (fewer where fewer are at hand: the rest of an inflate step, the
+        end of the file); ``b""`` once exhausted."""
         if self._left:
             data = self._left[self._left_pos : self._left_pos + want]
             self._left_pos += len(data)
@@ -199,6 +200,9 @@ class ByteStream:
                 parts.append(out)
                 got += len(out)
         data = b"".join(parts)
+        if len(data) > want:  # an inflate step may give much more than asked: the rest waits in _left
+            self._left, self._left_pos = data[want:], 0
+            data = data[:want]
         self.bytes_out += len(data)
         return data
 
