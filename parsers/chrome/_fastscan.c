@@ -1211,7 +1211,26 @@ static PyObject *pooled(PyObject *self, PyObject *unused) {
     return PyLong_FromSsize_t(n);
 }
 
+/* is_object(text) -> whether text is one JSON object and nothing else (white space around it), by the scanner's
+ * strict reading (what msgspec decodes: no NaN, no control characters or lone surrogates in strings, valid
+ * UTF-8, at most MAX_DEPTH deep). The streamer tells with it where a file's keys before its events end, without
+ * decoding them on its thread (parsers/chrome/stream.py). */
+static PyObject *is_object(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    Cur c = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len};
+    ws(&c);
+    int ok = c.p < c.end && *c.p == '{' && !skip_value(&c, 0);
+    if (ok) {
+        ws(&c);
+        ok = c.p == c.end;
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
+    {"is_object", is_object, METH_O, "is_object(text) -> whether text is one strict JSON object"},
     {"trim", trim, METH_NOARGS, "trim(): free the column memory kept for reuse between scans"},
     {"pooled", pooled, METH_NOARGS, "pooled() -> bytes of column memory kept for reuse between scans"},
     {"configure", configure, METH_O, "configure(keys): the args keys the Python side reads"},

@@ -8,6 +8,7 @@ rest of the parser is still being imported (:mod:`~gputop_trace.parsers.chrome.o
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -94,6 +95,7 @@ class DocumentInfo:
         "damaged",
         "form",
         "header",
+        "header_text",
         "too_deep",
         "total",
         "trailer_too_deep",
@@ -104,6 +106,8 @@ class DocumentInfo:
     def __init__(self, *, consumed: int = 0, total: int = 0, chunks: int = 0) -> None:
         self.form = ""  # "object" | "array"
         self.header: dict[str, Any] = {}
+        #: the keys before the events array, as JSON text not decoded yet (the streamer decodes them at the end)
+        self.header_text = b""
         self.consumed = consumed  # decompressed bytes of complete events and structure
         self.total = total  # decompressed bytes read
         self.truncated = False
@@ -119,11 +123,19 @@ class NotAnArray(Exception):  # noqa: N818 - a control-flow signal
 
 
 def decode_header(text: bytes) -> Any:
-    """The keys around the events array, by the standard library's ``json`` (lenient: lone surrogates, NaN,
-    control characters; invalid UTF-8 replaced). Raises ValueError or RecursionError.
+    """The keys around the events array (lenient: lone surrogates, NaN, control characters; invalid UTF-8
+    replaced). Raises ValueError or RecursionError.
 
-    Not msgspec: the header is read on the read-ahead thread while the loading thread imports the parser, msgspec
-    among it, and waiting for that import would hold the first window back. A header is a few keys."""
+    By msgspec where it is imported already (the keys after the events array, read once the parser is), else by
+    the standard library's ``json``, which reads the lenient forms too. Both give the same values for strict JSON.
+    Not an import of msgspec here: the keys before the events are read on the read-ahead thread while the loading
+    thread imports the parser, msgspec among it, and waiting for that import would hold the first window back."""
+    msgspec = sys.modules.get("msgspec")
+    if msgspec is not None:
+        try:
+            return msgspec.json.decode(text)
+        except (msgspec.DecodeError, RecursionError):
+            pass  # a lenient form (NaN, a lone surrogate, ...), a number out of range, or not an object: json says
     import json  # (here: imported by most programs already; a few ms where it is not)
 
     return json.loads(text.decode("utf-8", "replace"), strict=False)

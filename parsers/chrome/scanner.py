@@ -85,10 +85,16 @@ def raw_scan(text: bytes | memoryview, prefix: bool) -> dict[str, Any] | None:
     return got
 
 
+def is_json_object(text: bytes) -> bool:
+    """Whether ``text`` is one JSON object that msgspec decodes (strict JSON: no NaN, no control characters or
+    lone surrogates, valid UTF-8, not nested too deeply); False without the compiled scanner."""
+    return _fastscan is not None and bool(_fastscan.is_object(text))
+
+
 def release_memory() -> None:
     """Free the column memory the scanner keeps for reuse from one chunk to the next (once a file is read)."""
     if _fastscan is not None:
         _fastscan.trim()
 
 
-__all__ = ["ARGS_KEYS", "PURE_PYTHON_ENV", "available", "enabled", "raw_scan", "release_memory"]
+__all__ = ["ARGS_KEYS", "PURE_PYTHON_ENV", "available", "enabled", "is_json_object", "raw_scan", "release_memory"]

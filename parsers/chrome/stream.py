@@ -163,6 +163,7 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
                 break
             if win.view[pos] == 0x5D:  # "]"
                 info.consumed = win.base + pos + 1
+                _decode_header_text(info)
                 _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
                 break
             parts = (
@@ -217,7 +218,20 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
             pos = end
     finally:
         win.close()
+    _decode_header_text(info)
     info.total = src.bytes_out
+
+
+def _decode_header_text(info: DocumentInfo) -> None:
+    """The keys before the events array into ``info.header``, where the streamer left them as text: not decoded
+    when they were found, on the read-ahead thread, as the loading thread imported the parser (the standard
+    library's json took 2 ms to import then, and held the GIL that import needs); decoded here by msgspec,
+    imported by now in all but the smallest files. They are strict JSON (the scanner checked), so msgspec and json
+    read them alike."""
+    if info.header_text:
+        header = decode_header(info.header_text)
+        info.header_text = b""
+        info.header = {**header, **info.header}
 
 
 def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo) -> tuple[int, bytes]:
@@ -228,8 +242,14 @@ def _find_events_key(src: ByteStream, buf: bytes, start: int, info: DocumentInfo
             head = buf[start : m.start()].rstrip(WS)
             if head.endswith(b","):
                 head = head[:-1]
+            text = head + b"}"
+            if head == b"{":
+                return m.end(), buf
+            if scanner.is_json_object(text):  # the keys before the events: decoded once the events are read
+                info.header_text = text
+                return m.end(), buf
             try:
-                header = decode_header(head + b"}") if head != b"{" else {}
+                header = decode_header(text)
             except (ValueError, RecursionError):
                 continue  # the key text was inside a nested object (or the keys before it nest too deeply)
             if isinstance(header, dict):
