@@ -1063,25 +1063,36 @@ static void interner_truncate(Interner *t, Py_ssize_t n) {
     t->offs.len = (n + 1) * (Py_ssize_t)sizeof(int64_t);
 }
 
-static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *arg;
-    int prefix = 0;
-    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &prefix)) return NULL;
+/* One scan: set up with the GIL (job_setup), run without it (job_run: it touches no Python object), and turned
+ * into the dict of columns, or None, with the GIL again (job_result, which frees what the job holds). */
+typedef struct {
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
-    const unsigned char *base = view.buf;
-    Cur c = {base, base + view.len};
+    int has_view, prefix, rc;
     Out o;
-    memset(&o, 0, sizeof o);
     Interner names, cats, srcs, shapes, types;
-    int rc = 0;
+    Py_ssize_t n, done_at;
+    PyThread_type_lock done; /* released when job_run ends, for a job run on a thread of its own */
+} Job;
+
+static int job_setup(Job *j, PyObject *arg, int prefix) {
+    memset(j, 0, sizeof *j);
+    j->prefix = prefix;
+    if (PyObject_GetBuffer(arg, &j->view, PyBUF_SIMPLE)) return -1;
+    j->has_view = 1;
+    if (interner_init(&j->names) || interner_init(&j->cats) || interner_init(&j->srcs) ||
+        interner_init(&j->shapes) || interner_init(&j->types))
+        j->rc = -2;
+    if (!j->rc && buf_put(&j->o.args_json, "[", 1)) j->rc = -2;
+    return 0;
+}
+
+static void job_run(Job *j) {
+    const unsigned char *base = j->view.buf;
+    Cur c = {base, base + j->view.len};
+    Out *o = &j->o;
+    int rc = j->rc, prefix = j->prefix;
     Py_ssize_t n = 0, done_at = 0;
-    if (interner_init(&names) || interner_init(&cats) || interner_init(&srcs) || interner_init(&shapes) ||
-        interner_init(&types))
-        rc = -2;
-    if (!rc && buf_put(&o.args_json, "[", 1)) rc = -2;
-    Py_BEGIN_ALLOW_THREADS
-    if (!rc && out_reserve(&o, view.len)) rc = -2;
+    if (!rc && out_reserve(o, j->view.len)) rc = -2;
     if (!rc) {
         ws(&c);
         if (c.p >= c.end || *c.p != '[') rc = -1;
@@ -1092,16 +1103,17 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             else {
                 for (;;) {
                     const unsigned char *el = c.p;
-                    Py_ssize_t json_len = o.args_json.len, n_args = o.n_args, n_shapes = shapes.n, n_types = types.n;
-                    rc = scan_event(&c, &o, &names, &cats, &srcs, &shapes, &types, (int32_t)n);
+                    Py_ssize_t json_len = o->args_json.len, n_args = o->n_args, n_shapes = j->shapes.n,
+                               n_types = j->types.n;
+                    rc = scan_event(&c, o, &j->names, &j->cats, &j->srcs, &j->shapes, &j->types, (int32_t)n);
                     if (rc == -1 && prefix && n > 0 && !element_closes(el, c.end)) {
                         /* the window ends inside this element: keep the ones before it, drop what it wrote */
-                        o.ts_d.len = o.dur_d.len = o.ts_ns.len = o.dur_ns.len = n * 8;
-                        o.ts_st.len = o.dur_st.len = n;
-                        o.args_json.len = json_len;
-                        o.n_args = n_args;
-                        interner_truncate(&shapes, n_shapes);
-                        interner_truncate(&types, n_types);
+                        o->ts_d.len = o->dur_d.len = o->ts_ns.len = o->dur_ns.len = n * 8;
+                        o->ts_st.len = o->dur_st.len = n;
+                        o->args_json.len = json_len;
+                        o->n_args = n_args;
+                        interner_truncate(&j->shapes, n_shapes);
+                        interner_truncate(&j->types, n_types);
                         rc = 0;
                         break;
                     }
@@ -1120,53 +1132,137 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (!rc && !prefix && c.p != c.end) rc = -1;
         }
     }
-    if (!rc && buf_put(&o.args_json, "]", 1)) rc = -2;
+    if (!rc && buf_put(&o->args_json, "]", 1)) rc = -2;
     if (!rc && n >= 64) { /* (a text of a few events says little about the next one) */
         PyThread_acquire_lock(pool_lock, WAIT_LOCK);
         seen_event_bytes = done_at / n;
         PyThread_release_lock(pool_lock);
     }
     /* CUPTI range-profiler ranges carry their counters in args not read here: the Python path reads such chunks */
-    for (Py_ssize_t i = 0; !rc && i < cats.n; i++) {
+    for (Py_ssize_t i = 0; !rc && i < j->cats.n; i++) {
         Py_ssize_t kn;
-        const char *k = key_at(&cats, (int32_t)i, &kn);
+        const char *k = key_at(&j->cats, (int32_t)i, &kn);
         if (kn == (Py_ssize_t)sizeof(PROFILER_RANGE_CAT) - 1 && !memcmp(k, PROFILER_RANGE_CAT, kn)) rc = -1;
     }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
+    j->rc = rc;
+    j->n = n;
+    j->done_at = done_at;
+}
+
+static PyObject *job_result(Job *j) {
+    Out *o = &j->o;
     PyObject *res = NULL;
-    if (rc == -2) {
+    if (j->has_view) PyBuffer_Release(&j->view);
+    if (j->rc == -2) {
         PyErr_NoMemory();
-    } else if (rc == -1) {
+    } else if (j->rc == -1) {
         res = Py_None;
         Py_INCREF(res);
     } else {
         res = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:n,s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
-                            "args_json", as_block(&o.args_json), "corr", as_block(&o.corr), "ext", as_block(&o.ext),
-                            "dev", as_block(&o.dev), "need", as_block(&o.need), "n", n, "end", done_at, "ph",
-                            as_block(&o.ph), "name", as_block(&o.name), "cat", as_block(&o.cat), "src",
-                            as_block(&o.src), "ts_d", as_block(&o.ts_d), "ts_ns", as_block(&o.ts_ns), "ts_st",
-                            as_block(&o.ts_st), "dur_d", as_block(&o.dur_d), "dur_ns", as_block(&o.dur_ns), "el_at",
-                            as_block(&o.el_at), "el_len", as_block(&o.el_len), "rare", as_block(&o.rare), "names",
-                            keys_list(&names));
-        if (res && (put_new(res, "cats", keys_list(&cats)) || put_new(res, "srcs", keys_list(&srcs)) ||
-                    put_new(res, "seq", as_block(&o.seq)) || put_new(res, "fwd", as_block(&o.fwd)) ||
-                    put_new(res, "dims", as_block(&o.dims)) || put_new(res, "types", as_block(&o.types)) ||
-                    put_new(res, "shapes", keys_list(&shapes)) || put_new(res, "typestrs", keys_list(&types)) ||
-                    put_new(res, "k_row", as_block(&o.k_row)) || put_new(res, "k_ints", as_block(&o.k_ints)) ||
-                    put_new(res, "k_floats", as_block(&o.k_floats)) ||
-                    put_new(res, "k_dims", as_block(&o.k_dims)) || put_new(res, "has_grid", as_block(&o.has_grid)) ||
-                    put_new(res, "fid", as_block(&o.fid)) || put_new(res, "fid_kind", as_block(&o.fid_kind)) ||
-                    put_new(res, "bp", as_block(&o.bp))))
+                            "args_json", as_block(&o->args_json), "corr", as_block(&o->corr), "ext",
+                            as_block(&o->ext), "dev", as_block(&o->dev), "need", as_block(&o->need), "n", j->n,
+                            "end", j->done_at, "ph", as_block(&o->ph), "name", as_block(&o->name), "cat",
+                            as_block(&o->cat), "src", as_block(&o->src), "ts_d", as_block(&o->ts_d), "ts_ns",
+                            as_block(&o->ts_ns), "ts_st", as_block(&o->ts_st), "dur_d", as_block(&o->dur_d),
+                            "dur_ns", as_block(&o->dur_ns), "el_at", as_block(&o->el_at), "el_len",
+                            as_block(&o->el_len), "rare", as_block(&o->rare), "names", keys_list(&j->names));
+        if (res && (put_new(res, "cats", keys_list(&j->cats)) || put_new(res, "srcs", keys_list(&j->srcs)) ||
+                    put_new(res, "seq", as_block(&o->seq)) || put_new(res, "fwd", as_block(&o->fwd)) ||
+                    put_new(res, "dims", as_block(&o->dims)) || put_new(res, "types", as_block(&o->types)) ||
+                    put_new(res, "shapes", keys_list(&j->shapes)) ||
+                    put_new(res, "typestrs", keys_list(&j->types)) || put_new(res, "k_row", as_block(&o->k_row)) ||
+                    put_new(res, "k_ints", as_block(&o->k_ints)) || put_new(res, "k_floats", as_block(&o->k_floats)) ||
+                    put_new(res, "k_dims", as_block(&o->k_dims)) ||
+                    put_new(res, "has_grid", as_block(&o->has_grid)) || put_new(res, "fid", as_block(&o->fid)) ||
+                    put_new(res, "fid_kind", as_block(&o->fid_kind)) || put_new(res, "bp", as_block(&o->bp))))
             Py_CLEAR(res);
     }
-    out_free(&o);
-    interner_free(&names);
-    interner_free(&cats);
-    interner_free(&srcs);
-    interner_free(&shapes);
-    interner_free(&types);
+    out_free(o);
+    interner_free(&j->names);
+    interner_free(&j->cats);
+    interner_free(&j->srcs);
+    interner_free(&j->shapes);
+    interner_free(&j->types);
     return res;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *arg;
+    int prefix = 0;
+    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &prefix)) return NULL;
+    Job j;
+    if (job_setup(&j, arg, prefix)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    job_run(&j);
+    Py_END_ALLOW_THREADS
+    return job_result(&j);
+}
+
+static void job_thread(void *arg) {
+    Job *j = arg;
+    job_run(j);
+    PyThread_release_lock(j->done);
+}
+
+/* scan_many(texts, prefix=False) -> [scan(text, prefix) for text in texts], the texts scanned at once: each after
+ * the first on a native thread of its own, the first on the caller's, all without the GIL. The Python side
+ * scanned the parts of a window on Python threads, and every one of them, and the caller between them, had to
+ * take the GIL again (to start, to call the scan, to join): while the loading thread ran Python code that took up
+ * to the GIL's switch interval each time (a scan started 3-4 ms late in every window). */
+static PyObject *scan_many(PyObject *self, PyObject *args) {
+    PyObject *seq;
+    int prefix = 0;
+    if (!PyArg_ParseTuple(args, "O|p:scan_many", &seq, &prefix)) return NULL;
+    PyObject *items = PySequence_Fast(seq, "scan_many() takes a sequence of texts");
+    if (!items) return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(items);
+    Job *jobs = k ? PyMem_Calloc((size_t)k, sizeof(Job)) : NULL;
+    if (k && !jobs) {
+        Py_DECREF(items);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t ready = 0;
+    for (; ready < k; ready++)
+        if (job_setup(&jobs[ready], PySequence_Fast_GET_ITEM(items, ready), prefix)) break;
+    PyObject *out = NULL;
+    if (ready == k) {
+        Py_ssize_t started = 1;
+        for (; started < k; started++) {
+            Job *j = &jobs[started];
+            j->done = PyThread_allocate_lock();
+            if (!j->done) break;
+            PyThread_acquire_lock(j->done, WAIT_LOCK);
+            if (PyThread_start_new_thread(job_thread, j) == PYTHREAD_INVALID_THREAD_ID) {
+                PyThread_release_lock(j->done);
+                PyThread_free_lock(j->done);
+                j->done = NULL;
+                break;
+            }
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = started; i < k; i++) job_run(&jobs[i]); /* no thread for these: run them here */
+        if (k) job_run(&jobs[0]);
+        for (Py_ssize_t i = 1; i < started; i++) PyThread_acquire_lock(jobs[i].done, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+        for (Py_ssize_t i = 1; i < started; i++) PyThread_free_lock(jobs[i].done);
+        out = PyList_New(k);
+    } else {
+        for (Py_ssize_t i = 0; i < ready; i++) jobs[i].rc = -1; /* set up, never run: freed below, no result */
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (i >= ready) continue; /* never set up (from the argument without a buffer on): nothing to free */
+        PyObject *r = job_result(&jobs[i]);
+        if (!r || !out) {
+            Py_XDECREF(r);
+            Py_CLEAR(out);
+            continue;
+        }
+        PyList_SET_ITEM(out, i, r);
+    }
+    PyMem_Free(jobs);
+    Py_DECREF(items);
+    return out;
 }
 
 static PyObject *configure(PyObject *self, PyObject *arg) {
@@ -1234,6 +1330,8 @@ static PyMethodDef methods[] = {
     {"trim", trim, METH_NOARGS, "trim(): free the column memory kept for reuse between scans"},
     {"pooled", pooled, METH_NOARGS, "pooled() -> bytes of column memory kept for reuse between scans"},
     {"configure", configure, METH_O, "configure(keys): the args keys the Python side reads"},
+    {"scan_many", scan_many, METH_VARARGS,
+     "scan_many(texts, prefix=False) -> [scan(text, prefix) for text in texts], scanned at once without the GIL"},
     {"scan", scan, METH_VARARGS,
      "scan(text, prefix=False) -> dict of columns, or None when the pure-Python decoder must read it"},
     {NULL, NULL, 0, NULL}};

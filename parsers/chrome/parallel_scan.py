@@ -1,5 +1,5 @@
 """One window of the stream scanned by the compiled scanner, by several threads at once where there are cores
-for them (the scanner releases the GIL, so each thread has a core of its own while it scans).
+for them (the scanner runs without the GIL, so each thread has a core of its own while it scans).
 
 The window is cut into parts at guessed element boundaries: the first ``}`` ``,`` ``{`` (white space allowed)
 after each even share of the window. A guess may fall inside a string (a kernel name holding ``}, {``), so it is
@@ -10,18 +10,20 @@ on from where the last kept part ends, so a wrong guess costs a scan, never a wr
 
 Each part is scanned in the scanner's prefix mode, with the byte before it (the separating comma, or the byte
 before the window's first element) replaced by ``[`` for the time of the scan; the parts never read each other's
-replaced byte. The threads run the raw scan alone (:func:`~gputop_trace.parsers.chrome.scanner.raw_scan`, which
-needs neither msgspec nor the decoders: the first window of a load is scanned while they are imported); the
-scanner's columns become chunks on the streamer's thread once every part is scanned. ``GPUTOP_SCAN_THREADS``
-sets the number of threads (default: the cores this process may use, at most :data:`MAX_THREADS`; 1 scans on
-the read-ahead thread alone).
+replaced byte. The parts are scanned in one call
+(:func:`~gputop_trace.parsers.chrome.scanner.raw_scan_many`: the first on the streamer's thread, each other one
+on a native thread the scanner starts, all without the GIL, which is taken again once they are all done; Python
+threads took it to start, to scan and to be joined, and each time waited for the loading thread to let it go).
+The raw scan needs neither msgspec nor the decoders: the first window of a load is scanned while they are
+imported; the scanner's columns become chunks on the streamer's thread once every part is scanned.
+``GPUTOP_SCAN_THREADS`` sets the number of threads (default: the cores this process may use, at most
+:data:`MAX_THREADS`; 1 scans on the read-ahead thread alone).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import threading
 from typing import Any
 
 from gputop_trace.parsers.chrome import scanner
@@ -72,30 +74,16 @@ def scan_parts(buf: memoryview, pos: int, end: int, parts: int, *, min_part: int
     starts = [pos - 1, *cuts[1:]]  # where each part's "[" goes
     stops = [*cuts[1:], end]
     saved = [buf[s] for s in starts]
-    got: list[dict[str, Any] | None] = [None] * len(starts)
-    errors: list[BaseException] = []
-
-    def scan(i: int) -> None:
-        with buf[starts[i] : stops[i]] as text:
-            try:
-                got[i] = scanner.raw_scan(text, prefix=True)
-            except BaseException as e:  # re-raised on the streamer's thread
-                errors.append(e)
-
     for s in starts:
         buf[s] = 0x5B  # "["
-    try:  # the first part on this thread, each other one on a thread of its own
-        threads = [threading.Thread(target=scan, args=(i,), daemon=True) for i in range(1, len(starts))]
-        for t in threads:
-            t.start()
-        scan(0)
-        for t in threads:
-            t.join()
+    texts = [buf[a:b] for a, b in zip(starts, stops, strict=True)]
+    try:  # (the first part on this thread, each other one on a native thread of its own)
+        got: list[dict[str, Any] | None] = scanner.raw_scan_many(texts, prefix=True)
     finally:
+        for t in texts:
+            t.release()
         for s, b in zip(starts, saved, strict=True):
             buf[s] = b
-    if errors:
-        raise errors[0]
     from gputop_trace.parsers.chrome import fast  # (imported by now, or being imported by the loader's thread)
 
     out: list[tuple[int, Chunk]] = []
