@@ -44,7 +44,7 @@ def copy_bytes(dst: memoryview, at: int, src: memoryview, src_at: int, n: int) -
     """``dst[at:at + n] = src[src_at:src_at + n]``, with the GIL released while the bytes move.
 
     numpy's copy releases it; a memoryview assignment holds it for the whole copy. The reader copies every
-    inflated byte once (a window of the stream takes up to 16 MiB at a time), and while it held the GIL the
+    inflated byte once (a window of the stream takes several MiB at a time), and while it held the GIL the
     loading thread, turning the chunks scanned before into columns, stood still."""
     import numpy as np  # (imported by the model before any file is read)
 

@@ -170,7 +170,11 @@ static int lane_rows(const int64_t *s, const int64_t *d, Py_ssize_t a, Py_ssize_
 
 static int get_buf(PyObject *obj, Py_buffer *view, const char *fmt, int writable, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0))) return -1;
-    if (view->itemsize != (Py_ssize_t)(fmt[0] == 'h' ? 2 : 8) || view->ndim != 1) {
+    /* int16 is "h"; int64 is "l" or "q" (the same type under two names, by platform) */
+    const char *f = view->format ? view->format : "B";
+    if (f[0] == '=' || f[0] == '<' || f[0] == '@') f++;
+    int kind_ok = fmt[0] == 'h' ? (f[0] == 'h' && !f[1]) : ((f[0] == 'l' || f[0] == 'q') && !f[1]);
+    if (!kind_ok || view->itemsize != (Py_ssize_t)(fmt[0] == 'h' ? 2 : 8) || view->ndim != 1) {
         PyErr_Format(PyExc_TypeError, "%s must be a one-dimensional array of %s", what,
                      fmt[0] == 'h' ? "int16" : "int64");
         PyBuffer_Release(view);

@@ -285,8 +285,10 @@ def classify_all(
     return kinds[inverse], lanes[inverse]
 
 
-#: the distinct rows of the classification are found with a table of at most this many slots per event (else a sort)
+#: the distinct rows of the classification are found with a table of at most this many slots per event, and at
+#: most :data:`TABLE_MAX_SLOTS` in all (5 bytes a slot while it is used), else by a sort
 TABLE_SLOTS_PER_ROW = 4
+TABLE_MAX_SLOTS = 1 << 22
 
 
 def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -311,7 +313,7 @@ def _distinct_rows(cols: list[np.ndarray[Any, Any]]) -> tuple[np.ndarray[Any, An
         key *= hi - lo + 1
         key += c  # (int64 += a narrower column: cast as it is added)
         key -= lo
-    if radix <= max(TABLE_SLOTS_PER_ROW * key.shape[0], 1 << 16):
+    if radix <= min(max(TABLE_SLOTS_PER_ROW * key.shape[0], 1 << 16), TABLE_MAX_SLOTS):
         return _distinct_keys_by_table(key, radix)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first, np.asarray(inverse).reshape(-1)

@@ -90,3 +90,16 @@ def test_pure_python_env_turns_the_compiled_rows_off(monkeypatch: pytest.MonkeyP
     assert depths.compiled()
     monkeypatch.setenv(depths.PURE_PYTHON_ENV, "1")
     assert not depths.compiled()
+
+
+def test_the_compiled_rows_refuse_arrays_of_another_type() -> None:
+    _rows = depths._rows
+    assert _rows is not None
+    start = np.array([0, 1], dtype=np.int64)
+    offsets = np.array([0, 2], dtype=np.int64)
+    with pytest.raises(TypeError):
+        _rows.rows(start.astype(np.float64), start, offsets, np.zeros(2, dtype=np.int16))
+    with pytest.raises(TypeError):
+        _rows.rows(start, start, offsets, np.zeros(2, dtype=np.int32))
+    with pytest.raises(ValueError):
+        _rows.rows(start, start, np.array([0, 3], dtype=np.int64), np.zeros(2, dtype=np.int16))
