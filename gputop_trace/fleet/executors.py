@@ -116,8 +116,9 @@ def pool_size(files: Sequence[str], max_memory: int | None = None, cores: int | 
 
     ``max_memory`` (bytes) replaces the memory available to this machine (MemAvailable and cgroup limit)."""
     from gputop_trace.load.resources import available_memory, estimate
+    from gputop_trace.parsers.cores import usable_cores
 
-    n = max(1, min(cores or os.cpu_count() or 1, len(files)))
+    n = max(1, min(cores or usable_cores(), len(files)))
     need = max((estimate([f]).needed for f in files if os.path.isfile(f)), default=0)
     avail = max_memory if max_memory is not None else available_memory()
     if need and avail is not None:

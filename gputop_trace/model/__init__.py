@@ -2,6 +2,7 @@
 
 Import each name from the module that defines it: ``arrays`` (numpy aliases), ``kinds`` (event, lane, copy,
 memory and flow kinds), ``tables`` (lanes, metadata, side tables), ``trace`` (the :class:`Trace`), ``depths``
-(row packing), ``builder`` (:class:`TraceBuilder`), ``merge`` (ranks into one), ``kernel_names`` (demangled
-names), ``ncu`` (Nsight Compute records). This file imports nothing, so the numpy-free parts stay numpy-free.
+(row packing), ``native`` (the switch of the compiled parts), ``builder`` (:class:`TraceBuilder`), ``merge``
+(ranks into one), ``kernel_names`` (demangled names), ``ncu`` (Nsight Compute records). This file imports
+nothing, so the numpy-free parts stay numpy-free.
 """

@@ -7,12 +7,12 @@ reference and the fallback (no C compiler at install, or ``GPUTOP_PURE_PYTHON=1`
 from __future__ import annotations
 
 import heapq
-import os
 from types import ModuleType
 
 import numpy as np
 
 from gputop_trace.model.arrays import I16, I64
+from gputop_trace.model.native import pure_python_forced
 
 _rows: ModuleType | None
 try:
@@ -20,14 +20,13 @@ try:
 except ImportError:  # pragma: no cover - built without a C compiler
     _rows = None
 
-#: the environment variable that turns every compiled part of the loader off (parsers/chrome/scanner.py's too)
-PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
 _TOO_MANY = "more than 32767 overlapping events in one lane"
 
 
 def compiled() -> bool:
-    """Whether rows are assigned by the compiled module (built, and not turned off by :data:`PURE_PYTHON_ENV`)."""
-    return _rows is not None and os.environ.get(PURE_PYTHON_ENV, "") not in ("1", "true", "yes")
+    """Whether rows are assigned by the compiled module (built, and not turned off by ``GPUTOP_PURE_PYTHON``:
+    :mod:`~gputop_trace.model.native`)."""
+    return _rows is not None and not pure_python_forced()
 
 
 def assign_depths(start: I64, dur: I64, lane_offsets: I64) -> I16:

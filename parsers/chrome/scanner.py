@@ -10,16 +10,15 @@ into ``Args`` where they hold one of the keys ``Args`` reads: :data:`ARGS_KEYS` 
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from gputop_trace.model.native import PURE_PYTHON_ENV, pure_python_forced
 
 try:  # the compiled scanner is optional: built by `pip install .` where a C compiler is present
     from gputop_trace.parsers.chrome import _fastscan  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - depends on the install
     _fastscan = None
 
-#: set to 1 to force the pure-Python decoder (the reference) even where the compiled scanner is installed
-PURE_PYTHON_ENV = "GPUTOP_PURE_PYTHON"
 
 #: the JSON keys of ``structs.Args``' fields, in order: an args object holding one of them is decoded into Args
 ARGS_KEYS = (
@@ -74,7 +73,7 @@ def available() -> bool:
 
 def enabled() -> bool:
     """Whether chunks are scanned by compiled code (installed, and not turned off by :data:`PURE_PYTHON_ENV`)."""
-    return _fastscan is not None and os.environ.get(PURE_PYTHON_ENV, "") not in ("1", "true", "yes")
+    return _fastscan is not None and not pure_python_forced()
 
 
 def raw_scan(text: bytes | memoryview, prefix: bool) -> dict[str, Any] | None:

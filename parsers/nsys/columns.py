@@ -16,7 +16,6 @@ in practice are guarded with another default, which stays.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import threading
@@ -27,6 +26,7 @@ from typing import TypeVar
 import numpy as np
 
 from gputop_trace.model.arrays import I64
+from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.nsys.schema import TextDecoder, as_text, connect_readonly
 
 T = TypeVar("T")
@@ -34,7 +34,7 @@ T = TypeVar("T")
 #: Rows read per aggregate query.
 CHUNK_ROWS = 1 << 16
 #: Threads reading chunks (each on its own connection).
-WORKERS = max(1, min(2, os.cpu_count() or 1))
+WORKERS = min(2, usable_cores())
 
 
 _ZERO_GUARD = re.compile(r'ifnull\(("[A-Za-z_][A-Za-z0-9_]*"), 0\)')

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from gputop_trace.model import depths
+from gputop_trace.model import depths, native
 
 if depths._rows is None:
     if os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":  # CI builds it: a build that silently failed fails here
@@ -88,7 +88,7 @@ def test_too_many_overlapping_events_raise_on_both_paths() -> None:
 
 def test_pure_python_env_turns_the_compiled_rows_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert depths.compiled()
-    monkeypatch.setenv(depths.PURE_PYTHON_ENV, "1")
+    monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
     assert not depths.compiled()
 
 
