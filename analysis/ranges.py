@@ -45,6 +45,9 @@ class RangeRow:
     events: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False)
     #: of ``gpu_ops``, those launched by an autograd thread this range's thread owns (see the module text)
     gpu_ops_autograd: int = 0
+    #: with ``cut=True``: how many instances were cut to the recording, and their total CPU time as recorded (ns)
+    cut: int = 0
+    recorded_total_ns: int | None = None
 
 
 #: PyTorch ``emit_nvtx`` / DLProf suffixes that make every operator range name unique.
@@ -167,11 +170,14 @@ def range_summary(
     device: int | None = None,
     name_filter: str | None = None,
     merge_operator_ids: bool = True,
+    cut: bool = False,
 ) -> list[RangeRow]:
     """One row per range name and domain (CPU-thread and async annotation ranges), sorted by total CPU time,
     largest first. ``device``: project only GPU ops of that device; ``name_filter``: keep names containing this
     text (case-insensitive); ``merge_operator_ids``: group PyTorch ``emit_nvtx`` operator ranges by operator
-    (see :func:`split_range_name`). Nesting depth is computed per thread and domain."""
+    (see :func:`split_range_name`). Nesting depth is computed per thread and domain. ``cut``: measure each
+    instance inside its rank's recording as steps are (:func:`gputop_trace.analysis.steps.cut_ranges`: a range
+    the profiler closed long after its recording ended counts to the last activity recorded, not to its end)."""
     rng = trace.of_kind(Kind.RANGE)
     rng = rng[
         np.isin(trace.lane_kind[trace.lane[rng]], np.array([LaneKind.CPU_THREAD, LaneKind.ASYNC], dtype=np.uint8))
@@ -206,6 +212,14 @@ def range_summary(
     busy, span, nops, nborrowed = _projection(trace, rng, device)
     g = len(label_list)
     dur = trace.dur_ns[rng]
+    recorded = dur
+    if cut:
+        from gputop_trace.analysis.steps import cut_ranges
+
+        cs, ce = cut_ranges(trace, rng)
+        dur = ce - cs
+    shorter = np.bincount(inv, weights=(dur < recorded), minlength=g).astype(np.int64)
+    recorded_total = np.bincount(inv, weights=recorded, minlength=g).astype(np.int64)
     count = np.bincount(inv, minlength=g)
     total = np.bincount(inv, weights=dur, minlength=g).astype(np.int64)
     mins = np.full(g, np.iinfo(np.int64).max, dtype=np.int64)
@@ -244,6 +258,8 @@ def range_summary(
                 threads=len(np.unique(trace.lane[members])),
                 events=np.sort(members),
                 gpu_ops_autograd=int(gborrowed[j]),
+                cut=int(shorter[j]),
+                recorded_total_ns=int(recorded_total[j]),
             )
         )
     rows.sort(key=lambda r: (-r.total_ns, r.name, r.domain))

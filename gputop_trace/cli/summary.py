@@ -101,6 +101,8 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         more = " (model not recorded: the trace has no deviceProperties)"
     con.print(Text(f"{noun}s: {gpus or 'none recorded'}{more}"))
     con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
+    if doc.get("span_note"):
+        con.print(Text("note: ", style="yellow") + Text(clean(f"{doc['span_note']}.")))
     for s in doc["steps"]:
         who = f"rank {s['rank']} " if multi else ""
         spread = f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})" if s["count"] > 1 else ""

@@ -236,6 +236,8 @@ def range_json(r: RangeRow) -> dict[str, Any]:
         "gpu_annotation_ns": r.gpu_annotation_ns,
         "max_depth": r.max_depth,
         "threads": r.threads,
+        "cut": r.cut,
+        "recorded_total_ns": r.recorded_total_ns if r.recorded_total_ns is not None else r.total_ns,
     }
 
 

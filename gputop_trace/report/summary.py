@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gputop_trace.analysis.findings import Finding
     from gputop_trace.analysis.gaps import DeviceGaps
     from gputop_trace.analysis.ranges import RangeRow
@@ -43,7 +45,7 @@ def analyse(trace: Trace, threshold_ns: int | None = None) -> Analyses:
     gaps = find_gaps(trace, thr)
     transfers = transfer_overlap(trace)
     findings = find_findings(trace, gap_threshold_ns=thr, gaps=gaps, transfers=transfers)
-    return Analyses(gaps, transfers, findings, range_summary(trace), thr)
+    return Analyses(gaps, transfers, findings, range_summary(trace, cut=True), thr)
 
 
 def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None = None) -> dict[str, Any]:
@@ -65,6 +67,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
     from gputop_trace.report.profiler_json import range_profiler_json
 
     a = analyses if analyses is not None else analyse(trace)
+    span_ns, span_note = measured_span_note(trace, a)
 
     counts = {k: 0 for k in ("kernel", "memcpy", "memset", "api", "cpu_op", "range", "python", "other", "memory")}
     for kind, n in trace.count_by_kind().items():
@@ -92,7 +95,9 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
         "summary",
         trace,
         paths,
-        span_ns=trace.span_ns,
+        span_ns=span_ns,
+        span_as_recorded_ns=trace.span_ns,
+        span_note=span_note,
         gpus=[{"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count} for g in trace.meta.gpus],
         devices=devices,
         events=counts,
@@ -114,20 +119,45 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
     )
 
 
+def measured_span_note(trace: Trace, a: Analyses) -> tuple[int, str | None]:
+    """The summary's span (ns): the trace's, with annotation ranges cut to their rank's recording as steps are
+    (:func:`gputop_trace.analysis.steps.measured_span`), and what was cut in words (None when nothing was)."""
+    from gputop_trace.analysis.steps import measured_span
+    from gputop_trace.units import format_ns, plural
+
+    span = measured_span(trace)
+    cut = [r for r in a.ranges if r.cut]
+    if span == trace.span_ns and not cut:
+        return span, None
+    n = sum(r.cut for r in cut)
+    names = ", ".join(r.name for r in cut[:3]) + (", …" if len(cut) > 3 else "")
+    what = f"{plural(n, 'annotation range')} ({names})" if n else "annotation ranges"
+    whole = f"; as recorded they make the span {format_ns(trace.span_ns)}" if span != trace.span_ns else ""
+    return span, (
+        f"{what} {'runs' if n == 1 else 'run'} outside the recording: cut to it as the steps are, in the span and "
+        f"in the range times{whole}"
+    )
+
+
 def steps_json(trace: Trace) -> list[dict[str, Any]]:
     """Per rank, the step ranges (``ProfilerStep#N`` / ``step_N``) and their measured durations in ns (a step that
     runs past the end of the recording is cut there: :mod:`gputop_trace.analysis.steps`); ``cut`` lists those
     steps with the duration their range records, ``left_out`` the step ranges with nothing recorded in them, and
     ``note`` says both in words (null when there are none). Empty when the trace marks no steps."""
+    from functools import partial
+
     import numpy as np
 
-    from gputop_trace.analysis.steps import find_steps, steps_note
+    from gputop_trace.analysis.steps import cut_reason, find_steps, steps_note
 
     out = []
     for s in find_steps(trace):
         if not len(s):
             continue
         d = s.dur_ns.astype(np.int64)
+        rstart = s.range_start_ns if s.range_start_ns is not None else s.start_ns
+        rank_time = partial(trace.file_time_ns, rank=s.rank)
+        cut_start, cut_end = s.cut_start, s.cut_end
         out.append(
             {
                 "rank": s.rank,
@@ -137,11 +167,23 @@ def steps_json(trace: Trace) -> list[dict[str, Any]]:
                 "median_ns": int(np.median(d)),
                 "min_ns": int(d.min()),
                 "max_ns": int(d.max()),
+                "names": [trace.event_name(int(e)) for e in s.events.tolist()],
+                "start_ns": [rank_time(int(x)) for x in s.start_ns.tolist()],
+                "range_ns": s.range_dur_ns.astype(np.int64).tolist(),
+                "recording_start_ns": _maybe(rank_time, s.recording_start_ns),
+                "recording_end_ns": _maybe(rank_time, s.recording_end_ns),
                 "cut": [
                     {
                         "name": trace.event_name(int(s.events[i])),
                         "step_ns": int(s.dur_ns[i]),
                         "range_ns": int(s.range_dur_ns[i]),
+                        "start_ns": rank_time(int(s.start_ns[i])),
+                        "end_ns": rank_time(int(s.start_ns[i] + s.dur_ns[i])),
+                        "range_start_ns": rank_time(int(rstart[i])),
+                        "range_end_ns": rank_time(int(rstart[i] + s.range_dur_ns[i])),
+                        "cut_start": bool(cut_start[i]),
+                        "cut_end": bool(cut_end[i]),
+                        "reason": cut_reason(trace, s, i),
                     }
                     for i in np.flatnonzero(s.cut).tolist()
                 ],
@@ -150,3 +192,7 @@ def steps_json(trace: Trace) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _maybe(f: Callable[[int], int], x: int | None) -> int | None:
+    return None if x is None else f(x)

@@ -130,7 +130,14 @@ def test_the_triton_step_is_measured_inside_the_recording(capsys: pytest.Capture
     assert [f["kind"] for f in doc["findings"]] == ["profile_caveat"]
     (row,) = doc["steps"]
     assert row["step_ns"] == [1_530_844] and row["mean_ns"] == 1_530_844
-    assert row["cut"] == [{"name": "ProfilerStep#1", "step_ns": 1_530_844, "range_ns": 13_336_315_805}]
+    (cut,) = row["cut"]
+    assert {k: cut[k] for k in ("name", "step_ns", "range_ns", "cut_start", "cut_end")} == {
+        "name": "ProfilerStep#1",
+        "step_ns": 1_530_844,
+        "range_ns": 13_336_315_805,
+        "cut_start": False,
+        "cut_end": True,
+    }
     note = (
         "ProfilerStep#1 runs 13.3 s past the end of the recording (which ends 1.84 ms into it), so it is measured "
         "to the last activity recorded in it: 1.53 ms of the 13.3 s its range says"

@@ -6,7 +6,8 @@ percentage (``*_pct``, ``pct``, and any "N% of" in the words) within 0–100 and
 busy + idle = span per device; no rank waits for itself and a rank's collective wait is at most its collective
 time; an operator's self time is at most its total and every operator was called; the clock offsets in the JSON
 are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a CUPTI range-profiler trace's kernel table
-and summary keep their mode (no timed rows, every counter per row). Loads go through the trace cache (one parse per
+and summary keep their mode (no timed rows, every counter per row); every step in ``summary`` is its recorded range
+unless it is listed as cut with a reason that holds (issue 31, 4). Loads go through the trace cache (one parse per
 file for the module); files that are not traces are refused.
 """
 
@@ -116,6 +117,40 @@ def _check_ops(doc: dict[str, Any], errors: list[str]) -> None:
                 errors.append(f"ops: {r['name']!r} {self_key} {r[self_key]} outside 0..{total_key} {r[total_key]}")
 
 
+def _check_steps(doc: dict[str, Any], errors: list[str]) -> None:
+    """``summary``: every step is its recorded range unless it is listed as cut with a reason, a cut step is
+    shorter than its range and lies inside it, and the span is never longer than the ranges as recorded make it."""
+    if doc.get("command") != "summary":
+        return
+    if doc["span_ns"] > doc["span_as_recorded_ns"] or (doc["span_ns"] != doc["span_as_recorded_ns"]) != bool(
+        doc["span_note"]
+    ):
+        errors.append(f"summary: span {doc['span_ns']} vs as recorded {doc['span_as_recorded_ns']}, no note")
+    for row in doc["steps"]:
+        cut = {c["name"]: c for c in row["cut"]}
+        if not len(row["names"]) == len(row["step_ns"]) == len(row["range_ns"]) == len(row["start_ns"]):
+            errors.append(f"summary: rank {row['rank']} step lists of different lengths")
+        for name, step, whole in zip(row["names"], row["step_ns"], row["range_ns"], strict=False):
+            c = cut.get(name)
+            if c is None:
+                if step != whole:
+                    errors.append(f"summary: {name} measured {step} ns of its {whole} ns range, no reason given")
+                continue
+            ok = (
+                step < whole
+                and c["reason"]
+                and (c["cut_start"] or c["cut_end"])
+                and c["end_ns"] - c["start_ns"] == step
+            )
+            ok = ok and c["range_start_ns"] <= c["start_ns"] <= c["end_ns"] <= c["range_end_ns"]
+            ok = ok and (not c["cut_end"] or row["recording_end_ns"] < c["range_end_ns"])
+            ok = ok and (not c["cut_start"] or c["start_ns"] == row["recording_start_ns"] > c["range_start_ns"])
+            if not ok:
+                errors.append(f"summary: cut step {name}: {c}")
+        if bool(row["cut"] or row["left_out"]) != bool(row["note"]):
+            errors.append(f"summary: rank {row['rank']} steps cut or left out without a note, or a note for none")
+
+
 @cache
 def _applied_shift(rel: str) -> dict[str, int]:
     t = load_paths([str(CORPUS / rel)])
@@ -141,6 +176,7 @@ def test_every_command_json_keeps_its_invariants(rel: str, capsys: pytest.Captur
         _check_waits(doc, errors)
         _check_profiler(doc, errors)
         _check_ops(doc, errors)
+        _check_steps(doc, errors)
         if cmd == "ranks":
             offsets = doc["stragglers"]["clock_offset_ns"]
             applied = _applied_shift(rel)

@@ -57,7 +57,23 @@ def test_a_step_past_the_end_of_the_recording_is_cut_at_its_last_activity() -> N
     )
     (row,) = steps_json(t)
     assert row["step_ns"] == [1_000_000, 1_500_000] and row["mean_ns"] == 1_250_000 and row["max_ns"] == 1_500_000
-    assert row["cut"] == [{"name": "step_2", "step_ns": 1_500_000, "range_ns": LONG_NS + 3_000_000}]
+    assert row["cut"] == [
+        {
+            "name": "step_2",
+            "step_ns": 1_500_000,
+            "range_ns": LONG_NS + 3_000_000,
+            "start_ns": 1_000_000,
+            "end_ns": 2_500_000,
+            "range_start_ns": 1_000_000,
+            "range_end_ns": LONG_NS + 4_000_000,
+            "cut_start": False,
+            "cut_end": True,
+            "reason": steps_note(t, st).split("; ")[0],
+        }
+    ]
+    assert row["names"] == ["step_1", "step_2"] and row["range_ns"] == [1_000_000, LONG_NS + 3_000_000]
+    assert row["start_ns"] == [0, 1_000_000] and row["recording_end_ns"] == 4_000_000
+    assert row["recording_start_ns"] is None  # the file marks only the recording's end
     assert row["left_out"] == ["step_3"] and row["note"] == steps_note(t, st)
 
 
@@ -124,7 +140,14 @@ def test_summary_says_the_step_was_cut(capsys: pytest.CaptureFixture[str], tmp_p
     assert code == 0
     (row,) = json.loads(out)["steps"]
     assert row["step_ns"] == [501_000]  # 1000 µs → the end of aten::mm at 1501 µs
-    assert row["cut"] == [{"name": "ProfilerStep#1", "step_ns": 501_000, "range_ns": 10_001_000_000}]
+    (cut,) = row["cut"]
+    assert {k: cut[k] for k in ("name", "step_ns", "range_ns")} == {
+        "name": "ProfilerStep#1",
+        "step_ns": 501_000,
+        "range_ns": 10_001_000_000,
+    }
+    assert cut["cut_end"] and not cut["cut_start"] and cut["end_ns"] == 1_501_000  # file time: the end of aten::mm
+    assert cut["reason"].startswith("ProfilerStep#1 runs 10.0 s past the end of the recording")
     code, out, _ = run_cli(capsys, "summary", str(path))
     text = " ".join(out.split())
     assert "step time: 501 µs mean over 1 step" in text
