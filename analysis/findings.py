@@ -32,7 +32,7 @@ from gputop_trace.analysis.launches import LaunchReport, launch_behaviour
 from gputop_trace.analysis.sync_findings import sync_findings
 from gputop_trace.analysis.transfer_findings import transfer_findings
 from gputop_trace.analysis.transfers import TransferReport, transfer_overlap
-from gputop_trace.model.kinds import GPU_BUSY_KINDS, KIND_WORDS
+from gputop_trace.model.kinds import GPU_BUSY_KINDS, KIND_WORDS, Kind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import plural
 
@@ -178,16 +178,24 @@ def _no_gpu(trace: Trace) -> list[Draft]:
             )
         ]
     what = ", ".join(plural(n, *KIND_WORDS[k]) for k, n in counts.items()) or "no events"
+    detail = (
+        f"The profile holds {what}, but nothing that ran on a GPU, so GPU time, idle gaps and transfers "
+        "cannot be analysed. CUDA tracing was off or failed (for example an Nsight Systems version too old for "
+        "the installed CUDA, or torch.profiler without ProfilerActivity.CUDA). Re-record with CUDA tracing on."
+    )
+    evidence: dict[str, Any] = {"events": {k.name.lower(): n for k, n in counts.items()}}
+    if counts.get(Kind.CPU_OP):  # a CPU run: say where the host time went
+        from gputop_trace.analysis.host_ops import cpu_run_detail
+
+        detail, evidence["top_ops"] = cpu_run_detail(trace, what)
     return [
         Draft(
             kind="no_gpu_activity",
             title="No GPU activity in this profile: no kernel, copy or memset was recorded",
-            detail=f"The profile holds {what}, but nothing that ran on a GPU, so GPU time, idle gaps and transfers "
-            "cannot be analysed. CUDA tracing was off or failed (for example an Nsight Systems version too old for "
-            "the installed CUDA, or torch.profiler without ProfilerActivity.CUDA). Re-record with CUDA tracing on.",
+            detail=detail,
             time_ns=trace.span_ns,
             span_ns=trace.span_ns,
-            evidence={"events": {k.name.lower(): n for k, n in counts.items()}},
+            evidence=evidence,
             thresholds={},
             interval=(0, trace.span_ns),
         )

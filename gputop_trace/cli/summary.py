@@ -132,6 +132,7 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         )
     else:
         con.print(Text("No GPU activity in this profile.", style="yellow"))
+    render_host(con, doc)
     if doc["top_kernels"]:
         t = Table(title=f"Top {plural(len(doc['top_kernels']), 'kernel')} by total time", title_justify="left")
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, con.width - 50))
@@ -249,6 +250,33 @@ def render_transfers(con: Console, doc: dict[str, Any], trace: Trace) -> None:
         )
 
 
+def render_host(con: Console, doc: dict[str, Any]) -> None:
+    """Where the host time went (a profile with no GPU activity): the top operators by self CPU time."""
+    from rich.text import Text
+
+    from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    host = doc.get("host")
+    if not host or not host["top_ops"]:
+        return
+    rows = host["top_ops"]
+    shown = f"top {len(rows)} of {host['operators']}" if host["operators"] > len(rows) else f"all {len(rows)}"
+    t = compact_table(f"Host time by operator ({shown} by self CPU; % of {format_ns(host['self_cpu_total_ns'])})")
+    t.add_column("operator", overflow="ellipsis", no_wrap=True, max_width=max(12, con.width - 48))
+    add_number_columns(t, "calls", "self CPU", "CPU total", "%")
+    for r in rows:
+        t.add_row(
+            Text(clean(r["name"])),
+            f"{r['count']:,}",
+            format_ns(r["self_cpu_ns"]),
+            format_ns(r["cpu_total_ns"]),
+            f"{r['pct']:.1f}",
+        )
+    con.print(t)
+
+
 def render_ranges(con: Console, doc: dict[str, Any], noun: str = "GPU") -> None:
     """The top annotation ranges with the time of the device work they launched (``noun``: ``GPU``, ``MTIA``)."""
     from rich.text import Text
@@ -260,16 +288,12 @@ def render_ranges(con: Console, doc: dict[str, Any], noun: str = "GPU") -> None:
     rows = doc.get("top_ranges") or []
     if not rows:
         return
+    gpu = bool(doc.get("devices")) or doc.get("host") is None  # no device columns for a profile without any
     t = compact_table(f"Top {plural(len(rows), 'range')} by CPU time")
-    t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=max(8, con.width - 50))
+    t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=max(8, con.width - (50 if gpu else 20)))
     add_number_columns(t, "n", width=3)
-    add_number_columns(t, "CPU", noun, f"{noun} span")
+    add_number_columns(t, "CPU", *((noun, f"{noun} span") if gpu else ()))
     for r in rows:
-        t.add_row(
-            Text(clean(r["name"])),
-            f"{r['count']:,}",
-            format_ns(r["total_ns"]),
-            format_ns(r["gpu_ns"]),
-            format_ns(r["gpu_span_ns"]),
-        )
+        device = (format_ns(r["gpu_ns"]), format_ns(r["gpu_span_ns"])) if gpu else ()
+        t.add_row(Text(clean(r["name"])), f"{r['count']:,}", format_ns(r["total_ns"]), *device)
     con.print(t)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 TOP_KERNELS = 10
 TOP_RANGES = 10
 TOP_GAPS = 5
+TOP_HOST_OPS = 10
 
 
 @dataclass
@@ -91,6 +92,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
                 "busy_pct": round(d.busy_pct, 3),
             }
         )
+    profiler = range_profiler_json(trace)
     return envelope(
         "summary",
         trace,
@@ -114,9 +116,35 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
         steps=steps_json(trace),
         transfers=transfers_json(trace, a.transfers, copies=False),
         top_ranges=[range_json(r) for r in a.ranges[:TOP_RANGES]],
-        range_profiler=range_profiler_json(trace),
+        range_profiler=profiler,
         memory=[memory_json(m) for m in memory_series(trace)],
+        host=host_json(trace) if not devices and profiler is None else None,
     )
+
+
+def host_json(trace: Trace) -> dict[str, Any]:
+    """Where the host time went, for a profile with no GPU activity (:mod:`gputop_trace.analysis.host_ops`):
+    ``self_cpu_total_ns`` (the time in operators and annotation ranges, summed over threads), ``operators`` (how
+    many rows ``ops`` has) and the ``top_ops`` by self CPU time with ``ops``' figures and ``pct`` of that time."""
+    from gputop_trace.analysis.host_ops import host_ops
+
+    host = host_ops(trace)
+    return {
+        "self_cpu_total_ns": host.self_cpu_total_ns,
+        "operators": len(host.rows),
+        "top_ops": [
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "count": r.count,
+                "self_cpu_ns": r.self_cpu_ns,
+                "cpu_total_ns": r.cpu_total_ns,
+                "cpu_mean_ns": round(r.cpu_mean_ns, 1),
+                "pct": round(host.pct(r), 3),
+            }
+            for r in host.rows[:TOP_HOST_OPS]
+        ],
+    }
 
 
 def measured_span_note(trace: Trace, a: Analyses) -> tuple[int, str | None]:

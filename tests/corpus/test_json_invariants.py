@@ -7,7 +7,8 @@ busy + idle = span per device; no rank waits for itself and a rank's collective 
 time; an operator's self time is at most its total and every operator was called; the clock offsets in the JSON
 are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a CUPTI range-profiler trace's kernel table
 and summary keep their mode (no timed rows, every counter per row); every step in ``summary`` is its recorded range
-unless it is listed as cut with a reason that holds (issue 31, 4). Loads go through the trace cache (one parse per
+unless it is listed as cut with a reason that holds (issue 31, 4), and its host table (a profile with no GPU
+activity) has shares that add up to at most 100 % (issue 31, 1). Loads go through the trace cache (one parse per
 file for the module); files that are not traces are refused.
 """
 
@@ -151,6 +152,24 @@ def _check_steps(doc: dict[str, Any], errors: list[str]) -> None:
             errors.append(f"summary: rank {row['rank']} steps cut or left out without a note, or a note for none")
 
 
+def _check_host(doc: dict[str, Any], errors: list[str]) -> None:
+    """``summary``: the host table is there exactly when there is no GPU activity, its shares add up to at most
+    100 %, most self CPU time first, and no operator's self time exceeds its total."""
+    if doc.get("command") != "summary":
+        return
+    host = doc["host"]
+    if (host is None) != bool(doc["devices"] or doc["range_profiler"]):
+        errors.append(f"summary: host table {'missing' if host is None else 'present'} with devices {doc['devices']}")
+    if host is None:
+        return
+    rows = host["top_ops"]
+    if sum(r["pct"] for r in rows) > 100 + 1e-6 or sum(r["self_cpu_ns"] for r in rows) > host["self_cpu_total_ns"]:
+        errors.append("summary: host shares above 100%")
+    if [r["self_cpu_ns"] for r in rows] != sorted((r["self_cpu_ns"] for r in rows), reverse=True):
+        errors.append("summary: host rows not by self CPU time")
+    errors.extend(f"summary: host {r['name']!r} self above total" for r in rows if r["self_cpu_ns"] > r["cpu_total_ns"])
+
+
 @cache
 def _applied_shift(rel: str) -> dict[str, int]:
     t = load_paths([str(CORPUS / rel)])
@@ -177,6 +196,7 @@ def test_every_command_json_keeps_its_invariants(rel: str, capsys: pytest.Captur
         _check_profiler(doc, errors)
         _check_ops(doc, errors)
         _check_steps(doc, errors)
+        _check_host(doc, errors)
         if cmd == "ranks":
             offsets = doc["stragglers"]["clock_offset_ns"]
             applied = _applied_shift(rel)

@@ -44,6 +44,39 @@ def test_record_torch_runs_a_real_cpu_script_and_the_trace_opens_with_its_steps(
     assert [trace.names[trace.name[e]] for e in steps.events] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     names = set(trace.names)
     assert "aten::addmm" in names and "Optimizer.step#SGD.step" in names  # record_shapes / CPU ops of the script
+    _summary_says_where_the_host_time_went(str(out), capsys)
+
+
+def _summary_says_where_the_host_time_went(path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31, 1: the summary of a CPU-only recording names its aten operators by self CPU time (as ``ops`` has
+    them), its step time, and a first finding about a CPU run that names the same operators."""
+    assert main(["summary", "--json", path]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["devices"] == [] and doc["steps"][0]["count"] == 3
+    host = doc["host"]
+    top = [r["name"] for r in host["top_ops"]]
+    assert {"aten::addmm", "aten::mm"} <= set(top)  # the MLP's matrix products, forward and backward
+    assert main(["ops", "--json", path]) == 0
+    ops = {r["name"]: r for r in json.loads(capsys.readouterr().out)["ops"]}
+    for r in host["top_ops"]:  # the same figures as ops
+        assert (r["count"], r["self_cpu_ns"], r["cpu_total_ns"]) == (
+            ops[r["name"]]["count"],
+            ops[r["name"]]["self_cpu_ns"],
+            ops[r["name"]]["cpu_total_ns"],
+        )
+    assert [r["self_cpu_ns"] for r in host["top_ops"]] == sorted(
+        (r["self_cpu_ns"] for r in host["top_ops"]), reverse=True
+    )
+    assert host["self_cpu_total_ns"] == sum(r["self_cpu_ns"] for r in ops.values() if r["kind"] in ("op", "annotation"))
+    (first,) = [f for f in doc["findings"] if f["priority"] == 1]
+    assert first["kind"] == "no_gpu_activity" and "a CPU run" in first["detail"]
+    assert f"Where it went, by self CPU time: {top[0]} " in first["detail"]
+    assert [o["name"] for o in first["evidence"]["top_ops"]] == top[:3]
+    assert main(["summary", path]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "step time: " in text and "mean over 3 steps" in text
+    assert "Host time by operator" in text and "aten::addmm" in text and "aten::mm" in text
+    assert "0 ns 0 ns" not in text  # no GPU columns for a profile without a GPU
 
 
 def test_record_torch_too_few_steps_says_so(torch_required: None, tmp_path: Path) -> None:
