@@ -68,7 +68,7 @@ def test_a_step_past_the_end_of_the_recording_is_cut_at_its_last_activity() -> N
             "range_end_ns": LONG_NS + 4_000_000,
             "cut_start": False,
             "cut_end": True,
-            "reason": steps_note(t, st).split("; ")[0],
+            "reason": (steps_note(t, st) or "").split("; ")[0],
         }
     ]
     assert row["names"] == ["step_1", "step_2"] and row["range_ns"] == [1_000_000, LONG_NS + 3_000_000]
