@@ -202,7 +202,7 @@ def _render_steps(con: Console, doc: dict[str, Any]) -> None:
                                        zip(warm, [s for s in st[side] if s["warmup"]], strict=True))))  # fmt: skip
         cut = [s for s in st[side] if s.get("cut")]
         if cut:
-            con.print(Text(f"Steps of {side.upper()} cut at the end of the recording (not compared): ", style="yellow")
+            con.print(Text(f"Steps of {side.upper()} cut to the recording (not compared): ", style="yellow")
                       + Text(", ".join(f"{clean(s['name'])} {format_ns(s['dur_ns'])}" for s in cut)))  # fmt: skip
     if st["whole_span"]:
         con.print(Text("No step ranges: the whole spans are compared.", style="yellow"))

@@ -66,7 +66,7 @@ def step_line(steps: list[dict[str, Any]]) -> Text | None:
         line.append(f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})")
     cut = sum(len(x.get("cut") or ()) for x in steps)
     if cut:
-        line.append(f" ({plural(cut, 'step')} cut at the end of the recording)", style="yellow")
+        line.append(f" ({plural(cut, 'step')} cut to the recording)", style="yellow")
     if len(steps) > 1:
         means = [x["mean_ns"] for x in steps]
         line.append(f"; {len(steps)} ranks {format_range(format_ns(min(means)), format_ns(max(means)))}")
