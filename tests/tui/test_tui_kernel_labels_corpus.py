@@ -43,8 +43,8 @@ def test_every_kernel_row_of_every_corpus_trace_reads_differently(size: tuple[in
                     continue
                 panel.set_rows(trace, rows)
                 await pilot.pause()
-                width = table.table.columns["kernel"].width if "kernel" in table.table.columns else 0
-                shown = {}  # label → full name, for every row the table shows
+                width = list(table.table.columns.values())[-1].width  # the kernel column, last
+                shown: dict[str, str] = {}  # label → full name, for every row the table shows
                 for r in range(table.table.row_count):
                     label = str(table.table.get_row_at(r)[-1])
                     name = table.items[table.shown[r]].name
