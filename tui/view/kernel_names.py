@@ -322,14 +322,13 @@ def _squeeze(mids: list[list[str]]) -> list[str]:
     same = [all(m[i] == mids[0][i] for m in mids) for i in range(len(mids[0]))]
     out = []
     for m in mids:
-        parts: list[str] = []
-        for i, tok in enumerate(m):
-            if not same[i]:
-                parts.append(tok)
-            elif not parts or parts[-1] != "…":
-                parts.append("…")
-        out.append("".join(parts))
+        # a shared word becomes ``…``, a separator stays unless it touches one (``128x128…nt``, not ``128…128``)
+        text = "".join(tok if not same[i] or not tok[0].isalnum() else "…" for i, tok in enumerate(m))
+        out.append(_ELLIPSIS_RUN.sub("…", text))
     return out
+
+
+_ELLIPSIS_RUN = re.compile(r"[^A-Za-z0-9…]*…(?:[^A-Za-z0-9…]*…)*[^A-Za-z0-9…]*")
 
 
 def _parting_points(names: list[str]) -> dict[str, list[int]]:
