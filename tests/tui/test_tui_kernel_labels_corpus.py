@@ -1,6 +1,7 @@
 """Issue 31, item 2: every row of the Kernels panel reads differently from every other, on every trace of the
-corpus, at the width the panel gives the kernel column at 80x24 and at 160x48 (a multi-GPU trace's device column
-included). Two rows of the same kernel on different devices are told apart by the device column, not the label."""
+corpus and the bundled samples, at the width the panel gives the kernel column at 80x24 and at 160x48 (a multi-GPU
+trace's device column included). Two rows of the same kernel on different devices are told apart by the device
+column, not the label."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.app import GputopApp
 from tests.corpus.test_json_invariants import NOT_TRACES, _targets
-from tests.paths import CORPUS
+from tests.paths import CORPUS, SAMPLES
 from tests.tui_helpers import press, run, synthetic_trace, wait_loaded
 
 pytestmark = pytest.mark.corpus
@@ -21,7 +22,9 @@ H200_GPT = "kineto/h200_gpt_train_small.json.gz"
 
 
 def _corpus_traces() -> list[str]:
-    return [rel for rel in _targets() if not any(rel.startswith(n) for n in NOT_TRACES)]
+    """Every trace of the corpus, then the bundled samples (what ``gputop-trace view`` opens)."""
+    corpus = [str(CORPUS / rel) for rel in _targets() if not any(rel.startswith(n) for n in NOT_TRACES)]
+    return corpus + [str(p) for p in sorted(SAMPLES.glob("*.json.gz"))]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -37,7 +40,7 @@ def test_every_kernel_row_of_every_corpus_trace_reads_differently(size: tuple[in
             table = main.query_one(KernelTable)
             checked, failures = 0, []
             for rel in _corpus_traces():
-                trace = load_paths([str(CORPUS / rel)])
+                trace = load_paths([rel])
                 rows = kernel_table(trace)
                 if len(rows) < 2:
                     continue
