@@ -183,7 +183,7 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
     kern: dict[str, list[Any]] = {k: [] for k in ("event", "grid", "block", "regs", "shared", "bps", "wps", "occ")}
     copy_ev: list[int] = []
     copy_bytes: list[int] = []
-    flows: dict[str, list[Any]] = {k: [] for k in ("ident", "cat", "src", "ts", "next", "seq")}
+    flows: dict[str, list[Any]] = {k: [] for k in ("ident", "cat", "src", "ts", "next", "seq", "phase")}
     if not include_python:
         st.python_left_out = sum(1 for ev in events if ev.get("cat") == "python_function")
     for seq, e in enumerate(ev for ev in events if include_python or ev.get("cat") != "python_function"):
@@ -289,6 +289,7 @@ def load(path: str, *, rank: int | None = None, default_rank: int = 0, include_p
                 flows["ts"].append(_ns(e.get("ts", 0)))
                 flows["next"].append(ph == "f" and e.get("bp", "") != "e")
                 flows["seq"].append(seq)
+                flows["phase"].append(ord(ph[:1] or " "))
         elif ph in _ASYNC:
             ident = e.get("id")
             if ident is None and isinstance(e.get("id2"), (int, str)):
@@ -396,3 +397,4 @@ def _store(
         f.ts.append(np.array(flows["ts"], dtype=np.int64))
         f.next_slice.append(np.array(flows["next"], dtype=bool))
         f.seq.append(np.array(flows["seq"], dtype=np.int64))
+        f.phase.append(np.array(flows["phase"], dtype=np.uint8))

@@ -92,14 +92,13 @@ def stdout_console() -> Console:
     """A Rich console for results (no markup or highlighting of untrusted names). To a pipe or a file, it is
     :data:`~gputop_trace.cli.pipe_output.PIPE_WIDTH` wide and writes no trailing spaces (nothing is cut for a
     terminal that is not there)."""
-    from rich.console import Console
-
+    from gputop_trace.cli.figure_console import FigureConsole
     from gputop_trace.cli.pipe_output import NoTrailingSpaces, is_terminal, pipe_width
 
-    if is_terminal(sys.stdout):
-        return Console(highlight=False, soft_wrap=False)
+    if is_terminal(sys.stdout):  # a figure and its unit, a count and its noun, wrap together (figure_console.py)
+        return FigureConsole(highlight=False, soft_wrap=False)
     out = NoTrailingSpaces(sys.stdout)
-    return Console(highlight=False, soft_wrap=False, width=pipe_width(), file=out)  # type: ignore[arg-type]
+    return FigureConsole(highlight=False, soft_wrap=False, width=pipe_width(), file=out)  # type: ignore[arg-type]
 
 
 def load(args: argparse.Namespace) -> Trace:

@@ -203,6 +203,7 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
 
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
+    from gputop_trace.tui.view.kernel_names import fit_names
     from gputop_trace.units import format_ns, plural
 
     con = common.stdout_console()
@@ -232,8 +233,10 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
     for c, w in cols:
         t.add_column(c, justify="right", no_wrap=True, min_width=w)
     shorten = not full_names and doc["group_by"] in ("name", "geometry", "launcher")
-    for r in doc["kernels"]:
-        name = short_name(r["name"]) if shorten else r["name"]
+    names = [clean(short_name(r["name"]) if shorten else r["name"]) for r in doc["kernels"]]
+    if not full_names:  # cut so that names that differ still read differently (nvjet_sm90_ts…_bz_coopA_NNT)
+        names = fit_names(names, name_width)
+    for r, name in zip(doc["kernels"], names, strict=True):
         cells = {
             "dev": str(r["device"]) if r["device"] is not None else "",
             "count": f"{r['count']:,}",
@@ -248,7 +251,7 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
             "block": "×".join(str(v) for v in r["block"]) if r["block"] else "",
             "regs": str(r["registers"]) if r["registers"] is not None else "",
         }
-        t.add_row(Text(clean(name)), *(cells[c] for c, _ in cols))
+        t.add_row(Text(name), *(cells[c] for c, _ in cols))
     con.print(t)
     con.print(Text(f"total kernel time: {format_ns(doc['total_ns'])}", style="dim"))
     common.print_warnings(con, trace)

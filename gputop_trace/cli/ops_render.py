@@ -25,6 +25,7 @@ def render(trace: Trace, tree: OpTree, rows: list[OpRow], args: argparse.Namespa
     from rich.text import Text
 
     from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.report.ops_json import NSYS_NO_FLOPS_LINE, flops_unavailable
     from gputop_trace.safe_text import clean
 
     con = common.stdout_console()
@@ -67,6 +68,8 @@ def render(trace: Trace, tree: OpTree, rows: list[OpRow], args: argparse.Namespa
             + trace.device_words(args.rank).say("(% of the GPU's published peak)")
         )
     con.print(Text("; ".join(notes) + ".", style="dim"))
+    if flops_unavailable(trace):  # one line; the JSON's flops_unavailable says more
+        con.print(Text(NSYS_NO_FLOPS_LINE, style="dim"))
     _steps_and_memory(con, trace, tree, args)
     common.print_warnings(con, trace)
 

@@ -71,6 +71,7 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
 
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
+    from gputop_trace.tui.view.kernel_names import fit_names
     from gputop_trace.units import format_ns
 
     con = common.stdout_console()
@@ -138,9 +139,10 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, con.width - 50))
         for c in ("dev", "count", "total", "mean", "%"):
             t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
-        for r in doc["top_kernels"]:
+        names = fit_names([clean(short_name(r["name"])) for r in doc["top_kernels"]], max(16, con.width - 50))
+        for r, name in zip(doc["top_kernels"], names, strict=True):  # names that differ read differently
             t.add_row(
-                Text(clean(short_name(r["name"]))),
+                Text(name),
                 str(r["device"] if r["device"] is not None else "all"),
                 f"{r['count']:,}",
                 format_ns(r["total_ns"]),

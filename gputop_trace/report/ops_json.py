@@ -17,6 +17,22 @@ ESTIMATE_NOTE = (
     "attention, convolution and memory-bound ops approximate), not measurements; achieved rates are over the "
     "op's device time, peak_pct against the GPU's published dense peak for the op's precision."
 )
+#: why an nsys export's operators have no FLOPs (``flops_unavailable`` in the JSON, one line in the text)
+NSYS_NO_FLOPS = (
+    "Nsight Systems exports carry no operator input shapes with their types (emit_nvtx ranges name the operator "
+    "and at most its sizes, without dtypes), so no FLOPs, bytes moved or achieved rates are estimated: record with "
+    "torch.profiler(record_shapes=True) for them."
+)
+#: the same in one line of 80 columns, under the text table
+NSYS_NO_FLOPS_LINE = "No FLOPs: nsys exports carry no operator input shapes with their types."
+
+
+def flops_unavailable(trace: Trace) -> str | None:
+    """Why no operator of ``trace`` can have FLOP or byte estimates, or None when they can (from the input format:
+    an nsys export has no shapes)."""
+    return NSYS_NO_FLOPS if trace.meta.format == "nsys" else None
+
+
 CSV_COLUMNS = (
     "name",
     "kind",
@@ -117,6 +133,7 @@ def build(
         paths,
         group_by=group_by,
         estimates=ESTIMATE_NOTE,
+        flops_unavailable=flops_unavailable(trace),
         gpu=gpu or None,
         ops=[op_json(r, gpu) for r in rows],
         steps=[step_json(s) for s in steps],

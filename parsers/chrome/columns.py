@@ -226,6 +226,7 @@ def _process_slices(
         f.ts.append(ts[sel])
         f.next_slice.append(np.array([e.ph == "f" and e.bp != "e" for e in ev_f], dtype=bool))
         f.seq.append(seq[sel])
+        f.phase.append(np.array([ord(e.ph[:1] or " ") for e in ev_f], dtype=np.uint8))
 
 
 def drop_without_time(

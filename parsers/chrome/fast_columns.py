@@ -169,6 +169,7 @@ def _slices(
         f.ts.append(ts[sel])
         f.next_slice.append(next_slice)
         f.seq.append(seq[sel])
+        f.phase.append(fc.ph[rows[sel]].astype(np.uint8))
 
 
 def _name_ids(st: State, fc: FastChunk, local: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

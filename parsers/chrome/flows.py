@@ -83,16 +83,23 @@ def _bind_flows(trace: Trace, st: State, lane_of_src: dict[int, list[int]]) -> F
             nx = nxt & (k_left < len(starts))
             bound[todo[nx]] = sl.start + k_left[nx]
     # chain the bound points of each flow id (and category) in time order, file order breaking ties: a file may
-    # write a flow's end before its start (MTIA traces write every backward op's "f" before the forward op's "s")
-    keep = np.flatnonzero(bound >= 0)
+    # write a flow's end before its start (MTIA traces write every backward op's "f" before the forward op's "s").
+    # A profiler may reuse an id: a start ("s") after a finish ("f") of the same id begins a new flow, so every
+    # point carries the number of its flow (``segment``), counted over all the points, bound or not
+    phase = np.concatenate(fl.phase) if fl.phase else np.zeros(n, dtype=np.uint8)
     ids = _int_ids(ident)
     if ids is not None:  # (as a rule: ids sorted as numbers, no Python pass over the pairs)
-        order = keep[np.lexsort((seq[keep], rel[keep], ids[keep], cat[keep]))]
-        same = (ids[order][1:] == ids[order][:-1]) & (cat[order][1:] == cat[order][:-1])
+        every = np.lexsort((seq, rel, ids, cat))
+        same_id = (ids[every][1:] == ids[every][:-1]) & (cat[every][1:] == cat[every][:-1])
     else:  # string ids, or ids of mixed types: grouped by Python equality
         group = dense_ids({}, list(zip(ident, cat.tolist(), strict=True)))
-        order = keep[np.lexsort((seq[keep], rel[keep], group[keep]))]
-        same = group[order][1:] == group[order][:-1]
+        every = np.lexsort((seq, rel, group))
+        same_id = group[every][1:] == group[every][:-1]
+    reuse = (phase[every][:-1] == ord("f")) & (phase[every][1:] == ord("s"))
+    segment = np.empty(n, dtype=np.int64)
+    segment[every] = np.concatenate([[0], np.cumsum(~same_id | reuse)])
+    order = every[bound[every] >= 0]
+    same = segment[order][1:] == segment[order][:-1]
     b = bound[order]
     pair = same & (b[1:] != b[:-1])
     fwd = cat_names.index("fwdbwd") if "fwdbwd" in cat_names else -1

@@ -45,6 +45,7 @@ class _Flows(msgspec.Struct):
     ts: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # ns, file time
     next_slice: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # an "f" bound to the next slice
     seq: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # file order
+    phase: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # uint8: ord("s"), ord("t"), ord("f")
 
     def __len__(self) -> int:
         return len(self.ident)

@@ -29,6 +29,7 @@ from gputop_trace.parsers.nsys import cpu as nsys_cpu
 from gputop_trace.parsers.nsys import gpu as nsys_gpu
 from gputop_trace.parsers.nsys.columns import ColumnReader
 from gputop_trace.parsers.nsys.common import NULL_DUR, Batch, Context, Strings
+from gputop_trace.parsers.nsys.graph_events import read_graph_events
 from gputop_trace.parsers.nsys.schema import (
     EXPORT_HINT,
     NSYS_MARKER_TABLES,
@@ -60,6 +61,7 @@ EVENT_TABLES = (
     "OSRT_API",
     "PROFILER_OVERHEAD",
     "CUPTI_ACTIVITY_KIND_OVERHEAD",
+    "CUDA_GRAPH_EVENTS",
 )
 GPU_TABLES = EVENT_TABLES[:4]
 
@@ -123,6 +125,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
         nsys_cpu.read_nvtx(ctx)
         nsys_cpu.read_osrt(ctx)
         nsys_cpu.read_overhead(ctx)
+        read_graph_events(ctx)
     finally:
         reader.close()
     ctx.relabel_lanes()

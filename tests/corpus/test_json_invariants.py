@@ -8,8 +8,9 @@ time; an operator's self time is at most its total and every operator was called
 are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a CUPTI range-profiler trace's kernel table
 and summary keep their mode (no timed rows, every counter per row); every step in ``summary`` is its recorded range
 unless it is listed as cut with a reason that holds (issue 31, 4), and its host table (a profile with no GPU
-activity) has shares that add up to at most 100 % (issue 31, 1). Loads go through the trace cache (one parse per
-file for the module); files that are not traces are refused.
+activity) has shares that add up to at most 100 % (issue 31, 1); an nsys export's ``ops`` says why it has no FLOPs
+(``flops_unavailable``) and has none. Loads go through the trace cache (one parse per file for the module); files
+that are not traces are refused.
 """
 
 from __future__ import annotations
@@ -116,6 +117,15 @@ def _check_ops(doc: dict[str, Any], errors: list[str]) -> None:
         for self_key, total_key in (("self_cpu_ns", "cpu_total_ns"), ("self_device_ns", "device_total_ns")):
             if not 0 <= r[self_key] <= r[total_key]:
                 errors.append(f"ops: {r['name']!r} {self_key} {r[self_key]} outside 0..{total_key} {r[total_key]}")
+    # a document that says why there are no FLOPs has none (issue 31, 3e: nsys exports)
+    if doc.get("command") == "ops" and doc.get("flops_unavailable"):
+        if doc["source"]["format"] != "nsys":
+            errors.append(f"ops: flops_unavailable on a {doc['source']['format']} trace")
+        for r in doc.get("ops") or []:
+            if any(r[k] is not None for k in ("flops", "bytes_moved", "achieved_flop_per_s", "peak_pct")):
+                errors.append(f"ops: {r['name']!r} has FLOP figures although flops_unavailable says why not")
+    elif doc.get("command") == "ops" and doc["source"]["format"] == "nsys":
+        errors.append("ops: an nsys export's document does not say why it has no FLOPs (flops_unavailable)")
 
 
 def _check_steps(doc: dict[str, Any], errors: list[str]) -> None:

@@ -59,3 +59,32 @@ def test_a_rank_of_a_merged_job_gives_the_table_of_its_own_file() -> None:
         return {(r.name, r.shapes): (r.count, r.self_device_ns) for r in rows}
 
     assert table(job, build_op_tree(job, 0)) == table(alone)
+
+
+def test_ops_on_an_nsys_export_says_why_there_are_no_flops(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31, 3e: nsys exports have no operator shapes: ``ops`` says so in one line of text under the table,
+    with no empty FLOPs/rate columns, and its JSON says why in ``flops_unavailable`` (per-op flops null); a Kineto
+    trace with shapes has its FLOPs columns and ``flops_unavailable`` null."""
+    import json
+
+    from gputop_trace.report.ops_json import NSYS_NO_FLOPS_LINE
+    from tests.cli_run import run_cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "ops", NSYS)
+    assert code == 0
+    lines = out.splitlines()
+    assert NSYS_NO_FLOPS_LINE in lines and len(NSYS_NO_FLOPS_LINE) <= 80
+    header = next(line for line in lines if line.startswith("operator"))
+    assert "FLOP" not in header and "rate" not in header
+    doc = json.loads(run_cli(capsys, "ops", "--json", NSYS)[1])
+    assert "no operator input shapes with their types" in doc["flops_unavailable"]
+    assert doc["ops"] and all(op["flops"] is None and op["achieved_flop_per_s"] is None for op in doc["ops"])
+    kineto = corpus_file("kineto/h200_gpt_train_small.json.gz")
+    doc = json.loads(run_cli(capsys, "ops", "--json", kineto)[1])
+    assert doc["flops_unavailable"] is None and any(op["flops"] for op in doc["ops"])
+    monkeypatch.setenv("COLUMNS", "160")
+    code, out, _ = run_cli(capsys, "ops", kineto)
+    assert "FLOPs" in out and NSYS_NO_FLOPS_LINE not in out

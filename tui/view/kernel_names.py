@@ -228,22 +228,107 @@ def fit_names(names: list[str], width: int, *, keep_head: bool = False) -> list[
         return _cut(n, width, len(n) - (width - 1 - max(1, (width - 1) // 3)))
 
     out = [first_cut(n) for n in names]
-    groups: dict[str, set[str]] = {}
-    for n, label in zip(names, out, strict=True):
-        groups.setdefault(label, set()).add(n)
+    for label, members in _collisions(names, out).items():
+        # names cut alike: show what sets them apart, token by token (``cutlass…128x128_32x3_nt_align1``)
+        apart = sorted(n for n in members if "·" not in n) if not keep_head else []
+        fixed = _cut_apart(apart, width) if len(apart) > 1 else {}
+        out = [fixed.get(n, o) if o == label else o for n, o in zip(names, out, strict=True)]
+    left = _collisions(names, out)
+    if left and not keep_head:  # the groups' cuts met: cut all the names still alike apart as one group
+        apart = sorted({n for members in left.values() for n in members if "·" not in n})
+        fixed = _cut_apart(apart, width) if len(apart) > 1 else {}
+        out = [fixed.get(n, o) if o in left else o for n, o in zip(names, out, strict=True)]
     parting: dict[str, list[int]] | None = None
-    for label, members in groups.items():
-        if len(members) < 2:
-            continue
+    for label, members in _collisions(names, out).items():
         if parting is None:  # a cut name must still differ from every other cut name, not only its group's
             parting = _parting_points(sorted({n for n in names if len(n) > width}))
-        fixed: dict[str, str] = {}
+        fixed = {}
         for n in members:
             # every place this name parts from another one (``tilesize64…`` / ``tilesize128…``, and further on
             # ``execute_kernel`` / ``execute_split_k_kernel``), not only where the group does
             fixed[n] = _cut_at(n, width, parting.get(n) or [0]) if len(n) > width else n
         out = [fixed.get(n, o) if o == label else o for n, o in zip(names, out, strict=True)]
+    k = 0
+    for label, members in _collisions(names, out).items():
+        # the last resort, so that no two rows ever read alike: a number after the cut (``…#2``), counted over
+        # the whole table so that two groups cannot end alike
+        for n in sorted(members):
+            k += 1
+            tag = f"…#{k}"
+            numbered = label[: max(0, width - len(tag))] + tag
+            out = [numbered if (m == n and o == label) else o for m, o in zip(names, out, strict=True)]
     return out
+
+
+def _collisions(names: list[str], out: list[str]) -> dict[str, set[str]]:
+    """The cut names that stand for more than one of ``names``, each with the names it stands for."""
+    groups: dict[str, set[str]] = {}
+    for n, label in zip(names, out, strict=True):
+        groups.setdefault(label, set()).add(n)
+    return {label: members for label, members in groups.items() if len(members) > 1}
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]")
+
+
+def _cut_apart(names: list[str], width: int) -> dict[str, str]:
+    """Names that read alike once cut, each in ``width`` columns showing the words (runs of letters and digits)
+    where they differ: before that stretch a head of the name, ``…`` and as much of what comes just before the
+    stretch as fits; after it what they share at the end, while it fits (it tells the group from other names), else
+    ``…``. When the stretch is still too long, the words that every name of the group has at the same place in it
+    become ``…`` (``cutlass…128x128_32x3_nt_align1``, ``…256x128_32x3_nt_align1``). A name whose stretch does not
+    fit even so is left out of the answer."""
+    toks = [_TOKEN.findall(n) for n in names]
+    shortest = min(len(t) for t in toks)
+    p = 0
+    while p < shortest and all(t[p] == toks[0][p] for t in toks):
+        p += 1
+    s = 0
+    while s < shortest - p and all(t[-1 - s] == toks[0][-1 - s] for t in toks):
+        s += 1
+    mids = [t[p : len(t) - s] for t in toks]
+    got: dict[str, str] = {}
+    for n, t, mid, short in zip(names, toks, mids, _squeeze(mids), strict=True):
+        for middle in ("".join(mid), short):
+            pick = _join_apart("".join(t[:p]), middle, "".join(t[len(t) - s :]), width)
+            if pick is not None:
+                got[n] = pick
+                break
+    return got
+
+
+def _join_apart(before: str, middle: str, after: str, width: int) -> str | None:
+    """``middle`` whole in ``width`` columns, after as much of ``before`` as fits (its head, ``…``, its end) and
+    followed by ``after`` whole or, when that does not fit, ``…``; None when the middle does not fit."""
+    most = max(1, (width - 1) // 3)
+    for right in dict.fromkeys((after, "…" if after else "")):
+        room = width - len(middle) - len(right)
+        if room >= len(before):
+            return before + middle + right
+        if room < 1:
+            continue
+        head = min(most, room - 1)
+        head = head if head >= 4 else 0  # a head of one to three letters says nothing
+        end = room - 1 - head
+        return before[:head] + "…" + (before[len(before) - end :] if end else "") + middle + right
+    return None
+
+
+def _squeeze(mids: list[list[str]]) -> list[str]:
+    """The differing stretches (lists of words and separators), with the runs of words that all of them have at
+    the same place shown as one ``…`` (only where the stretches have as many parts; otherwise as they are)."""
+    if len({len(m) for m in mids}) != 1 or not mids[0]:
+        return ["".join(m) for m in mids]
+    same = [all(m[i] == mids[0][i] for m in mids) for i in range(len(mids[0]))]
+    out = []
+    for m in mids:
+        # a shared word becomes ``…``, a separator stays unless it touches one (``128x128…nt``, not ``128…128``)
+        text = "".join(tok if not same[i] or not tok[0].isalnum() else "…" for i, tok in enumerate(m))
+        out.append(_ELLIPSIS_RUN.sub("…", text))
+    return out
+
+
+_ELLIPSIS_RUN = re.compile(r"[^A-Za-z0-9…]*…(?:[^A-Za-z0-9…]*…)*[^A-Za-z0-9…]*")
 
 
 def _parting_points(names: list[str]) -> dict[str, list[int]]:

@@ -1,7 +1,8 @@
-"""Where to break a line of the details pane so that a figure and its unit stay on one line (``29.0 ms``, never
-``29.0`` at the end of one line and ``ms`` at the start of the next). Textual-free: Rich's own word wrap, told
-that the space between a number and its unit is not a place to break; ``widgets/details_pane.py`` draws the
-pane's text with it.
+"""Where to break a line so that a figure and its unit stay on one line (``29.0 ms``, never ``29.0`` at the end of
+one line and ``ms`` at the start of the next), and a count and its noun too (``12 kernels``, ``3 × 16.0 KiB``).
+Textual-free: Rich's own word wrap, told that the space between a number and its unit or noun is not a place to
+break; ``widgets/details_pane.py`` draws the pane's text with it, the panels and the findings draw
+:class:`FigureText`, and the command line's console (``cli/common.py``) wraps every text it prints with it.
 
 A no-break space would not do: Rich and Textual break lines at any ``\\s``, U+00A0 included."""
 
@@ -21,15 +22,27 @@ _UNIT = r"(?:[nµu]s|ms|s|min|h|%|[KMGTP]iB|[kKMGTP]?B(?:/s)?|[kMGTP]?FLOP(?:/s|
 _FIGURE_SPACE = re.compile(rf"(?<![\w.,])[-+−]?\d[\d,]*(?:\.\d+)?( )(?={_UNIT})")
 
 
+#: a count then one space then a word (``12 kernels``, ``1,675 CPU operators``: the count stays with the noun's
+#: first word), a count then ``×`` (``3 × 16.0 KiB``), and ``×`` then a figure; not a number in code (``kernel<8, at``)
+_COUNT_SPACE = re.compile(r"(?<![\w.,#<])[-+−]?\d+(?:,\d{3})*(?:\.\d+)?( )(?=[^\W\d_]|×)|×( )(?=\d)")
+
+
 def unit_spaces(line: str) -> list[int]:
     """Offsets in ``line`` of every space between a figure and its unit."""
     return [m.start(1) for m in _FIGURE_SPACE.finditer(line)]
 
 
+def keep_spaces(line: str) -> list[int]:
+    """Offsets in ``line`` of every space not to break at: between a figure and its unit (:func:`unit_spaces`)
+    and between a count and its noun (``12 kernels``, ``3 × 16.0 KiB``)."""
+    counts = {m.start(1) if m.group(1) else m.start(2) for m in _COUNT_SPACE.finditer(line)}
+    return sorted(counts.union(unit_spaces(line)))
+
+
 def break_offsets(line: str, width: int) -> list[int]:
     """Where to break ``line`` (no newlines) to fit ``width`` cells: Rich's word wrap (``rich._wrap.divide_line``,
-    the one Textual wraps a widget's text with), on the line with each figure-unit space masked as a letter of
-    the same width, so that a figure and its unit wrap as one word."""
+    the one Textual wraps a widget's text with), on the line with each figure-unit and count-noun space
+    (:func:`keep_spaces`) masked as a letter of the same width, so that they wrap as one word."""
     return divide_line(_masked(line), max(width, 1), fold=True)
 
 
@@ -40,14 +53,14 @@ _KEEP = "\ue000"
 
 def _masked(line: str) -> str:
     chars = list(line)
-    for i in unit_spaces(line):
+    for i in keep_spaces(line):
         chars[i] = _KEEP
     return "".join(chars)
 
 
 class FigureText(Text):
-    """Rich ``Text`` whose word wrap keeps each figure with its unit (for text that Rich lays out itself, as in
-    a table's cells)."""
+    """Rich ``Text`` whose word wrap keeps each figure with its unit and each count with its noun (for text that
+    Rich lays out itself, as in a table's cells)."""
 
     def wrap(
         self,
@@ -67,3 +80,20 @@ class FigureText(Text):
         for line in lines:
             line.plain = line.plain.replace(_KEEP, " ")
         return lines
+
+
+def figure_text(text: Text) -> FigureText:
+    """``text`` (its styles, justification and overflow) as a :class:`FigureText`."""
+    if isinstance(text, FigureText):
+        return text
+    out = FigureText(
+        text.plain,
+        style=text.style,
+        justify=text.justify,
+        overflow=text.overflow,
+        no_wrap=text.no_wrap,
+        end=text.end,
+        tab_size=text.tab_size,
+    )
+    out._spans[:] = text._spans
+    return out

@@ -18,6 +18,7 @@ from gputop_trace.analysis.transfers import FLAG_FIX, FLAG_TITLES
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
 from gputop_trace.tui.view.analysis_views import MAX_ROWS, CopyItem, GapItem, cause_short, flag_short
+from gputop_trace.tui.widgets.figure_static import FigureStatic
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_bytes, format_ns, plural
 
@@ -33,12 +34,12 @@ class SummaryTablePanel(TablePanel):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="panel-summary")
+        yield FigureStatic("", classes="panel-summary")
         if self.has_filter:
             yield Input(placeholder=self.filter_hint, classes="panel-filter")
         yield DataTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
-        yield Static("", classes="row-detail")
-        yield Static("", classes="panel-note")
+        yield FigureStatic("", classes="row-detail")
+        yield FigureStatic("", classes="panel-note")
 
     def set_summary(self, lines: Sequence[str]) -> None:
         """The lines above the table, one each (cut at the edge, never wrapped, so the table stays visible)."""

@@ -28,8 +28,9 @@ HINT = (
 
 
 class FiguresKeptWhole(Visual):
-    """Text that wraps as Textual wraps a ``Static``'s text, except between a figure and its unit
-    (``view/unit_wrap.py``): the text is broken into lines for the width it is drawn at, and those lines drawn."""
+    """Text that wraps as Textual wraps a ``Static``'s text, except between a figure and its unit or a count and
+    its noun (``view/unit_wrap.py``): the text is broken into lines for the width it is drawn at, and those lines
+    drawn; where the style says ``text-wrap: nowrap`` it is drawn as any text is."""
 
     def __init__(self, content: Content) -> None:
         self.content = content
@@ -52,6 +53,8 @@ class FiguresKeptWhole(Visual):
         return self._wrapped[1] if self._wrapped is not None else self.content
 
     def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        if options.rules.get("text_wrap", "wrap") == "nowrap":  # a one-line note: cut as the style says
+            return self.content.render_strips(width, height, style, options)
         pad = int(options.rules.get("line_pad", 0))
         return self.wrapped(width - 2 * pad).render_strips(width, height, style, options)
 
@@ -59,6 +62,8 @@ class FiguresKeptWhole(Visual):
         return self.content.get_optimal_width(rules, container_width)
 
     def get_height(self, rules: RulesMap, width: int) -> int:
+        if rules.get("text_wrap", "wrap") == "nowrap":
+            return self.content.get_height(rules, width)
         pad = int(rules.get("line_pad", 0))
         return self.wrapped(width - 2 * pad).get_height(rules, width)
 

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
 from gputop_trace.tui.view.analysis_views import FindingItem
+from gputop_trace.tui.widgets.figure_static import FigureStatic
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_ns
 
@@ -30,8 +31,8 @@ class FindingsPanel(TablePanel):
 
     def compose(self) -> ComposeResult:
         yield DataTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
-        yield Static("", id="finding-detail")
-        yield Static("", classes="panel-note")
+        yield FigureStatic("", id="finding-detail")
+        yield FigureStatic("", classes="panel-note")
 
     def columns(self) -> Sequence[Column]:
         return (

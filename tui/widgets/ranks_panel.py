@@ -16,6 +16,7 @@ from gputop_trace.analysis.collectives import OP_LABEL
 from gputop_trace.analysis.ranks import RankRow
 from gputop_trace.tui.messages import JumpToRank
 from gputop_trace.tui.view.ranks_view import RanksView
+from gputop_trace.tui.widgets.figure_static import FigureStatic
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_bytes, format_ns, format_range, plural
 
@@ -64,10 +65,10 @@ class RanksPanel(TablePanel):
         self.view: RanksView | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="ranks-verdict")
+        yield FigureStatic("", id="ranks-verdict")
         yield DataTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
-        yield Static("", id="rank-detail")
-        yield Static("", classes="panel-note")
+        yield FigureStatic("", id="rank-detail")
+        yield FigureStatic("", classes="panel-note")
 
     def columns(self) -> Sequence[Column]:
         arrow = "▼" if self.descending else "▲"

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Input, Static
 
 from gputop_trace.tui.view.kernel_names import fit_names
 from gputop_trace.tui.view.navigation import compile_search
+from gputop_trace.tui.widgets.figure_static import FigureStatic
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class TablePanel(Vertical):
         if self.has_filter:
             yield Input(placeholder=self.filter_hint, classes="panel-filter")
         yield DataTable(cursor_type="row", zebra_stripes=False, show_cursor=True)
-        yield Static("", classes="panel-note")
+        yield FigureStatic("", classes="panel-note")
 
     @property
     def table(self) -> DataTable[Any]:
