@@ -55,3 +55,13 @@ def test_of_kind_and_distinct_ids_on_a_real_trace() -> None:
         assert trace.of_kind(*(Kind(k) for k in chosen)).tolist() == want.tolist()
     assert distinct_ids(trace.name).tolist() == np.unique(trace.name).tolist()
     assert distinct_ids(trace.lane).tolist() == np.unique(trace.lane).tolist()
+
+
+def test_device_busy_pairs_are_the_sorted_distinct_pairs() -> None:
+    from gputop_trace.analysis.busy import _distinct_pairs
+
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, size=500).astype(np.int64)
+    b = rng.integers(-2, 9, size=500).astype(np.int64)
+    assert _distinct_pairs(a, b) == sorted(set(zip(a.tolist(), b.tolist(), strict=True)))
+    assert _distinct_pairs(a[:0], b[:0]) == []
