@@ -14,6 +14,8 @@ by another team, Unix-epoch timestamps; the only external trace of 20-60 MB) and
   The ratio is HTA's median wall over ours.
 - **View, first full screen**: ``gputop-trace view TRACE`` in a 160×48 pseudo-terminal, without the cache
   (``GPUTOP_TRACE_NO_CACHE=1``), from process start until the status bar is drawn (``bench_tui.first_screen_seconds``).
+- **Imports**: ``python -X importtime`` of the summary, the sum of the top-level imports (target ≤ 150 ms), the
+  least disturbed of the runs, with the modules that cost most on their own.
 - **Phase split**: a child that runs the summary the way ``gputop-trace summary --json`` does, with a timer
   between phases: interpreter start (process spawn → first line of the program), imports (every module the
   command imports, measured by importing the list a real run ends with), load, each analysis (the findings'
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -337,11 +340,58 @@ def phase_split(name: str, path: Path, runs: int) -> list[Result]:
     return rows
 
 
+SECTION_IMPORTS = "Start-up of `summary --json` (imports)"
+IMPORT_TARGET_MS = 150.0
+_IMPORT_LINE = re.compile(r"import time:\s+(-?\d+) \|\s+(\d+) \|( +)(\S+)")
+
+
+def import_time(path: Path, runs: int) -> list[Result]:
+    """``python -X importtime -m gputop_trace summary --json --no-cache PATH``: the sum of the top-level imports'
+    cumulative times (everything the command imported, Python's own start-up modules included), the least
+    disturbed of ``runs`` fresh processes, and the modules that cost the most on their own."""
+    before = os.getloadavg()[0]
+    totals: list[float] = []
+    own: dict[str, list[float]] = {}
+    for _ in range(runs):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "gputop_trace", "summary", "--json", "--no-cache", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(ROOT),
+            env={**os.environ, "GPUTOP_TRACE_NO_CACHE": "1"},
+            check=True,
+        )
+        total = 0.0
+        for line in proc.stderr.splitlines():
+            m = _IMPORT_LINE.match(line)
+            if m:
+                own.setdefault(m[4], []).append(int(m[1]) / 1e3)
+                if len(m[3]) == 1:
+                    total += int(m[2]) / 1e3
+        totals.append(total)
+    heavy = sorted(((min(v), k) for k, v in own.items()), reverse=True)[:8]
+    return [
+        Result(
+            SECTION_IMPORTS,
+            f"`summary --json --no-cache` on the {EXTERNAL_NAME}",
+            min(totals),
+            "ms",
+            f"≤ {IMPORT_TARGET_MS:.0f} ms",
+            min(totals) <= IMPORT_TARGET_MS,
+            f"least disturbed of {runs} runs (median {median(totals):.0f} ms); {len(own)} modules; most on their own: "
+            + ", ".join(f"{k} {v:.1f}" for v, k in heavy)
+            + f" ms; {_load_text(before)}",
+        )
+    ]
+
+
 def run(workdir: Path, quick: bool = False) -> list[Result]:
     """The plug-in entry point of ``benchmarks/run.py``."""
     inputs = make_large.ensure(workdir, [LARGE])
     results: list[Result] = []
     if EXTERNAL.exists():
+        results += import_time(EXTERNAL, 5 if quick else 15)
         results += measure(workdir, EXTERNAL_NAME, EXTERNAL, 3 if quick else 7, 1 if quick else 3, 2 if quick else 3)
         results += phase_split("external epoch trace", EXTERNAL, 2 if quick else 5)
     results += measure(workdir, LARGE, inputs[LARGE], 2 if quick else 3, 1 if quick else 2, 1 if quick else 3)
@@ -354,6 +404,10 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=make_large.DEFAULT_OUT, help="folder for generated inputs")
     ap.add_argument("--quick", action="store_true", help="fewer runs (a smoke run)")
     args = ap.parse_args()
+    import compileall
+
+    for folder in ("gputop_trace", "parsers", "analysis", "tui"):  # as run.py does: the .pyc an installed package has
+        compileall.compile_dir(str(ROOT / folder), quiet=1)
     for r in run(args.work, args.quick):
         shown = "—" if r.value is None else f"{r.value:,.3g} {r.unit}"
         met = "" if r.met is None else ("ok" if r.met else "MISSED")
