@@ -84,13 +84,15 @@ PHASES_CODE = """
 import time
 t_main = time.time()
 import importlib, json, os, sys
-p = time.perf_counter()
+p, c = time.perf_counter(), time.process_time()
 phases = {"interpreter start": t_main - float(sys.argv[2])}
+cpu = {"interpreter start": c}  # the CPU time the process had used when its program started
 def lap(name):
-    global p
-    now = time.perf_counter()
+    global p, c
+    now, now_c = time.perf_counter(), time.process_time()
     phases[name] = phases.get(name, 0.0) + now - p
-    p = now
+    cpu[name] = cpu.get(name, 0.0) + now_c - c
+    p, c = now, now_c
 from gputop_trace.blas_threads import single_blas_thread
 single_blas_thread()
 for m in json.load(open(sys.argv[3])):
@@ -144,7 +146,7 @@ lap("JSON text")
 with open(os.devnull, "w") as f:
     f.write(text)
 lap("write")
-print(json.dumps({"phases": phases, "inner": inner, "events": len(trace), "bytes": len(text)}))
+print(json.dumps({"phases": phases, "cpu": cpu, "inner": inner, "events": len(trace), "bytes": len(text)}))
 """
 
 
@@ -319,7 +321,8 @@ def phase_split(name: str, path: Path, runs: int) -> list[Result]:
             f"{name}: {phase}",
             med[phase] * 1e3,
             "ms",
-            detail=f"{100 * med[phase] / total:.0f}% of the phases' {total * 1e3:,.0f} ms",
+            detail=f"{100 * med[phase] / total:.0f}% of the phases' {total * 1e3:,.0f} ms; CPU time "
+            f"{median([g['cpu'][phase] for g in got]) * 1e3:,.1f} ms",
         )
         for phase in names
     ]
