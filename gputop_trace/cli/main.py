@@ -42,7 +42,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gputop-trace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    chosen = [m for m in COMMANDS if m.__name__.rpartition(".")[2] == only]
+    # a command's module is named after it (``critical_path`` for ``critical-path``); none matching: all of them
+    chosen = [m for m in COMMANDS if m.__name__.rpartition(".")[2].replace("_", "-") == only]
     for module in chosen or COMMANDS:
         module.register(sub)
     return parser

@@ -5,6 +5,7 @@ Module presence, checked in a fresh interpreter, not timing (timed asserts do no
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -66,3 +67,31 @@ def test_json_commands_import_only_their_analyses(command: str) -> None:
     assert _present(mods, HEAVY) == []
     # the findings (and with them every detector) belong to `summary`, not to these commands
     assert _present(mods, ("gputop_trace.analysis.findings", "gputop_trace.report.summary")) == []
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("command", ["view", "summary", "kernels", "gaps", "record", "ncu"])
+def test_a_command_alone_parses_and_helps_as_with_all_commands(command: str) -> None:
+    """The parser main() builds for one command (only its own registered) has that command's options and help,
+    word for word; an unknown word or an option first gets every command."""
+    from gputop_trace.cli.main import build_parser
+
+    alone, full = _commands(build_parser(command)), _commands(build_parser())
+    assert list(alone) == [command]
+    assert alone[command].format_help() == full[command].format_help()
+    for other in ("bogus", "--version", None):
+        assert list(_commands(build_parser(other))) == list(full)
+
+
+def test_an_unknown_command_still_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from gputop_trace.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["bogus"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'bogus'" in err and "'summary'" in err and "'record'" in err
