@@ -47,6 +47,15 @@ def gpu_ops(trace: Trace, rank: int | None = None, device: int | None = None) ->
     return idx
 
 
+def _distinct_pairs(a: I64, b: I64) -> list[tuple[int, int]]:
+    """The distinct ``(a[i], b[i])`` pairs, ascending: one sort of the columns, not a Python set of every pair."""
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    new = np.ones(len(sa), dtype=bool)
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    return list(zip(sa[new].tolist(), sb[new].tolist(), strict=True))
+
+
 def device_busy(trace: Trace) -> list[DeviceBusy]:
     """Busy summary of every (rank, device) that has GPU work, sorted by rank then device."""
     idx = trace.of_kind(*GPU_BUSY_KINDS)
@@ -55,7 +64,7 @@ def device_busy(trace: Trace) -> list[DeviceBusy]:
         return out
     rk = trace.event_rank[idx].astype(np.int64)
     dv = trace.event_device[idx].astype(np.int64)
-    for r, d in sorted({(int(a), int(b)) for a, b in zip(rk.tolist(), dv.tolist(), strict=True)}):
+    for r, d in _distinct_pairs(rk, dv):
         sel = idx[(rk == r) & (dv == d)]
         s = trace.start_ns[sel]
         e = s + trace.dur_ns[sel]

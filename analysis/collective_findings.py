@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, pct
 from gputop_trace.analysis.gaps import DeviceGaps
-from gputop_trace.analysis.stragglers import RankWait, StragglerReport, find_stragglers
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns, plural
+
+if TYPE_CHECKING:  # the cross-rank matching is imported only for a trace with several ranks
+    from gputop_trace.analysis.stragglers import RankWait, StragglerReport
 
 #: Collective wait: report a rank that waits at least this share of its active span.
 MIN_COLLECTIVE_SHARE = 0.05
@@ -110,6 +114,8 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
     library = trace.device_words().collective_library
     colls = f"{library} collectives" if library else "collectives"
     if len(ranks) > 1:
+        from gputop_trace.analysis.stragglers import find_stragglers
+
         rep = find_stragglers(trace)
         s = rep.straggler
         for w in rep.ranks:

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import overlap_with_union, union
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct_ids
 from gputop_trace.model.kernel_names import COLLECTIVE_WORDS, collective_op
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -78,8 +78,10 @@ def find_collectives(trace: Trace) -> Collectives:
     """All collective kernels with their op, group, message size and order of issue per (rank, group)."""
     k = trace.of_kind(Kind.KERNEL)
     name_ids = trace.name[k]
-    ops_by_name: dict[int, str | None] = {int(n): collective_op(trace.names[int(n)]) for n in np.unique(name_ids)}
-    is_coll = np.array([ops_by_name[int(n)] is not None for n in name_ids], dtype=bool)
+    ops_by_name: dict[int, str | None] = {n: collective_op(trace.names[n]) for n in distinct_ids(name_ids).tolist()}
+    coll_name = np.zeros(len(trace.names), dtype=bool)  # by name id: a collective's kernel name
+    coll_name[[n for n, op in ops_by_name.items() if op is not None]] = True
+    is_coll = coll_name[name_ids]
     ev = k[is_coll]
     ops = [ops_by_name[int(n)] or "other" for n in trace.name[ev]]
     groups = ["default"] * len(ev)

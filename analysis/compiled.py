@@ -12,7 +12,7 @@ import numpy as np
 
 from gputop_trace.analysis.enclosing import innermost_enclosing, nesting_parents
 from gputop_trace.analysis.intervals import union
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct_ids
 from gputop_trace.model.kernel_names import inductor_kernel
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -63,7 +63,7 @@ def _named(trace: Trace, kinds: tuple[Kind, ...], pattern: re.Pattern[str]) -> I
     ev = trace.of_kind(*kinds)
     if not len(ev):
         return ev
-    ids = np.unique(trace.name[ev])
+    ids = distinct_ids(trace.name[ev])
     hit = [int(i) for i in ids.tolist() if pattern.match(trace.names[int(i)])]
     sel = ev[np.isin(trace.name[ev], np.array(hit, dtype=np.int32))] if hit else ev[:0]
     return sel[np.argsort(trace.start_ns[sel], kind="stable")]
@@ -103,7 +103,7 @@ def compiled_program(trace: Trace) -> CompiledProgram:
     records = _outermost(trace, _named(trace, ops, RECORD_EVENT))
     graph_launches = _named(trace, (Kind.API,), GRAPH_LAUNCH)
     k = trace.of_kind(Kind.KERNEL)
-    names = np.unique(trace.name[k]) if len(k) else np.zeros(0, dtype=np.int32)
+    names = distinct_ids(trace.name[k])
     inductor_ids = [int(i) for i in names.tolist() if inductor_kernel(trace.names[int(i)]) is not None]
     n_inductor = int(np.isin(trace.name[k], np.array(inductor_ids, dtype=np.int32)).sum()) if inductor_ids else 0
     graph_rows = bool(len(trace.of_kind(Kind.GRAPH))) or bool((trace.kernels.graph_id >= 0).any())

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct_ids
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
@@ -41,10 +41,11 @@ def innermost_enclosing(trace: Trace, lanes: npt.ArrayLike, times: npt.ArrayLike
     q_lane = np.asarray(lanes, dtype=np.int64)
     q_t = np.asarray(times, dtype=np.int64)
     out = np.full(q_lane.shape, -1, dtype=np.int64)
-    kind_codes = np.array([int(k) for k in kinds], dtype=np.uint8)
-    for lane in np.unique(q_lane[q_lane >= 0]).tolist():
+    wanted = np.zeros(256, dtype=bool)  # by kind code (uint8)
+    wanted[[int(k) for k in kinds]] = True
+    for lane in distinct_ids(q_lane[q_lane >= 0]).tolist():
         sl = trace.lane_slice(lane)
-        cand = np.flatnonzero(np.isin(trace.kind[sl], kind_codes)) + sl.start
+        cand = np.flatnonzero(wanted[trace.kind[sl]]) + sl.start
         if not len(cand):
             continue
         s = trace.start_ns[cand]

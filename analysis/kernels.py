@@ -154,10 +154,13 @@ def kernel_table(
     device: int | None = None,
     rank: int | None = None,
     merge_devices: bool = False,
+    top: int | None = None,
 ) -> list[KernelRow]:
     """Rows sorted by total time (largest first). ``device``/``rank`` filter; ``merge_devices`` groups the
     same name across devices and ranks (how ``nsys stats`` groups). ``pct`` is relative to the total kernel
-    time of the rows returned."""
+    time of the rows the filters keep. ``top``: only the ``top`` first rows are built (exactly the first ``top``
+    rows of the whole table: the groups' totals are summed for all, the figures of a row computed for those
+    only; the summary's top kernels need 10 rows, not one per kernel name)."""
     group_by = GroupBy(group_by)
     k = trace.of_kind(Kind.KERNEL)
     if device is not None:
@@ -182,7 +185,7 @@ def kernel_table(
     api = trace.launch_of[k]
     launch_dur = np.where(api >= 0, trace.dur_ns[np.maximum(api, 0)], 0)
     rows_out: list[KernelRow] = []
-    for gi in range(len(uniq)):
+    for gi in _top_groups(trace, dur, order, bounds, uniq, label_text if group_by != GroupBy.NAME else None, top):
         members = np.sort(order[bounds[gi] : bounds[gi + 1]])  # back in trace order
         d = dur[members]
         cnt = int(d.size)
@@ -218,6 +221,22 @@ def kernel_table(
         )
     rows_out.sort(key=lambda r: (-r.total_ns, r.name, r.rank, r.device))
     return rows_out
+
+
+def _top_groups(
+    trace: Trace, dur: I64, order: I64, bounds: I64, uniq: I64, label_text: list[str] | None, top: int | None
+) -> list[int]:
+    """The groups (ascending) whose rows come first in the table's order (total time descending, then name, rank,
+    device), ``top`` of them; every group when ``top`` is None. ``label_text``: the label texts (None: labels are
+    name ids)."""
+    if top is None or top >= len(uniq):
+        return list(range(len(uniq)))
+    totals = np.add.reduceat(dur[order].astype(np.int64), bounds[:-1]).tolist()
+    labels = uniq[:, 2].tolist()
+    names = [trace.names[lab] for lab in labels] if label_text is None else [label_text[lab] for lab in labels]
+    ranks, devices = uniq[:, 0].tolist(), uniq[:, 1].tolist()
+    ranked = sorted(range(len(uniq)), key=lambda g: (-totals[g], names[g], ranks[g], devices[g]))
+    return sorted(ranked[: max(top, 0)])
 
 
 def _one_name_info(trace: Trace, events: I64, lookup: InductorLookup) -> InductorInfo | None:

@@ -89,8 +89,11 @@ async def frame_times(trace: object, steps: int, size: tuple[int, int]) -> dict[
     return out
 
 
-def first_screen_seconds(runs: int = 3) -> list[float]:
-    """Seconds from starting ``gputop-trace view`` (no PATH: the sample) until its status bar is on screen."""
+def first_screen_seconds(
+    runs: int = 3, paths: tuple[str, ...] = (), env: dict[str, str] | None = None, timeout: float = 20.0
+) -> list[float]:
+    """Seconds from starting ``gputop-trace view [PATHS]`` (no PATH: the sample) until its status bar is on screen
+    (``env``: added to the child's environment; a run that shows no status bar within ``timeout`` s is left out)."""
     import pty
     import select
     import shutil
@@ -101,7 +104,8 @@ def first_screen_seconds(runs: int = 3) -> list[float]:
         pid, fd = pty.fork()
         if pid == 0:  # child
             os.environ["COLUMNS"], os.environ["LINES"] = "160", "48"
-            os.execv(exe, [exe, "view"])
+            os.environ.update(env or {})
+            os.execv(exe, [exe, "view", *paths])
         import fcntl
         import struct
         import termios
@@ -110,7 +114,7 @@ def first_screen_seconds(runs: int = 3) -> list[float]:
         t0 = time.perf_counter()
         buf = b""
         done = None
-        while time.perf_counter() - t0 < 20:
+        while time.perf_counter() - t0 < timeout:
             r, _, _ = select.select([fd], [], [], 0.05)
             if r:
                 try:

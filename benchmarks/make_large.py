@@ -7,7 +7,8 @@ before it, so the result reads like one long profile of the same workload, not l
 Outputs (file names are fixed, so benchmarks find them):
 
 - ``kineto_100mb.json`` / ``kineto_1gb.json`` and their ``.json.gz``: Kineto JSON of about 100 MB and 1 GB
-  (uncompressed), written in Kineto's own layout (the element text of the source, only the numbers changed);
+  (uncompressed), and ``kineto_180mb.json`` (~180 MB, the whole-command benchmark's large input), written in
+  Kineto's own layout (the element text of the source, only the numbers changed);
 - ``kineto_epoch_100mb.json``: the 100 MB input with its timestamps rebased onto the Unix epoch (16 digits
   before the point, as traces recorded with Kineto's default clock elsewhere have);
 - ``nsys_10m.sqlite``: an Nsight Systems export with 10 M kernel rows (every CUPTI activity table repeated with
@@ -70,6 +71,8 @@ RECIPES: dict[str, tuple[str, int]] = {
     "kineto_100mb.json": ("kineto", 100 * MB),
     "kineto_100mb.json.gz": ("gzip", 100 * MB),
     "kineto_1gb.json": ("kineto", 1000 * MB),
+    # a whole command on a trace of the size users time it on (issue 29: bench_commands.py)
+    "kineto_180mb.json": ("kineto", 180 * MB),
     "kineto_1gb.json.gz": ("gzip", 1000 * MB),
     # the 100 MB input rebased onto Unix-epoch timestamps (µs since 1970: 16 digits before the point, as most
     # traces recorded outside this corpus have)

@@ -144,9 +144,12 @@ def load_progress() -> Iterator[Callable[[int, int, int], None] | None]:
 
 def _with_inductor(trace: Trace, args: argparse.Namespace) -> Trace:
     """The trace with the ``--inductor-dir`` output attached (when the command has the option)."""
+    folder = getattr(args, "inductor_dir", None)
+    if not folder:  # the debug-output reader is imported only when there is a folder to read
+        return trace
     from gputop_trace.load.inductor import attach_inductor_dir
 
-    return attach_inductor_dir(trace, getattr(args, "inductor_dir", None))
+    return attach_inductor_dir(trace, folder)
 
 
 def check_filters(trace: Trace, args: argparse.Namespace) -> Trace:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from gputop_trace import __version__
@@ -28,8 +27,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for the options.\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (every sub-command registered)."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full argument parser (every sub-command registered); with ``only``, the name of a sub-command, just that
+    one (what a run of that command needs: its options, help and errors are the same, and building the other
+    commands' parsers is left out of its start-up)."""
     parser = _Parser(
         prog="gputop-trace",
         description=(
@@ -41,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gputop-trace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS:
+    # a command's module is named after it (``critical_path`` for ``critical-path``); none matching: all of them
+    chosen = [m for m in COMMANDS if m.__name__.rpartition(".")[2].replace("_", "-") == only]
+    for module in chosen or COMMANDS:
         module.register(sub)
     return parser
 
@@ -65,8 +68,9 @@ def _print_error(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     single_blas_thread()  # before any command imports numpy (gputop_trace/blas_threads.py)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
+    args = parser.parse_args(words)
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_OK
@@ -92,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except Exception as e:  # a bug in this program: say so plainly
         if os.environ.get("GPUTOP_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         _print_error(
             f"internal error: {type(e).__name__}: {e}. This is a bug in gputop-trace; please report it with the "

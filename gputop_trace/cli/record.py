@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from typing import Any
 
@@ -53,6 +52,8 @@ def register(sub: Any) -> None:
 
 
 def _run_checked(argv: list[str], what: str) -> None:
+    import subprocess  # here, not at import: every command's start-up would pay for it
+
     try:
         code = subprocess.run(argv, check=False, env=user_env()).returncode
     except OSError as e:

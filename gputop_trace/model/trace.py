@@ -198,8 +198,12 @@ class Trace:
 
     # ---- kinds -------------------------------------------------------------------------------------------
     def of_kind(self, *kinds: Kind) -> I64:
-        """Indices of every event whose kind is one of ``kinds``, in index order."""
-        return np.flatnonzero(np.isin(self.kind, np.array([int(k) for k in kinds], dtype=np.uint8))).astype(np.int64)
+        """Indices of every event whose kind is one of ``kinds``, in index order. (One comparison per kind:
+        ``np.isin`` built an index table over the whole column on each call, ~2 ms at 400 k events.)"""
+        mask = np.zeros(len(self.kind), dtype=bool)
+        for k in sorted({int(k) for k in kinds}):
+            mask |= self.kind == k
+        return np.flatnonzero(mask).astype(np.int64, copy=False)
 
     @cached_property
     def event_device(self) -> I32:

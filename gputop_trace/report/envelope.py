@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -82,6 +81,8 @@ def dumps(doc: Mapping[str, Any]) -> str:
 
 def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """CSV text with a header row; nested values are written as JSON."""
+    import csv  # only CSV output needs it
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)

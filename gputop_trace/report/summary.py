@@ -103,7 +103,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
         gpus=[{"rank": g.rank, "device": g.device, "name": g.name, "sm_count": g.sm_count} for g in trace.meta.gpus],
         devices=devices,
         events=counts,
-        top_kernels=[kernel_row_json(r) for r in kernel_table(trace)[:TOP_KERNELS]],
+        top_kernels=[kernel_row_json(r) for r in kernel_table(trace, top=TOP_KERNELS)],
         findings=[finding_json(trace, f) for f in a.findings],
         gap_threshold_ns=a.threshold_ns,
         gaps=[
