@@ -12,6 +12,14 @@ array is checked against the chunk's row count, and on any mismatch the table is
 (``CAST(... AS INTEGER)`` per row). Tables without a rowid take the safe way directly. Because a NULL cannot slip
 through unnoticed, the fast path drops the ``ifnull(<column>, 0)`` guards (:func:`lean`): columns that hold NULL
 in practice are guarded with another default, which stays.
+
+Where the optional compiled module ``_sqlite_ints`` (``_sqlite_ints.c``) is built, a chunk is first read by it: a
+plain ``SELECT expr1, expr2 ... WHERE rowid BETWEEN ...`` stepped in C on the worker's own connection (through
+the same SQLite library Python uses), every value written straight into an int64 buffer, the GIL released while
+SQLite steps. That skips SQLite formatting every integer as text and numpy parsing it back, which took about two
+thirds of the worker threads' CPU time. It takes a chunk only when every value is an SQLite INTEGER; a chunk with
+any other value (NULL, REAL, TEXT) is read again the text way above, which decides what such values mean, so both
+ways give the same arrays (tests/unit/test_nsys_native.py). ``GPUTOP_PURE_PYTHON=1`` turns it off.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from typing import TypeVar
 import numpy as np
 
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.native import pure_python_forced
 from gputop_trace.parsers.cores import usable_cores
+from gputop_trace.parsers.nsys import native_ints
 from gputop_trace.parsers.nsys.schema import TextDecoder, as_text, connect_readonly
 
 T = TypeVar("T")
@@ -93,12 +103,20 @@ class ColumnReader:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        #: whether chunks go to the compiled reader first (turned off for good after an SQLite error in it)
+        self._native = native_ints.available() and not pure_python_forced()
+        self._natives: list[native_ints.NativeReader] = []
+        #: aggregate SQL of the text path → the plain SELECT of the same rows for the compiled reader
+        self._plain_sql: dict[str, str] = {}
 
     def close(self) -> None:
         """Close the worker connections."""
         for c in self._conns:
             c.close()
         self._conns.clear()
+        for r in self._natives:
+            r.close()
+        self._natives.clear()
 
     def _thread_conn(self) -> sqlite3.Connection:
         c: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -143,6 +161,12 @@ class ColumnReader:
             + f' FROM "{table}" WHERE rowid >= ? AND rowid <= ?'
             + (f" AND ({where})" if where else "")
         )
+        self._plain_sql[sql] = (
+            "SELECT "
+            + ", ".join(lean(e) for e in exprs)
+            + f' FROM "{table}" WHERE rowid >= ?1 AND rowid <= ?2'
+            + (f" AND ({where})" if where else "")
+        )
         try:
             return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
         except _MismatchError:
@@ -170,7 +194,14 @@ class ColumnReader:
                 return list(zip(starts, [*(b - 1 for b in starts[1:]), hi], strict=True))
         return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
 
-    def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection) -> list[I64]:
+    def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection | None) -> list[I64]:
+        """One chunk's columns: the compiled reader's when it takes the chunk whole, else the text path's on
+        ``conn`` (``None``: this worker thread's own connection)."""
+        native = self._native_chunk(sql, lo, hi, n_expr)
+        if native is not None:
+            return native
+        if conn is None:
+            conn = self._thread_conn()
         factory = conn.text_factory
         conn.text_factory = bytes
         try:
@@ -180,8 +211,31 @@ class ColumnReader:
         n = int(row[0])
         return [_parse_ints(row[1 + i], n) for i in range(n_expr)]
 
+    def _native_chunk(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64] | None:
+        """The chunk read by the compiled reader on this thread's own connection, or ``None`` (not built, turned
+        off, or a value that is not an INTEGER: the caller reads the chunk the text way)."""
+        if not self._native:
+            return None
+        reader: native_ints.NativeReader | None = getattr(self._local, "native", None)
+        if reader is None:
+            reader = native_ints.NativeReader.open(self.path)
+            if reader is None:
+                self._native = False
+                return None
+            self._local.native = reader
+            with self._lock:
+                self._natives.append(reader)
+        plain = self._plain_sql.get(sql)
+        if plain is None:
+            return None
+        got = reader.read(plain, lo, hi, n_expr, min(hi - lo + 1, self.chunk_rows))
+        if got is native_ints.FAILED:
+            self._native = False  # an SQLite error: the text path reads (and reports) it from here on
+            return None
+        return got if isinstance(got, list) else None
+
     def _chunk_in_thread(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64]:
-        return self._chunk(sql, lo, hi, n_expr, self._thread_conn())
+        return self._chunk(sql, lo, hi, n_expr, None)
 
     def _run_chunks(self, sql: str, ranges: list[tuple[int, int]], n_expr: int) -> Iterator[list[I64]]:
         """Chunks in order; with workers, every chunk is queued at once and handed out as it completes."""
