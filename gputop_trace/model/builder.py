@@ -292,14 +292,39 @@ def _concat_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]]) ->
 
 
 def _build_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64) -> Any:
-    cols = _concat_side(cls, parts)
-    if cols["event"].shape[0]:
-        cols["event"] = inverse[cols["event"]]
-        order = np.argsort(cols["event"], kind="stable")
-        cols = {k: v[order] for k, v in cols.items()}
-        dup = np.flatnonzero(np.diff(cols["event"]) == 0)
-        if dup.size:
-            raise ValueError(f"{cls.__name__}: {dup.size} events have two rows")
+    """The side table of ``parts`` (rows keyed by provisional event indices) with ``event`` mapped through
+    ``inverse`` and its rows in event order.
+
+    Each event has at most one row, so the order is found without a sort: every row's new event index is marked in
+    an array as long as the trace, and the marks read back in event order (the one order a stable argsort gives
+    distinct keys). The columns are then scattered from their parts into place, never concatenated first."""
+    if not parts:
+        return cls(**{k: _frozen(v) for k, v in _empty_columns(cls).items()})
+    event = inverse[np.concatenate([p["event"] for p in parts])] if len(parts) > 1 else inverse[parts[0]["event"]]
+    m = event.shape[0]
+    if m == 0:
+        return cls(**{k: _frozen(v) for k, v in _concat_side(cls, parts).items()})
+    small = np.int32 if m < 2**31 else np.int64
+    slot = np.full(inverse.shape[0], -1, dtype=small)
+    slot[event] = np.arange(m, dtype=small)
+    order = slot[slot >= 0]
+    if order.shape[0] != m:
+        raise ValueError(f"{cls.__name__}: {m - order.shape[0]} events have two rows")
+    del slot
+    rank = np.empty(m, dtype=np.int64)  # where each row (in the parts' order) goes
+    rank[order] = np.arange(m, dtype=np.int64)
+    cols: dict[str, np.ndarray[Any, Any]] = {"event": event[order]}
+    for k in side_table_dtypes(cls):
+        if k == "event":
+            continue
+        first = parts[0][k]
+        out = np.empty((m, *first.shape[1:]), dtype=first.dtype)
+        at = 0
+        for p in parts:
+            v = p[k]
+            out[rank[at : at + v.shape[0]]] = v
+            at += v.shape[0]
+        cols[k] = out
     return cls(**{k: _frozen(v) for k, v in cols.items()})
 
 
