@@ -4,9 +4,11 @@ re-keyed to the final (lane, start, -duration) order."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +33,22 @@ from gputop_trace.model.tables import (
     side_table_dtypes,
 )
 from gputop_trace.model.trace import Trace
+
+_T = TypeVar("_T")
+
+#: events from which :meth:`TraceBuilder.build` runs its independent steps on worker threads (below, a thread
+#: pool costs more than it saves)
+PARALLEL_BUILD_EVENTS = 1 << 20
+#: worker threads of one build at most, besides the calling thread (it has about six independent steps)
+MAX_BUILD_WORKERS = 4
+
+
+def _usable_cores() -> int:
+    """How many cores this process may run on (its CPU affinity, as ``parsers/cores.py`` counts them)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 class StringTable:
@@ -187,28 +205,59 @@ class TraceBuilder:
         """Sort, make times relative, pack rows, re-key side tables, and freeze.
 
         ``t0_ns`` (file time of relative 0) defaults to the earliest event start.
+
+        On a trace of :data:`PARALLEL_BUILD_EVENTS` events or more, where the process may use two cores or more, the
+        independent steps run on worker threads next to this one (numpy releases the GIL in the copies, gathers and
+        sorts they are made of): the columns' concatenations, then, once the order is known, the gathers of the
+        columns the rows do not need and every side table, while this thread gathers start, duration and lane and
+        packs the rows. The model is the same either way.
         """
-        cols = {k: self._column(k, dt) for k, dt in EVENT_COLUMNS.items() if k != "depth"}
+        n_total = sum(c.cols["start_ns"].shape[0] for c in self._events)
+        workers = min(_usable_cores() - 1, MAX_BUILD_WORKERS) if n_total >= PARALLEL_BUILD_EVENTS else 0
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build") if workers > 0 else None
+        try:
+            return self._build(meta, t0_ns, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _build(self, meta: TraceMeta, t0_ns: int | None, pool: ThreadPoolExecutor | None) -> Trace:
+        def later(fn: Callable[..., _T], *args: Any) -> Callable[[], _T]:
+            """``fn(*args)`` on a worker (its result when asked for), or here and now without workers."""
+            if pool is None:
+                value = fn(*args)
+                return lambda: value
+            return pool.submit(fn, *args).result
+
+        pending = {k: later(self._column, k, dt) for k, dt in EVENT_COLUMNS.items() if k != "depth"}
+        cols = {k: get() for k, get in pending.items()}
         n = cols["start_ns"].shape[0]
         if t0_ns is None:
             t0_ns = int(cols["start_ns"].min()) if n else 0
-        start = cols["start_ns"] - np.int64(t0_ns)
         n_lanes = len(self.lanes)
-        order = event_order(cols["lane"], start, cols["dur_ns"])  # by (lane, start, -dur), ties in file order
-        out = {k: _frozen(v[order]) for k, v in cols.items() if k != "start_ns"}
-        start = start[order]
-        lane_sorted = out["lane"]
-        lane_offsets = np.searchsorted(lane_sorted, np.arange(n_lanes + 1), side="left").astype(np.int64)
-        depth = assign_depths(start, out["dur_ns"], lane_offsets)
+        # by (lane, start, -dur), ties in file order (a shift of every start orders alike: file times go in)
+        order = event_order(cols["lane"], cols["start_ns"], cols["dur_ns"])
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n, dtype=np.int64)
-
-        kernels = _build_side(KernelTable, self._kernels, inverse)
-        copies = _build_side(CopyTable, self._copies, inverse)
-        flows = _build_flows(self._flows, inverse)
-        collectives = _build_side(CollectiveTable, self._collectives, inverse)
-        op_args = _build_side(OpArgTable, self._op_args, inverse)
-        memory = _build_side(MemoryTable, self._memory, inverse)
+        gathered = {k: later(np.take, v, order, 0) for k, v in cols.items() if k not in ("start_ns", "dur_ns", "lane")}
+        sides = {
+            "kernels": later(_build_side, KernelTable, self._kernels, inverse),
+            "copies": later(_build_side, CopyTable, self._copies, inverse),
+            "flows": later(_build_flows, self._flows, inverse),
+            "collectives": later(_build_side, CollectiveTable, self._collectives, inverse),
+            "op_args": later(_build_side, OpArgTable, self._op_args, inverse),
+            "memory": later(_build_side, MemoryTable, self._memory, inverse),
+        }
+        lane_sorted = _frozen(cols["lane"][order])
+        dur_sorted = _frozen(cols["dur_ns"][order])
+        start = cols["start_ns"][order]
+        start -= np.int64(t0_ns)
+        lane_offsets = np.searchsorted(lane_sorted, np.arange(n_lanes + 1), side="left").astype(np.int64)
+        depth = assign_depths(start, dur_sorted, lane_offsets)
+        out = {k: _frozen(get()) for k, get in gathered.items()}
+        out.update(lane=lane_sorted, dur_ns=dur_sorted)
+        kernels, copies, flows = sides["kernels"](), sides["copies"](), sides["flows"]()
+        collectives, op_args, memory = sides["collectives"](), sides["op_args"](), sides["memory"]()
         counters = tuple(
             dataclasses.replace(c, ts_ns=_frozen(c.ts_ns - np.int64(t0_ns)), values=_frozen(c.values))
             for c in self.counters

@@ -279,6 +279,8 @@ def _add_batches(ctx: Context) -> None:
     is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
     linked = 0
     for batch, idx in pending:
+        if batch.launch_key is None and batch.kernel is None and batch.copy is None:
+            continue  # CPU rows: nothing to link or to add (their launch arrays would be filled and dropped)
         call = np.full(idx.shape[0], -1, dtype=np.int64)
         call_name = np.full(idx.shape[0], -1, dtype=np.int64)
         if batch.launch_key is not None and keys.shape[0]:

@@ -1,14 +1,21 @@
 """The builder's side tables (kernels, copies) come out in event order, each row with its own values, whatever order
-and however many parts their rows were added in; an event with two rows is refused as before."""
+and however many parts their rows were added in; an event with two rows is refused as before; and the build on
+worker threads (large traces) gives the model of the one-thread build."""
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
 
+from gputop_trace.load.loader import load_file
+from gputop_trace.model import builder
 from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane, TraceMeta
+from tests.conftest import CORPUS, require_corpus
+from tests.trace_compare import trace_differences
 
 
 def _builder(n: int, rng: np.random.Generator) -> TraceBuilder:
@@ -54,3 +61,31 @@ def test_an_event_with_two_kernel_rows_is_refused() -> None:
     b.add_kernels(event=np.array([7, 11, 5]))
     with pytest.raises(ValueError, match="KernelTable: 2 events have two rows"):
         b.build(TraceMeta(format="test"))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "rel",
+    ["kineto/h200_gpt_train_small.json.gz", "jax/h200_jax_mlp.perfetto_trace.json.gz",
+     "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite", "nsys/kmcho2019__Rodinia_3.1_Gaussian__report3.sqlite"],
+)  # fmt: skip
+def test_the_build_on_worker_threads_gives_the_model_of_one_thread(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # large traces build on worker threads; these small ones are made to, and compared with the one-thread build
+    path = CORPUS / rel
+    require_corpus()
+    monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS", 1 << 62)
+    one = load_file(str(path), use_cache=False)
+    monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS", 0)
+    monkeypatch.setattr(builder, "_usable_cores", lambda: 4)
+    threads: set[str] = set()
+    take = np.take
+
+    def spy(*a: object, **k: object) -> object:
+        threads.add(threading.current_thread().name)
+        return take(*a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(builder.np, "take", spy)
+    many = load_file(str(path), use_cache=False)
+    monkeypatch.setattr(builder.np, "take", take)
+    assert not trace_differences(many, one), trace_differences(many, one)[:8]
+    assert threads and all(t.startswith("build") for t in threads)  # the gathers really ran on the workers
