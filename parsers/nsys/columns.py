@@ -24,9 +24,11 @@ ways give the same arrays (tests/unit/test_nsys_native.py). ``GPUTOP_PURE_PYTHON
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -43,6 +45,8 @@ T = TypeVar("T")
 
 #: Rows read per aggregate query.
 CHUNK_ROWS = 1 << 16
+#: Chunks read ahead of the one being decoded, per worker thread.
+CHUNKS_AHEAD = 4
 #: Threads reading chunks (each on its own connection).
 WORKERS = min(2, usable_cores())
 
@@ -238,7 +242,8 @@ class ColumnReader:
         return self._chunk(sql, lo, hi, n_expr, None)
 
     def _run_chunks(self, sql: str, ranges: list[tuple[int, int]], n_expr: int) -> Iterator[list[I64]]:
-        """Chunks in order; with workers, every chunk is queued at once and handed out as it completes."""
+        """Chunks in order; with workers, at most :data:`CHUNKS_AHEAD` per worker are read ahead of the one handed
+        out (the compiled reader outruns the decoding: queued all at once, every chunk of a table was in memory)."""
         if self.workers <= 1 or len(ranges) == 1:
             for lo, hi in ranges:
                 part = self._chunk(sql, lo, hi, n_expr, self.conn)
@@ -247,9 +252,16 @@ class ColumnReader:
             return
         pool = ThreadPoolExecutor(max_workers=self.workers)
         try:
-            futures = [pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr) for lo, hi in ranges]
-            for fut in futures:
-                part = fut.result()
+            todo = iter(ranges)
+            futures = deque(
+                pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr)
+                for lo, hi in itertools.islice(todo, CHUNKS_AHEAD * self.workers)
+            )
+            while futures:
+                part = futures.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    futures.append(pool.submit(self._chunk_in_thread, sql, nxt[0], nxt[1], n_expr))
                 self._report(part)
                 yield part
         finally:
