@@ -36,9 +36,10 @@ from gputop_trace.model.trace import Trace
 
 _T = TypeVar("_T")
 
-#: events from which :meth:`TraceBuilder.build` runs its independent steps on worker threads (below, a thread
-#: pool costs more than it saves)
-PARALLEL_BUILD_EVENTS = 1 << 20
+#: events from which :meth:`TraceBuilder.build` runs its independent steps on worker threads: on 29.5 M events (an
+#: nsys export) they took the calling thread's CPU from 7-11 s to 2-3 s; on 2.2 M (the 1 GB Kineto benchmark input)
+#: they measured no faster than one thread on two busy cores (0.63-0.74 s against 0.67-0.77 s), so they start at 4 M
+PARALLEL_BUILD_EVENTS = 1 << 22
 #: worker threads of one build at most, besides the calling thread (it has about six independent steps)
 MAX_BUILD_WORKERS = 4
 

@@ -70,7 +70,8 @@ def test_an_event_with_two_kernel_rows_is_refused() -> None:
      "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite", "nsys/kmcho2019__Rodinia_3.1_Gaussian__report3.sqlite"],
 )  # fmt: skip
 def test_the_build_on_worker_threads_gives_the_model_of_one_thread(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # large traces build on worker threads; these small ones are made to, and compared with the one-thread build
+    # large traces (4 M events or more) build on worker threads; these small ones are made to, and compared with the
+    # one-thread build
     path = CORPUS / rel
     require_corpus()
     monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS", 1 << 62)
