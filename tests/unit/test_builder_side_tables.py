@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from gputop_trace.load.loader import load_file
@@ -37,8 +38,8 @@ def test_kernel_rows_follow_their_events_in_event_order(parts: int) -> None:
     n = 5000
     b = _builder(n, rng)
     events = rng.permutation(n)[: n // 2]  # half the events are kernels, added in a shuffled order
-    grid = rng.integers(1, 1000, (events.shape[0], 3)).astype(np.int32)
-    regs = rng.integers(1, 255, events.shape[0]).astype(np.int32)
+    grid: npt.NDArray[np.int32] = np.asarray(rng.integers(1, 1000, size=(events.shape[0], 3)), dtype=np.int32)
+    regs: npt.NDArray[np.int32] = np.asarray(rng.integers(1, 255, size=events.shape[0]), dtype=np.int32)
     for chunk in np.array_split(np.arange(events.shape[0]), parts):
         b.add_kernels(event=events[chunk], grid=grid[chunk], registers=regs[chunk])
     t = b.build(TraceMeta(format="test"))
@@ -85,8 +86,8 @@ def test_the_build_on_worker_threads_gives_the_model_of_one_thread(rel: str, mon
         threads.add(threading.current_thread().name)
         return take(*a, **k)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(builder.np, "take", spy)
+    monkeypatch.setattr(np, "take", spy)  # the builder calls np.take on its workers
     many = load_file(str(path), use_cache=False)
-    monkeypatch.setattr(builder.np, "take", take)
+    monkeypatch.setattr(np, "take", take)
     assert not trace_differences(many, one), trace_differences(many, one)[:8]
     assert threads and all(t.startswith("build") for t in threads)  # the gathers really ran on the workers
