@@ -13,12 +13,12 @@
  *   open(uri) -> capsule: a read-only connection (SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX),
  *       with query_only, trusted_schema off and the memory map of `mmap_bytes` pages set, as connect_readonly in
  *       schema.py does. Raises RuntimeError when SQLite cannot open it. One connection per thread.
- *   read(capsule, sql, lo, hi, out) -> int: runs `sql` with ?1 = lo, ?2 = hi; out is a writable C-contiguous
- *       int64 buffer of shape (k, cap) with k = the statement's column count. Row j's value of column i goes to
- *       out[i][j]. Returns the number of rows, or -1 when a value is not an SQLite INTEGER (NULL, REAL, TEXT,
- *       BLOB) or there are more than cap rows (the caller then reads the chunk the text way, which decides how
- *       such values are treated). Raises RuntimeError with SQLite's message on any SQLite error. The GIL is
- *       released while SQLite steps.
+ *   read(capsule, sql, lo, hi, out[, offset, room]) -> int: runs `sql` with ?1 = lo, ?2 = hi; out is a writable
+ *       C-contiguous int64 buffer of shape (k, n) with k = the statement's column count. Row j's value of column i
+ *       goes to out[i][offset + j], for at most `room` rows (default: n - offset). Returns the number of rows, or -1
+ *       when a value is not an SQLite INTEGER (NULL, REAL, TEXT, BLOB) or there are more than `room` rows (the
+ *       caller then reads the chunk the text way, which decides how such values are treated). Raises RuntimeError
+ *       with SQLite's message on any SQLite error. The GIL is released while SQLite steps.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -133,7 +133,8 @@ static PyObject *read_ints(PyObject *self, PyObject *args) {
     const char *sql;
     long long lo, hi;
     Py_buffer out;
-    if (!PyArg_ParseTuple(args, "OsLLw*", &cap, &sql, &lo, &hi, &out))
+    Py_ssize_t offset = 0, room = -1;
+    if (!PyArg_ParseTuple(args, "OsLLw*|nn", &cap, &sql, &lo, &hi, &out, &offset, &room))
         return NULL;
     sqlite3 *db = PyCapsule_GetPointer(cap, CAPSULE);
     if (!db) {
@@ -148,14 +149,18 @@ static PyObject *read_ints(PyObject *self, PyObject *args) {
         return sqlite_error(db);
     }
     int k = p_column_count(st);
-    Py_ssize_t cap_rows = k > 0 ? out.len / ((Py_ssize_t)sizeof(int64_t) * k) : 0;
-    if (k == 0 || out.len % ((Py_ssize_t)sizeof(int64_t) * k) != 0 || out.itemsize != (Py_ssize_t)sizeof(int64_t)) {
+    Py_ssize_t stride = k > 0 ? out.len / ((Py_ssize_t)sizeof(int64_t) * k) : 0;
+    if (room < 0)
+        room = stride - offset;
+    if (k == 0 || out.len % ((Py_ssize_t)sizeof(int64_t) * k) != 0 || out.itemsize != (Py_ssize_t)sizeof(int64_t) ||
+        offset < 0 || offset + room > stride) {
         p_finalize(st);
         PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_ValueError, "out must be int64 of shape (columns, capacity)");
+        PyErr_SetString(PyExc_ValueError, "out must be int64 of shape (columns, n) with offset + room <= n");
         return NULL;
     }
-    int64_t *buf = out.buf;
+    Py_ssize_t cap_rows = room;
+    int64_t *buf = (int64_t *)out.buf + offset;
     Py_ssize_t n = 0;
     int rc = SQLITE_OK, mismatch = 0;
     if (p_bind_int64(st, 1, lo) != SQLITE_OK || p_bind_int64(st, 2, hi) != SQLITE_OK) {
@@ -174,7 +179,7 @@ static PyObject *read_ints(PyObject *self, PyObject *args) {
                 mismatch = 1;
                 break;
             }
-            buf[(Py_ssize_t)i * cap_rows + n] = p_column_int64(st, i);
+            buf[(Py_ssize_t)i * stride + n] = p_column_int64(st, i);
         }
         if (mismatch)
             break;
@@ -194,7 +199,8 @@ static PyObject *read_ints(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "bind(path) -> bool: look the SQLite functions up in the library at path."},
     {"open", open_db, METH_VARARGS, "open(uri, mmap_bytes) -> connection capsule (read-only)."},
-    {"read", read_ints, METH_VARARGS, "read(conn, sql, lo, hi, out) -> rows, or -1 when a value is no integer."},
+    {"read", read_ints, METH_VARARGS,
+     "read(conn, sql, lo, hi, out[, offset, room]) -> rows, or -1 when a value is no integer."},
     {NULL, NULL, 0, NULL},
 };
 

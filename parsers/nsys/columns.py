@@ -134,6 +134,13 @@ class ColumnReader:
 
     def read(self, table: str, exprs: Sequence[str], *, where: str = "") -> list[I64]:
         """One int64 array per expression, rows in rowid order, restricted by the SQL condition ``where``."""
+        try:
+            whole = self._read_whole(table, exprs, where)
+        except _MismatchError:
+            self.slow_tables.append(table)
+            return self._read_slow(table, exprs, where, order_by_rowid=True)
+        if whole is not None:
+            return whole
         parts = self.read_decoded(table, exprs, lambda cols: cols, where=where)
         if len(parts) == 1:
             return parts[0]
@@ -159,6 +166,16 @@ class ColumnReader:
         if lo is None:
             return []
         ranges = self._rowid_ranges(table, int(lo), int(hi))
+        sql = self._chunk_sql(table, exprs, where)
+        try:
+            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
+        except _MismatchError:
+            self.slow_tables.append(table)
+            return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
+
+    def _chunk_sql(self, table: str, exprs: Sequence[str], where: str) -> str:
+        """The text path's aggregate query of one chunk (``?`` = first and last rowid); the compiled reader's plain
+        query of the same rows is recorded for it in ``_plain_sql``."""
         sql = (
             "SELECT count(*), "
             + ", ".join(f"group_concat({lean(e)})" for e in exprs)
@@ -171,11 +188,70 @@ class ColumnReader:
             + f' FROM "{table}" WHERE rowid >= ?1 AND rowid <= ?2'
             + (f" AND ({where})" if where else "")
         )
+        return sql
+
+    def _read_whole(self, table: str, exprs: Sequence[str], where: str) -> list[I64] | None:
+        """The columns of the whole table written by the compiled reader straight into one array per expression
+        (each chunk into its own slot, on the worker threads), so that no chunk is copied again into the whole;
+        ``None`` where that cannot be done (no compiled reader, no rowid, an empty table, or rowid ranges wider
+        than a chunk: the caller reads chunks and concatenates them). A chunk the compiled reader does not take
+        is read the text way into its slot (:class:`_MismatchError` when that fails too)."""
+        if not self._native:
+            return None
         try:
-            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
-        except _MismatchError:
-            self.slow_tables.append(table)
-            return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
+            lo, hi = self.conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+        except sqlite3.OperationalError:
+            return None
+        if lo is None:
+            return None
+        ranges = self._rowid_ranges(table, int(lo), int(hi))
+        sizes = [b - a + 1 for a, b in ranges]
+        if max(sizes) > self.chunk_rows:
+            return None
+        sql = self._chunk_sql(table, exprs, where)
+        ends = list(itertools.accumulate(sizes))
+        offsets = [0, *ends[:-1]]
+        out = np.empty((len(exprs), ends[-1]), dtype=np.int64)
+        jobs = [(sql, a, b, len(exprs), out, off, n) for (a, b), off, n in zip(ranges, offsets, sizes, strict=True)]
+        got: list[int] = []
+        if self.workers <= 1 or len(jobs) == 1:
+            for job in jobs:
+                got.append(self._chunk_into(*job))
+                self._report_rows(got[-1])
+        else:
+            pool = ThreadPoolExecutor(max_workers=self.workers)
+            try:
+                for fut in [pool.submit(self._chunk_into, *job) for job in jobs]:
+                    got.append(fut.result())
+                    self._report_rows(got[-1])
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if got == sizes:  # every rowid of every range holds a row (nsys writes rowids 1..n)
+            return [out[i] for i in range(len(exprs))]
+        keep = np.zeros(ends[-1], dtype=bool)
+        for off, n in zip(offsets, got, strict=True):
+            keep[off : off + n] = True
+        return [out[i][keep] for i in range(len(exprs))]
+
+    def _chunk_into(self, sql: str, lo: int, hi: int, n_expr: int, out: I64, offset: int, room: int) -> int:
+        """Read one chunk into ``out[:, offset : offset + room]``; returns its rows."""
+        reader = self._native_reader()
+        plain = self._plain_sql[sql]
+        if reader is not None:
+            n = reader.read_into(plain, lo, hi, out, offset, room)
+            if isinstance(n, int):
+                return n
+            if n == native_ints.FAILED:
+                self._native = False
+        part = self._text_chunk(sql, lo, hi, n_expr, None)
+        n = int(part[0].shape[0])
+        for i, column in enumerate(part):
+            out[i, offset : offset + n] = column
+        return n
+
+    def _report_rows(self, n: int) -> None:
+        if self.on_rows is not None:
+            self.on_rows(n)
 
     def _rowid_ranges(self, table: str, lo: int, hi: int) -> list[tuple[int, int]]:
         """Inclusive rowid ranges of about ``chunk_rows`` rows each, covering ``lo..hi`` (inclusive: a rowid of
@@ -204,6 +280,10 @@ class ColumnReader:
         native = self._native_chunk(sql, lo, hi, n_expr)
         if native is not None:
             return native
+        return self._text_chunk(sql, lo, hi, n_expr, conn)
+
+    def _text_chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection | None) -> list[I64]:
+        """One chunk's columns from the aggregate text query (raises :class:`_MismatchError`)."""
         if conn is None:
             conn = self._thread_conn()
         factory = conn.text_factory
@@ -215,9 +295,8 @@ class ColumnReader:
         n = int(row[0])
         return [_parse_ints(row[1 + i], n) for i in range(n_expr)]
 
-    def _native_chunk(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64] | None:
-        """The chunk read by the compiled reader on this thread's own connection, or ``None`` (not built, turned
-        off, or a value that is not an INTEGER: the caller reads the chunk the text way)."""
+    def _native_reader(self) -> native_ints.NativeReader | None:
+        """This thread's connection of the compiled reader (``None``: not built, turned off, or unable to open)."""
         if not self._native:
             return None
         reader: native_ints.NativeReader | None = getattr(self._local, "native", None)
@@ -229,8 +308,14 @@ class ColumnReader:
             self._local.native = reader
             with self._lock:
                 self._natives.append(reader)
+        return reader
+
+    def _native_chunk(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64] | None:
+        """The chunk read by the compiled reader on this thread's own connection, or ``None`` (not built, turned
+        off, or a value that is not an INTEGER: the caller reads the chunk the text way)."""
+        reader = self._native_reader()
         plain = self._plain_sql.get(sql)
-        if plain is None:
+        if reader is None or plain is None:
             return None
         got = reader.read(plain, lo, hi, n_expr, min(hi - lo + 1, self.chunk_rows))
         if got is native_ints.FAILED:

@@ -92,6 +92,18 @@ class NativeReader:
             out = np.ascontiguousarray(out[:, :n])
         return [out[i, :n] for i in range(n_expr)]
 
+    def read_into(self, sql: str, lo: int, hi: int, out: I64, offset: int, room: int) -> int | str | None:
+        """Like :meth:`read`, writing column ``i`` into ``out[i, offset : offset + room]`` (``out`` a C-contiguous
+        int64 array of shape (expressions, n)); returns the rows written."""
+        assert _mod is not None
+        try:
+            n = int(_mod.read(self._handle, sql, lo, hi, out, offset, room))
+        except RuntimeError:
+            return FAILED
+        with _stats_lock:
+            stats["fallback" if n < 0 else "chunks"] += 1
+        return None if n < 0 else n
+
     def close(self) -> None:
         """Drop the connection (SQLite closes it when the handle is freed)."""
         self._handle = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,8 +46,9 @@ def _read(
         ro.close()
 
 
-def _table(path: Path, odd: dict[int, object]) -> None:
-    """Table ``t`` (a, b, c) of random int64 values, with rowid gaps and the cells ``odd`` (rowid → value of b)."""
+def _table(path: Path, odd: dict[int, object], *, sparse: bool = True) -> None:
+    """Table ``t`` (a, b, c) of random int64 values, with rowid gaps and the cells ``odd`` (rowid → value of b);
+    ``sparse``: and one rowid far beyond the others (the chunks then follow the rows, not fixed rowid steps)."""
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER)")
     rng = np.random.default_rng(7)
@@ -55,7 +57,8 @@ def _table(path: Path, odd: dict[int, object]) -> None:
     for rowid, value in odd.items():
         conn.execute("UPDATE t SET b = ? WHERE rowid = ?", (value, rowid))
     conn.execute("DELETE FROM t WHERE rowid % 89 = 0")
-    conn.execute("INSERT INTO t (rowid, a, b, c) VALUES (?, 5, 6, 7)", (2**62,))  # a sparse rowid (edited file)
+    if sparse:
+        conn.execute("INSERT INTO t (rowid, a, b, c) VALUES (?, 5, 6, 7)", (2**62,))  # an edited file's rowid
     conn.commit()
     conn.close()
 
@@ -68,15 +71,16 @@ def _table(path: Path, odd: dict[int, object]) -> None:
 )  # fmt: skip
 def test_compiled_and_text_paths_read_the_same_arrays(tmp_path: Path, odd: dict[int, object], falls_back: bool) -> None:
     # (an INTEGER column stores the text '123' and the real 1.0 as integers: SQLite's type affinity)
-    path = tmp_path / "cols.sqlite"
-    _table(path, odd)
     exprs = ["a", 'ifnull("b", 0)', "c >> 3", "rowid", "(a & 65535) | ((c & 255) << 16)"]
     before = dict(native_ints.stats)
-    for chunk_rows, workers in ((1 << 20, 1), (37, 2), (1000, 2)):
-        for where in ("", "a > 0"):
-            text = _read(path, exprs, where, native=False, chunk_rows=chunk_rows, workers=workers)
-            compiled = _read(path, exprs, where, native=True, chunk_rows=chunk_rows, workers=workers)
-            assert compiled == text
+    for sparse in (True, False):  # dense rowids: whole columns are written in place (ColumnReader._read_whole)
+        path = tmp_path / f"cols{sparse}.sqlite"
+        _table(path, odd, sparse=sparse)
+        for chunk_rows, workers in ((1 << 20, 1), (37, 2), (1000, 2)):
+            for where in ("", "a > 0"):
+                text = _read(path, exprs, where, native=False, chunk_rows=chunk_rows, workers=workers)
+                compiled = _read(path, exprs, where, native=True, chunk_rows=chunk_rows, workers=workers)
+                assert compiled == text
     assert native_ints.stats["chunks"] > before["chunks"]
     if falls_back:  # a chunk holding a cell that is no INTEGER went back to the text path
         assert native_ints.stats["fallback"] > before["fallback"]
@@ -110,3 +114,24 @@ def test_every_export_gives_the_same_model_on_both_paths(name: str, monkeypatch:
     assert compiled.meta.warnings == text.meta.warnings
     if compiled.meta.properties.get("rows"):
         assert native_ints.stats["chunks"] > before  # the compiled reader really read this export
+
+
+def test_whole_columns_are_written_in_place_and_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "dense.sqlite"
+    _table(path, {77: 2.5}, sparse=False)  # one chunk goes the text way into its slot
+    calls: list[int] = []
+    into = ColumnReader._chunk_into
+
+    def spy(self: ColumnReader, *a: Any) -> int:
+        n = into(self, *a)
+        calls.append(n)
+        return n
+
+    monkeypatch.setattr(ColumnReader, "_chunk_into", spy)
+    exprs = ["a", "c", "rowid"]
+    for where in ("", "a > 0", "a > 0 AND a < 0"):
+        text = _read(path, exprs, where, native=False, chunk_rows=100, workers=2)
+        assert not calls
+        compiled = _read(path, exprs, where, native=True, chunk_rows=100, workers=2)
+        assert compiled == text and len(calls) == 30  # 3,000 rowids in 30 slots of 100
+        calls.clear()
