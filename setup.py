@@ -5,6 +5,8 @@ compiler the build skips it (``optional=True``) and the loader uses its pure-Pyt
 model (tests/corpus/test_fastscan_equivalence.py compares the two on every corpus trace).
 ``gputop_trace/model/_rows.c`` assigns the rows of the timeline's lanes; it is optional in the same way
 (gputop_trace/model/depths.py falls back to numpy; tests/unit/test_rows_compiled.py compares the two).
+``parsers/nsys/_sqlite_ints.c`` reads the integer columns of Nsight Systems exports into numpy buffers; it is optional
+in the same way (parsers/nsys/columns.py falls back to its text path; tests/unit/test_nsys_native.py compares them).
 """
 
 from setuptools import Extension, setup
@@ -22,6 +24,13 @@ setup(
             ["gputop_trace/model/_rows.c"],
             optional=True,
             extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "gputop_trace.parsers.nsys._sqlite_ints",
+            ["parsers/nsys/_sqlite_ints.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+            libraries=["dl"],
         ),
     ]
 )

@@ -25,7 +25,11 @@ def event_order(lane: npt.NDArray[np.integer], start: I64, dur: I64) -> I64:
     span = hi - lo + 1
     if (lane_hi - lane_lo + 1) * span >= 2**62:
         return np.lexsort((-dur, start, lane)).astype(np.int64, copy=False)
-    key = (lane.astype(np.int64) - lane_lo) * np.int64(span) + (start - np.int64(lo))
+    key = lane.astype(np.int64)  # (lane - lane_lo) * span + (start - lo), in place: one array of n, not four
+    key -= lane_lo
+    key *= np.int64(span)
+    key += start
+    key -= np.int64(lo)
     order = np.argsort(key, kind="stable").astype(np.int64, copy=False)
     sorted_key = key[order]
     tie = sorted_key[1:] == sorted_key[:-1]

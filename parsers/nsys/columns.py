@@ -12,13 +12,23 @@ array is checked against the chunk's row count, and on any mismatch the table is
 (``CAST(... AS INTEGER)`` per row). Tables without a rowid take the safe way directly. Because a NULL cannot slip
 through unnoticed, the fast path drops the ``ifnull(<column>, 0)`` guards (:func:`lean`): columns that hold NULL
 in practice are guarded with another default, which stays.
+
+Where the optional compiled module ``_sqlite_ints`` (``_sqlite_ints.c``) is built, a chunk is first read by it: a
+plain ``SELECT expr1, expr2 ... WHERE rowid BETWEEN ...`` stepped in C on the worker's own connection (through
+the same SQLite library Python uses), every value written straight into an int64 buffer, the GIL released while
+SQLite steps. That skips SQLite formatting every integer as text and numpy parsing it back, which took about two
+thirds of the worker threads' CPU time. It takes a chunk only when every value is an SQLite INTEGER; a chunk with
+any other value (NULL, REAL, TEXT) is read again the text way above, which decides what such values mean, so both
+ways give the same arrays (tests/unit/test_nsys_native.py). ``GPUTOP_PURE_PYTHON=1`` turns it off.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -26,13 +36,17 @@ from typing import TypeVar
 import numpy as np
 
 from gputop_trace.model.arrays import I64
+from gputop_trace.model.native import pure_python_forced
 from gputop_trace.parsers.cores import usable_cores
+from gputop_trace.parsers.nsys import native_ints
 from gputop_trace.parsers.nsys.schema import TextDecoder, as_text, connect_readonly
 
 T = TypeVar("T")
 
 #: Rows read per aggregate query.
 CHUNK_ROWS = 1 << 16
+#: Chunks read ahead of the one being decoded, per worker thread.
+CHUNKS_AHEAD = 4
 #: Threads reading chunks (each on its own connection).
 WORKERS = min(2, usable_cores())
 
@@ -93,12 +107,20 @@ class ColumnReader:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        #: whether chunks go to the compiled reader first (turned off for good after an SQLite error in it)
+        self._native = native_ints.available() and not pure_python_forced()
+        self._natives: list[native_ints.NativeReader] = []
+        #: aggregate SQL of the text path → the plain SELECT of the same rows for the compiled reader
+        self._plain_sql: dict[str, str] = {}
 
     def close(self) -> None:
         """Close the worker connections."""
         for c in self._conns:
             c.close()
         self._conns.clear()
+        for r in self._natives:
+            r.close()
+        self._natives.clear()
 
     def _thread_conn(self) -> sqlite3.Connection:
         c: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -112,6 +134,13 @@ class ColumnReader:
 
     def read(self, table: str, exprs: Sequence[str], *, where: str = "") -> list[I64]:
         """One int64 array per expression, rows in rowid order, restricted by the SQL condition ``where``."""
+        try:
+            whole = self._read_whole(table, exprs, where)
+        except _MismatchError:
+            self.slow_tables.append(table)
+            return self._read_slow(table, exprs, where, order_by_rowid=True)
+        if whole is not None:
+            return whole
         parts = self.read_decoded(table, exprs, lambda cols: cols, where=where)
         if len(parts) == 1:
             return parts[0]
@@ -137,17 +166,92 @@ class ColumnReader:
         if lo is None:
             return []
         ranges = self._rowid_ranges(table, int(lo), int(hi))
+        sql = self._chunk_sql(table, exprs, where)
+        try:
+            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
+        except _MismatchError:
+            self.slow_tables.append(table)
+            return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
+
+    def _chunk_sql(self, table: str, exprs: Sequence[str], where: str) -> str:
+        """The text path's aggregate query of one chunk (``?`` = first and last rowid); the compiled reader's plain
+        query of the same rows is recorded for it in ``_plain_sql``."""
         sql = (
             "SELECT count(*), "
             + ", ".join(f"group_concat({lean(e)})" for e in exprs)
             + f' FROM "{table}" WHERE rowid >= ? AND rowid <= ?'
             + (f" AND ({where})" if where else "")
         )
+        self._plain_sql[sql] = (
+            "SELECT "
+            + ", ".join(lean(e) for e in exprs)
+            + f' FROM "{table}" WHERE rowid >= ?1 AND rowid <= ?2'
+            + (f" AND ({where})" if where else "")
+        )
+        return sql
+
+    def _read_whole(self, table: str, exprs: Sequence[str], where: str) -> list[I64] | None:
+        """The columns of the whole table written by the compiled reader straight into one array per expression
+        (each chunk into its own slot, on the worker threads), so that no chunk is copied again into the whole;
+        ``None`` where that cannot be done (no compiled reader, no rowid, an empty table, or rowid ranges wider
+        than a chunk: the caller reads chunks and concatenates them). A chunk the compiled reader does not take
+        is read the text way into its slot (:class:`_MismatchError` when that fails too)."""
+        if not self._native:
+            return None
         try:
-            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
-        except _MismatchError:
-            self.slow_tables.append(table)
-            return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
+            lo, hi = self.conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+        except sqlite3.OperationalError:
+            return None
+        if lo is None:
+            return None
+        ranges = self._rowid_ranges(table, int(lo), int(hi))
+        sizes = [b - a + 1 for a, b in ranges]
+        if max(sizes) > self.chunk_rows:
+            return None
+        sql = self._chunk_sql(table, exprs, where)
+        ends = list(itertools.accumulate(sizes))
+        offsets = [0, *ends[:-1]]
+        out = np.empty((len(exprs), ends[-1]), dtype=np.int64)
+        jobs = [(sql, a, b, len(exprs), out, off, n) for (a, b), off, n in zip(ranges, offsets, sizes, strict=True)]
+        got: list[int] = []
+        if self.workers <= 1 or len(jobs) == 1:
+            for job in jobs:
+                got.append(self._chunk_into(*job))
+                self._report_rows(got[-1])
+        else:
+            pool = ThreadPoolExecutor(max_workers=self.workers)
+            try:
+                for fut in [pool.submit(self._chunk_into, *job) for job in jobs]:
+                    got.append(fut.result())
+                    self._report_rows(got[-1])
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if got == sizes:  # every rowid of every range holds a row (nsys writes rowids 1..n)
+            return [out[i] for i in range(len(exprs))]
+        keep = np.zeros(ends[-1], dtype=bool)
+        for off, n in zip(offsets, got, strict=True):
+            keep[off : off + n] = True
+        return [out[i][keep] for i in range(len(exprs))]
+
+    def _chunk_into(self, sql: str, lo: int, hi: int, n_expr: int, out: I64, offset: int, room: int) -> int:
+        """Read one chunk into ``out[:, offset : offset + room]``; returns its rows."""
+        reader = self._native_reader()
+        plain = self._plain_sql[sql]
+        if reader is not None:
+            n = reader.read_into(plain, lo, hi, out, offset, room)
+            if isinstance(n, int):
+                return n
+            if n == native_ints.FAILED:
+                self._native = False
+        part = self._text_chunk(sql, lo, hi, n_expr, None)
+        n = int(part[0].shape[0])
+        for i, column in enumerate(part):
+            out[i, offset : offset + n] = column
+        return n
+
+    def _report_rows(self, n: int) -> None:
+        if self.on_rows is not None:
+            self.on_rows(n)
 
     def _rowid_ranges(self, table: str, lo: int, hi: int) -> list[tuple[int, int]]:
         """Inclusive rowid ranges of about ``chunk_rows`` rows each, covering ``lo..hi`` (inclusive: a rowid of
@@ -170,7 +274,18 @@ class ColumnReader:
                 return list(zip(starts, [*(b - 1 for b in starts[1:]), hi], strict=True))
         return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
 
-    def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection) -> list[I64]:
+    def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection | None) -> list[I64]:
+        """One chunk's columns: the compiled reader's when it takes the chunk whole, else the text path's on
+        ``conn`` (``None``: this worker thread's own connection)."""
+        native = self._native_chunk(sql, lo, hi, n_expr)
+        if native is not None:
+            return native
+        return self._text_chunk(sql, lo, hi, n_expr, conn)
+
+    def _text_chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection | None) -> list[I64]:
+        """One chunk's columns from the aggregate text query (raises :class:`_MismatchError`)."""
+        if conn is None:
+            conn = self._thread_conn()
         factory = conn.text_factory
         conn.text_factory = bytes
         try:
@@ -180,11 +295,40 @@ class ColumnReader:
         n = int(row[0])
         return [_parse_ints(row[1 + i], n) for i in range(n_expr)]
 
+    def _native_reader(self) -> native_ints.NativeReader | None:
+        """This thread's connection of the compiled reader (``None``: not built, turned off, or unable to open)."""
+        if not self._native:
+            return None
+        reader: native_ints.NativeReader | None = getattr(self._local, "native", None)
+        if reader is None:
+            reader = native_ints.NativeReader.open(self.path)
+            if reader is None:
+                self._native = False
+                return None
+            self._local.native = reader
+            with self._lock:
+                self._natives.append(reader)
+        return reader
+
+    def _native_chunk(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64] | None:
+        """The chunk read by the compiled reader on this thread's own connection, or ``None`` (not built, turned
+        off, or a value that is not an INTEGER: the caller reads the chunk the text way)."""
+        reader = self._native_reader()
+        plain = self._plain_sql.get(sql)
+        if reader is None or plain is None:
+            return None
+        got = reader.read(plain, lo, hi, n_expr, min(hi - lo + 1, self.chunk_rows))
+        if got is native_ints.FAILED:
+            self._native = False  # an SQLite error: the text path reads (and reports) it from here on
+            return None
+        return got if isinstance(got, list) else None
+
     def _chunk_in_thread(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64]:
-        return self._chunk(sql, lo, hi, n_expr, self._thread_conn())
+        return self._chunk(sql, lo, hi, n_expr, None)
 
     def _run_chunks(self, sql: str, ranges: list[tuple[int, int]], n_expr: int) -> Iterator[list[I64]]:
-        """Chunks in order; with workers, every chunk is queued at once and handed out as it completes."""
+        """Chunks in order; with workers, at most :data:`CHUNKS_AHEAD` per worker are read ahead of the one handed
+        out (the compiled reader outruns the decoding: queued all at once, every chunk of a table was in memory)."""
         if self.workers <= 1 or len(ranges) == 1:
             for lo, hi in ranges:
                 part = self._chunk(sql, lo, hi, n_expr, self.conn)
@@ -193,9 +337,16 @@ class ColumnReader:
             return
         pool = ThreadPoolExecutor(max_workers=self.workers)
         try:
-            futures = [pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr) for lo, hi in ranges]
-            for fut in futures:
-                part = fut.result()
+            todo = iter(ranges)
+            futures = deque(
+                pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr)
+                for lo, hi in itertools.islice(todo, CHUNKS_AHEAD * self.workers)
+            )
+            while futures:
+                part = futures.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    futures.append(pool.submit(self._chunk_in_thread, sql, nxt[0], nxt[1], n_expr))
                 self._report(part)
                 yield part
         finally:

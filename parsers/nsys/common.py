@@ -126,7 +126,8 @@ class Batch:
 
     ``open_ended`` marks rows whose missing end means "until the end of the profile" (NVTX ranges); other
     rows with a missing end get zero length. ``kernel``/``copy`` are side-table columns (without ``event``).
-    ``launch_key`` (dense process index << 32 | correlationId) links GPU ops to the API calls of ``api_key``.
+    ``launch_key`` (dense process index << 32 | correlationId) links GPU ops to the API calls of ``api_key``;
+    ``api_order`` is the stable argsort of ``api_key`` when the reader already made it (dropped by :meth:`keep`).
     """
 
     table: str
@@ -142,6 +143,7 @@ class Batch:
     launch_key: I64 | None = None
     api_key: I64 | None = None
     api_name: I32 | None = None
+    api_order: I64 | None = None
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
@@ -149,6 +151,7 @@ class Batch:
     def keep(self, mask: npt.NDArray[np.bool_]) -> None:
         """Keep only the rows where ``mask`` is True (every per-row column and side-table column)."""
         n = len(self)
+        self.api_order = None  # a permutation of the rows: no longer one once rows are dropped
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray) and v.shape[:1] == (n,):

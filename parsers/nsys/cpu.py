@@ -85,6 +85,7 @@ def read_runtime(ctx: Context) -> None:
     name = ctx.strings.intern(name_sid, missing="(unknown CUDA API)", transform=api_display_name)
     lane = ctx.cpu_lanes(gtid)
     key = ctx.join_key(gtid & GPID_MASK, corr)
+    order = np.argsort(key, kind="stable")
     ctx.add(
         Batch(
             table=t,
@@ -96,9 +97,9 @@ def read_runtime(ctx: Context) -> None:
             corr=corr,
             api_key=key,
             api_name=name,
+            api_order=order,
         )
     )
-    order = np.argsort(key, kind="stable")
     ctx.api_lookup = (key[order], lane[order])
 
 

@@ -255,6 +255,7 @@ def _add_batches(ctx: Context) -> None:
     api_keys: list[I64] = []
     api_idx: list[I64] = []
     api_names: list[npt.NDArray[np.int32]] = []
+    api_orders: list[I64 | None] = []
     pending: list[tuple[Batch, I64]] = []
     for batch in ctx.batches:
         if not len(batch):
@@ -271,17 +272,23 @@ def _add_batches(ctx: Context) -> None:
             api_keys.append(batch.api_key)
             api_idx.append(idx)
             api_names.append(batch.api_name)
+            api_orders.append(batch.api_order)
         pending.append((batch, idx))
     if api_keys:
-        keys = np.concatenate(api_keys)
-        order = np.argsort(keys, kind="stable")
-        keys, calls, call_names = keys[order], np.concatenate(api_idx)[order], np.concatenate(api_names)[order]
+        keys = np.concatenate(api_keys) if len(api_keys) > 1 else api_keys[0]
+        known = api_orders[0] if len(api_orders) == 1 else None  # the runtime reader sorted its keys already
+        order = known if known is not None else np.argsort(keys, kind="stable")
+        calls = np.concatenate(api_idx) if len(api_idx) > 1 else api_idx[0]
+        names = np.concatenate(api_names) if len(api_names) > 1 else api_names[0]
+        keys, calls, call_names = keys[order], calls[order], names[order]
     else:
         keys = calls = np.zeros(0, dtype=np.int64)
         call_names = np.zeros(0, dtype=np.int32)
     is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
     linked = 0
     for batch, idx in pending:
+        if batch.launch_key is None and batch.kernel is None and batch.copy is None:
+            continue  # CPU rows: nothing to link or to add (their launch arrays would be filled and dropped)
         call = np.full(idx.shape[0], -1, dtype=np.int64)
         call_name = np.full(idx.shape[0], -1, dtype=np.int64)
         if batch.launch_key is not None and keys.shape[0]:
