@@ -162,6 +162,12 @@ def test_the_step_line_says_step_time_and_path_length() -> None:
     assert step_line(path, 0, 3, multi_rank=False) == (
         "ProfilerStep#0 (1 of 3) · step 1.00 µs · critical path 900 ns (90.0% of the step) · 7 segments"
     )
+    assert step_line(path, 0, 3, multi_rank=False, width=78) == (
+        "ProfilerStep#0 (1/3) · step 1.00 µs · path 900 ns (90.0%) · 7 segments"
+    )
+    assert (
+        step_line(path, 0, 3, multi_rank=False, width=50) == "ProfilerStep#0 (1/3) · step 1.00 µs · path 900 ns (90.0%)"
+    )
     assert step_line(replace(path, step_name="", rank=2), 1, 3, multi_rank=True).startswith("rank 2 · whole trace")
 
 

@@ -275,10 +275,16 @@ def breakdown_lines(path: StepPath, width: int) -> list[str]:
     return lines
 
 
-def step_line(path: StepPath, index: int, count: int, *, multi_rank: bool) -> str:
-    """The panel's first line: which step, its time and the path's length (ns as text, % of the step)."""
-    return (
-        f"{step_title(path, multi_rank=multi_rank)} ({index + 1} of {count}) · step {format_ns(path.dur_ns)} · "
-        f"critical path {format_ns(path.length_ns)} ({format_pct(pct(path.length_ns, path.dur_ns))} of the step) · "
-        f"{len(path.segments):,} segments"
+def step_line(path: StepPath, index: int, count: int, *, multi_rank: bool, width: int = 1_000) -> str:
+    """The panel's first line: which step, its time and the path's length (and its % of the step): the longest
+    wording that fits in ``width`` cells (the shortest one, cut by the caller, when none does)."""
+    title = step_title(path, multi_rank=multi_rank)
+    step, length = format_ns(path.dur_ns), format_ns(path.length_ns)
+    share = format_pct(pct(path.length_ns, path.dur_ns))
+    forms = (
+        f"{title} ({index + 1} of {count}) · step {step} · critical path {length} ({share} of the step) · "
+        f"{len(path.segments):,} segments",
+        f"{title} ({index + 1}/{count}) · step {step} · path {length} ({share}) · {len(path.segments):,} segments",
+        f"{title} ({index + 1}/{count}) · step {step} · path {length} ({share})",
     )
+    return next((f for f in forms if len(f) <= width), forms[-1])

@@ -171,7 +171,7 @@ class CriticalPathPanel(TablePanel):
         if path is None:
             return
         width = max(20, (self.size.width or (self.app.size.width if self.is_attached else 80)) - 2)
-        head = Text(step_line(path, self.index, len(self.paths), multi_rank=self.multi_rank), style="bold")
+        head = Text(step_line(path, self.index, len(self.paths), multi_rank=self.multi_rank, width=width), style="bold")
         head.truncate(width, overflow="ellipsis")
         for line in breakdown_lines(path, width):
             head.append("\n" + line)
