@@ -140,6 +140,20 @@ def test_item_rows_carry_the_what_if_and_its_savings() -> None:
     assert len(item_rows(path, limit=3)) == 3
 
 
+def test_kernels_in_the_item_table_read_as_on_the_timeline() -> None:
+    long = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+    )
+    path = replace(
+        synthetic_path(synthetic_trace()),
+        by_item=(("kernel", long, 500), ("cpu_op", "aten::mm", 300), ("idle", "idle: GPU", 100)),
+    )
+    rows = item_rows(path)
+    assert rows[0].label == long and rows[0].short == "Fill·vectorized_elementwise_kernel"
+    assert [r.short for r in rows[1:]] == ["aten::mm", "idle: GPU"]
+
+
 def _step(rank: int, step: int, start: int, dur: int) -> StepPath:
     seg = PathSegment(start, dur, "kernel", "k", -1, -1, rank)
     return StepPath(rank, step, f"step_{step}", start, dur, dur, (seg,), {"kernel": dur}, (("kernel", "k", dur),), ())

@@ -22,6 +22,7 @@ from gputop_trace.analysis.critical_path import CATEGORIES, PathSegment, StepPat
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.view.kernel_names import kernel_labels
 from gputop_trace.units import format_ns
 
 #: How each category reads in the app.
@@ -34,6 +35,8 @@ CATEGORY_TITLES: dict[str, str] = {
     "collective": "collective",
     "idle": "idle",
 }
+#: Categories whose items are kernels, shown by their short label (the full name is in the row's sentence).
+_KERNEL_CATEGORIES = ("kernel", "collective")
 #: Rows of the panel's item table (the path's items beyond these are summed in the note under it).
 MAX_ITEMS = 200
 
@@ -225,6 +228,8 @@ class ItemRow:
     on_path_ns: int
     share_pct: float
     what_if: WhatIf | None
+    #: the label as the table shows it: a kernel's short label (as on the timeline), else the label (cleaned)
+    short: str = ""
 
     @property
     def saving_2x_ns(self) -> int | None:
@@ -242,8 +247,18 @@ class ItemRow:
 def item_rows(path: StepPath, limit: int = MAX_ITEMS) -> list[ItemRow]:
     """The path's items, most time on the path first, each with its what-if when the analysis made one."""
     whatifs = {(w.category, w.item): w for w in path.what_if}
+    items = path.by_item[:limit]
+    short = kernel_labels(label for c, label, _ in items if c in _KERNEL_CATEGORIES)
     return [
-        ItemRow(c, label, ns, pct(ns, path.length_ns), whatifs.get((c, label))) for c, label, ns in path.by_item[:limit]
+        ItemRow(
+            c,
+            label,
+            ns,
+            pct(ns, path.length_ns),
+            whatifs.get((c, label)),
+            clean(short.get(label, label) if c in _KERNEL_CATEGORIES else label),
+        )
+        for c, label, ns in items
     ]
 
 

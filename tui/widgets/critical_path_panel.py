@@ -112,12 +112,12 @@ class CriticalPathPanel(TablePanel):
             _ns(r.saving_2x_ns),
             _ns(w.if_gone_ns if w is not None else None),
             _ns(r.saving_gone_ns),
-            Text(clean(r.label)),
+            Text(r.short or clean(r.label)),
         )
 
     def matches(self, item: Any, pattern: re.Pattern[str]) -> bool:
         r: ItemRow = item
-        return bool(pattern.search(r.label) or pattern.search(category_title(r.category)))
+        return bool(pattern.search(r.label) or pattern.search(r.short) or pattern.search(category_title(r.category)))
 
     def row_detail(self, item: ItemRow) -> str:
         """What the highlighted item's what-if says, in words."""
