@@ -4,6 +4,7 @@ segment, the panel's breakdown lines, item rows and what-if savings, the step un
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,25 @@ def test_each_segment_is_drawn_on_its_events_row_and_idle_time_on_the_gpu_strip(
     assert marks.strip_of == {3: (0, 0)}
     # a folded lane's first row shows the spans of all its rows
     assert marks.row_spans(cpu, 0, folded=True) == [(0, 3, 0, False), (605, 800, 5, False)]
+
+
+def test_a_frame_gets_only_the_spans_in_its_window() -> None:
+    trace = synthetic_trace()
+    marks = path_marks(trace, synthetic_path(trace), STRIPS)
+    gpu, cpu = lane_of(trace, "stream 7"), lane_of(trace, "thread 1 (python)")
+
+    def starts(arrays: tuple[Any, ...]) -> list[int]:
+        return [int(x) for x in arrays[0]]
+
+    assert starts(marks.row_window(gpu, 0, 0, 1000)) == [3, 300, 600, 800]
+    assert starts(marks.row_window(gpu, 0, 300, 600)) == [300]  # [3, 300) ends at 300; [600, 605) starts at 600
+    assert starts(marks.row_window(gpu, 0, 299, 601)) == [3, 300, 600]
+    assert not starts(marks.row_window(gpu, 0, 400, 600))
+    assert not starts(marks.row_window(gpu, 0, 2000, 3000))
+    assert starts(marks.row_window(cpu, 0, 0, 1000, folded=True)) == [0, 605]
+    s, e, idle = marks.strip_window(0, 0, 500, 501)
+    assert (starts((s,)), [int(x) for x in e], idle.tolist()) == ([400], [600], [True])
+    assert not starts(marks.strip_window(0, 1, 0, 1000))
 
 
 def test_idle_time_on_a_lane_is_drawn_on_that_lane() -> None:

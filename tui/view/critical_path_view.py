@@ -15,10 +15,14 @@ segment when the rank has no GPU strip: a CPU-only trace).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from gputop_trace.analysis.critical_path import CATEGORIES, PathSegment, StepPath, WhatIf
+from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -43,6 +47,8 @@ MAX_ITEMS = 200
 #: A span drawn on one timeline row: [start, end) in ns, the index of its segment in the path, and whether the
 #: segment is idle time (drawn in its own style).
 Span = tuple[int, int, int, bool]
+#: Spans as arrays: starts, ends (ns) and whether each is idle time.
+SpanArrays = tuple[I64, I64, npt.NDArray[np.bool_]]
 
 
 def category_title(category: str) -> str:
@@ -99,6 +105,7 @@ class PathMarks:
     strips: dict[tuple[int, int], tuple[Span, ...]] = field(default_factory=dict)
     #: where walking to segment i lands: (rank, device) of the strip for a segment drawn on a strip, else None
     strip_of: dict[int, tuple[int, int]] = field(default_factory=dict)
+    _arrays: dict[object, SpanArrays] = field(default_factory=dict, compare=False, repr=False)
 
     def row_spans(self, lane: int, depth: int, *, folded: bool = False) -> list[Span]:
         """The spans of row (lane, depth); a folded lane's first row shows those of all its rows."""
@@ -110,6 +117,29 @@ class PathMarks:
     def strip_spans(self, rank: int, device: int) -> list[Span]:
         """The spans drawn on the busy strip of GPU ``device`` of ``rank``."""
         return list(self.strips.get((rank, device), ()))
+
+    def row_window(self, lane: int, depth: int, t0: int, t1: int, *, folded: bool = False) -> SpanArrays:
+        """The spans of row (lane, depth) (all its rows' when ``folded``) that overlap ``[t0, t1)``, as arrays
+        (starts, ends, idle): found by bisection, as a frame draws only the window and a step's path can have
+        thousands of segments on one row."""
+        if folded:
+            return self._window(("folded", lane), lambda: self.row_spans(lane, depth, folded=True), t0, t1)
+        return self._window(("row", lane, depth), lambda: self.rows.get((lane, depth), ()), t0, t1)
+
+    def strip_window(self, rank: int, device: int, t0: int, t1: int) -> SpanArrays:
+        """The spans on a GPU busy strip that overlap ``[t0, t1)`` (as :meth:`row_window`)."""
+        return self._window(("strip", rank, device), lambda: self.strips.get((rank, device), ()), t0, t1)
+
+    def _window(self, key: object, spans: Callable[[], Sequence[Span]], t0: int, t1: int) -> SpanArrays:
+        arrays = self._arrays.get(key)
+        if arrays is None:
+            table = np.array([(s, e, int(idle)) for s, e, _, idle in spans()], dtype=np.int64).reshape(-1, 3)
+            arrays = self._arrays[key] = (table[:, 0].copy(), table[:, 1].copy(), table[:, 2] > 0)
+        starts, ends, idle = arrays
+        # the spans are sorted and disjoint (a path's segments never overlap in time), so the ends are sorted too
+        lo = int(np.searchsorted(ends, t0, side="right"))
+        hi = int(np.searchsorted(starts, t1, side="left"))
+        return starts[lo:hi], ends[lo:hi], idle[lo:hi]
 
     def __bool__(self) -> bool:
         return bool(self.rows or self.strips)

@@ -268,15 +268,26 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
         if marks is None:
             return
         if line.kind == RowKind.EVENTS:
-            spans = marks.row_spans(line.lane, line.depth, folded=line.folded and line.depth == 0)
+            folded = line.folded and line.depth == 0
+            starts, ends, idle = marks.row_window(line.lane, line.depth, self.t0, self.t1, folded=folded)
         elif line.kind == RowKind.UTIL:
-            spans = marks.strip_spans(line.rank, line.device)
+            starts, ends, idle = marks.strip_window(line.rank, line.device, self.t0, self.t1)
         else:
             return
-        w = self.window
-        for s, e, _, idle in spans:
-            if e > self.t0 and s < self.t1:
-                cells.overlay(w.col_of(s), w.col_of(e - 1), Overlay.PATH_IDLE if idle else Overlay.PATH)
+        if not len(starts):
+            return
+        w, n = self.window, cells.width
+        c0 = np.clip(w.cols_of(starts), 0, n - 1)
+        c1 = np.clip(w.cols_of(ends - 1), 0, n - 1)
+        # idle first, so that a cell holding both a segment and idle time shows the segment
+        for which, overlay in ((idle, Overlay.PATH_IDLE), (~idle, Overlay.PATH)):
+            if not which.any():
+                continue
+            edges = np.zeros(n + 1, dtype=np.int64)
+            np.add.at(edges, c0[which], 1)
+            np.add.at(edges, c1[which] + 1, -1)
+            hit = np.cumsum(edges[:-1]) > 0
+            cells.keys[hit] = (cells.keys[hit] & 0xFFFF) | (int(overlay) << 16)
 
     def _overlays(self, idx: int, line: DisplayRow, cells: Cells) -> bool:
         """Apply highlights to a line's cells; True when any was applied."""
