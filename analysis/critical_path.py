@@ -7,7 +7,8 @@ calls, host synchronisation rows) and every GPU stream (kernels, memcpys, memset
 are nodes, in time order per lane. Consecutive nodes of a lane are joined by a *lane edge*; the time between them
 belongs to the innermost event open there (its self time), and that is the edge's intrinsic weight, except that
 nothing open (an idle gap) and a synchronising call (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
-``cudaEventSynchronize``, a non-async ``cudaMemcpy``, ``Kind.SYNC`` rows) weigh 0: that time is waiting, not work.
+``cudaEventSynchronize``, a non-async ``cudaMemcpy``, a copy call that returned only after its copy ended, such
+as ``cudaMemcpyAsync`` from pageable memory, ``Kind.SYNC`` rows) weigh 0: that time is waiting, not work.
 Cross-lane edges, all of weight 0 unless said:
 
 - **launch**: a launch call's start → the kernel/copy's start (Kineto correlation ids / ``ac2g`` flows, nsys
@@ -17,6 +18,9 @@ Cross-lane edges, all of weight 0 unless said:
   makes the next GPU operation launched from that thread wait for the last operation launched on another stream
   before the latest ``cudaEventRecord`` of that thread (before the wait call when it recorded none); the edge is
   kept only if that operation ended before the waiting one started;
+- **wake** (inferred: threads record no hand-offs): a CPU thread resuming after an idle gap depends on the start
+  of the innermost operation open then on another thread of the rank, or when none is open on the latest end of
+  one on another thread before it resumed;
 - **collective**: with every rank of the job loaded, a collective kernel's end depends on the start of the matched
   kernel (:func:`~gputop_trace.analysis.stragglers.match_collectives`) on every other rank, with weight the
   instance's shortest duration over the ranks (the transfer itself); the kernel's own lane edge weighs that too,
@@ -205,6 +209,13 @@ def _build_context(trace: Trace) -> _Ctx:
     role[gpu & (kind == Kind.KERNEL)] = _R_KERNEL
     role[gpu & (kind == Kind.KERNEL) & ((f & 4) != 0)] = _R_COLL
     role[gpu & ((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))] = _R_COPY
+    # a copy call that returns only after its copy ended (pageable memory, cudaMemcpy) waited for it
+    copies = np.flatnonzero(role == _R_COPY)
+    caller = trace.launch_of[copies]
+    has = caller >= 0
+    copies, caller = copies[has], caller[has]
+    blocking = (trace.end_ns[copies] <= trace.end_ns[caller]) & (role[caller] == _R_LAUNCH)
+    role[caller[blocking]] = _R_SYNC
     cummax = trace.end_ns.copy()
     off = trace.lane_offsets
     for ln in range(len(trace.lanes)):
@@ -361,7 +372,10 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
         edges["sync"] = len(c)
     # event waits (inferred, see the module)
     edges["event_wait"] = _event_waits(tr, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
-    edges["wake"] = _wakes(tr, rank, ev, role, cs, ce, snode, n_t, n_end, n_j, own_role, first, x2, lane_of)
+    edges["wake"] = sum(
+        _wakes(tr, rk, ev, role, cs, ce, snode, enode, n_t, n_end, n_j, own_role, first, x2, lane_of)
+        for rk in np.unique(tr.event_rank[ev]).tolist()
+    )
     # collectives
     coll = np.flatnonzero(role == _R_COLL)
     if ctx.coll_peers and len(coll):
@@ -457,6 +471,7 @@ def _wakes(
     cs: I64,
     ce: I64,
     snode: I64,
+    enode: I64,
     n_t: I64,
     n_end: I64,
     n_j: I64,
@@ -467,7 +482,8 @@ def _wakes(
 ) -> int:
     """Wake edges: a CPU thread that resumes after an idle gap depends on the start of the innermost operation open
     at that time on another thread of the rank (the autograd engine's thread runs inside the main thread's
-    ``backward``; a worker runs inside the call that handed it work). Fills ``x2``; returns how many."""
+    ``backward``; a worker runs inside the call that handed it work), or, when none is open, on the latest end of
+    an operation on another thread before it resumed (the hand-off). Fills ``x2``; returns how many."""
     cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC)
     cpu &= tr.event_rank[ev] == rank
     lanes = np.unique(lane_of[cpu])
@@ -475,6 +491,10 @@ def _wakes(
         return 0
     resume = np.flatnonzero((n_end == 0) & ((own_role == _R_NONE) | first) & cpu[n_j])
     per_lane: dict[int, np.ndarray] = {int(ln): np.flatnonzero(cpu & (lane_of == ln)) for ln in lanes.tolist()}
+    ends_by_lane: dict[int, tuple[I64, I64]] = {}
+    for ln, evs in per_lane.items():
+        o = np.argsort(ce[evs], kind="stable")
+        ends_by_lane[ln] = (ce[evs][o], evs[o])
     count = 0
     for node in resume.tolist():
         j = int(n_j[node])
@@ -494,6 +514,18 @@ def _wakes(
                     break
         if best >= 0:
             x2[node] = snode[best]
+            count += 1
+            continue
+        # nothing open elsewhere: the latest end on another thread before it resumed handed it the work
+        best_end, best_t = -1, -1
+        for ln, (ends, owners) in ends_by_lane.items():
+            if ln == int(lane_of[j]):
+                continue
+            k = int(np.searchsorted(ends, t, side="right")) - 1
+            if k >= 0 and int(ends[k]) > best_t:
+                best_end, best_t = int(owners[k]), int(ends[k])
+        if best_end >= 0:
+            x2[node] = enode[best_end]
             count += 1
     return count
 
