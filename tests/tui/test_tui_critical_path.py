@@ -6,6 +6,7 @@ hand-built path over the synthetic trace (exact numbers, the what-if column), on
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -114,6 +115,12 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
                 else:
                     assert tl.selected == -1 and tl.interval is not None
                     assert (tl.interval.start, tl.interval.end) == (seg.start_ns, seg.start_ns + seg.dur_ns)
+                    line = tl.current_line
+                    assert line is not None
+                    if seg.lane >= 0:  # a wait on the CPU thread: the lane cursor on that thread
+                        assert (line.kind, line.lane) == (2, seg.lane)
+                    else:  # idle time: on the GPU busy strip
+                        assert (line.kind, line.rank, line.device) == (1, 0, 0)
                 share = format_pct(100 * seg.dur_ns / path.length_ns)
                 assert f"path {i + 1}/7" in screen_text(app).splitlines()[-2]  # the status bar
                 if size[0] >= 160:
@@ -134,7 +141,8 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_panel_9_shows_the_breakdown_and_the_what_if(size: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    _patch_paths(monkeypatch, lambda t: [synthetic_path(t)])
+    note = "no step ranges: the whole recording of the rank is one step"
+    _patch_paths(monkeypatch, lambda t: [replace(synthetic_path(t), notes=(note,))])
 
     async def body() -> None:
         app = GputopApp(["synthetic.json"], trace=synthetic_trace())
@@ -147,6 +155,7 @@ def test_panel_9_shows_the_breakdown_and_the_what_if(size: tuple[int, int], monk
             wording = "critical path 900 ns (90.0% of the step)" if size[0] >= 160 else "path 900 ns (90.0%)"
             assert f"ProfilerStep#0 (1{' of ' if size[0] >= 160 else '/'}1) · step 1.00 µs · {wording}" in text
             assert "kernel 402 ns 44.7%" in text and "idle 200 ns 22.2%" in text and "launch 3 ns 0.3%" in text
+            assert (note if size[0] >= 160 else note[:60]) in text  # what the analysis says about the path
             table = main.query_one(CriticalPathPanel).table
             assert table.row_count == 7
             first = [str(c) for c in table.get_row_at(0)]

@@ -125,8 +125,8 @@ class PathKeys(MainState):
         self.path_segment = -1
         tl.set_path_marks(path_marks(self.trace, path, self.data.util.keys()))
         end = path.start_ns + max(path.dur_ns, 1)
-        if tl.t1 <= path.start_ns or tl.t0 >= end:
-            tl.show_span(path.start_ns, end)
+        if tl.t1 <= path.start_ns or tl.t0 >= end or tl.t1 - tl.t0 > 2 * (end - path.start_ns):
+            tl.show_span(path.start_ns, end)  # the step, when the window shows none of it or much more
         self.refresh_status()
         if announce:
             top = ", ".join(f"{category_title(c)} {format_pct(p)}" for c, _, p in breakdown_items(path)[:3])
@@ -170,6 +170,8 @@ class PathKeys(MainState):
             rank, device = self._strip_of_segment(i)
             rows = segment_rows(path, i, multi_rank=self.multi_rank_paths)
             tl.select_interval(Interval(seg.start_ns, end, rank, device, segment_words(path, i), tuple(rows)))
+            if device < 0 and 0 <= seg.lane < len(self.trace.lanes):
+                tl.move_to_row(seg.lane)  # time waited on a thread: the lane cursor on that thread
         self.refresh_status()
 
     def _strip_of_segment(self, i: int) -> tuple[int, int]:

@@ -175,6 +175,11 @@ class CriticalPathPanel(TablePanel):
         head.truncate(width, overflow="ellipsis")
         for line in breakdown_lines(path, width):
             head.append("\n" + line)
+        notes = getattr(path, "notes", ())
+        if notes:
+            note = Text("\n" + "; ".join(clean(n) for n in notes), style="dim")
+            note.truncate(width + 1, overflow="ellipsis")
+            head.append_text(note)
         self.query_one(".path-head", Static).update(head)
         rows = item_rows(path)
         if not rows:

@@ -179,6 +179,14 @@ class Timeline(TimelineCanvas, can_focus=True):
         self.cursor_t = min(max(self.cursor_t, self.t0), self.t1 - 1)
         self._changed()
 
+    def move_to_row(self, lane: int, depth: int = 0) -> None:
+        """Put the lane cursor on row ``depth`` of ``lane`` (expanding what hides it) and scroll to it."""
+        line = self.line_of_row(lane, depth)
+        if line >= 0:
+            self.current = line
+            self._scroll_to_current()
+            self._changed()
+
     def centre_on(self, start: int, end: int) -> None:
         """Centre the window on ``[start, end)`` keeping the zoom (zooming out when it is longer than most of the
         window); the cursor goes to its middle."""

@@ -124,6 +124,14 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             self._rebuild_lines()
         return self._line_of.get((lane, depth), self.current)
 
+    def line_of_row(self, lane: int, depth: int = 0) -> int:
+        """The line of row ``depth`` of ``lane``, expanding the groups and lanes that hide it (-1 if none)."""
+        hide = [k for k in self.data.layout.keys_hiding(lane, depth) if k in self.collapsed]
+        if hide:
+            self.collapsed.difference_update(hide)
+            self._rebuild_lines()
+        return self._line_of.get((lane, depth), -1)
+
     def line_of_util(self, rank: int, device: int) -> int:
         """The line of a GPU's utilization strip, expanding the groups that hide it (-1 if it has none)."""
         hide = [k for k in self.data.layout.util_keys_hiding(rank, device) if k in self.collapsed]
