@@ -201,6 +201,34 @@ def test_a_failed_analysis_is_a_dialog_not_a_traceback(monkeypatch: pytest.Monke
     run(body())
 
 
+def test_the_panel_says_it_is_computing_until_the_paths_arrive(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def slow(trace: Any) -> list[StepPath]:
+        release.wait(20)
+        return [synthetic_path(trace)]
+
+    _patch_paths(monkeypatch, slow)
+
+    async def body() -> None:
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=(80, 24)) as pilot:
+            main = await wait_loaded(app, pilot)
+            await press(pilot, "9")
+            assert "working out every step's path" in screen_text(app)
+            await pilot.pause(1.3)
+            assert "s so far)" in screen_text(app)  # the seconds it has taken, once a second
+            await press(pilot, "9", "w", "9")  # the app takes keys meanwhile
+            release.set()
+            await _paths_ready(app, pilot)
+            assert "working out" not in screen_text(app) and "ProfilerStep#0" in screen_text(app)
+            assert main.query_one(CriticalPathPanel)._clock is None
+
+    run(body())
+
+
 def test_no_step_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch_paths(monkeypatch, lambda t: [])
 

@@ -6,6 +6,7 @@ shows its first segment on the timeline (with the path drawn, as ``p`` does)."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -13,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
 from gputop_trace.analysis.critical_path import StepPath
@@ -75,6 +77,8 @@ class CriticalPathPanel(TablePanel):
         self.paths: list[StepPath] = []
         self.index = 0
         self.multi_rank = False
+        self._since = 0.0
+        self._clock: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="path-head")
@@ -148,6 +152,7 @@ class CriticalPathPanel(TablePanel):
     # ---- filling -------------------------------------------------------------------------------------------
     def show_paths(self, paths: list[StepPath], index: int = 0) -> None:
         """Every step's path (from the worker); show step ``index``."""
+        self._stop_clock()
         self.paths = list(paths)
         self.multi_rank = len({p.rank for p in paths}) > 1
         if not paths:
@@ -175,11 +180,10 @@ class CriticalPathPanel(TablePanel):
         head.truncate(width, overflow="ellipsis")
         for line in breakdown_lines(path, width):
             head.append("\n" + line)
-        notes = getattr(path, "notes", ())
-        if notes:
-            note = Text("\n" + "; ".join(clean(n) for n in notes), style="dim")
-            note.truncate(width + 1, overflow="ellipsis")
-            head.append_text(note)
+        if path.notes:
+            said = Text("\n" + "; ".join(clean(n) for n in path.notes), style="dim")
+            said.truncate(width + 1, overflow="ellipsis")
+            head.append_text(said)
         self.query_one(".path-head", Static).update(head)
         rows = item_rows(path)
         if not rows:
@@ -194,12 +198,28 @@ class CriticalPathPanel(TablePanel):
             self.highlighted(first)
 
     def show_computing(self) -> None:
-        """Say the paths are being worked out."""
-        self.query_one(".path-head", Static).update(Text("critical path: computing every step's path…", style="dim"))
-        self.set_message(Text("computing… (the breakdown and the what-if appear here when done)", style="dim"))
+        """Say the paths are being worked out, with the seconds it has taken so far (once a second)."""
+        self._since = time.monotonic()
+        self._stop_clock()
+        self._clock = self.set_interval(1.0, self._say_computing)
+        self._say_computing()
+
+    def _say_computing(self) -> None:
+        secs = int(time.monotonic() - self._since)
+        took = f" ({secs} s so far)" if secs else ""
+        self.query_one(".path-head", Static).update(Text(f"critical path: working out every step's path…{took}"))
+        self.set_message(
+            Text("The breakdown and the what-if appear here when done; the timeline stays usable.", style="dim")
+        )
+
+    def _stop_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
 
     def show_error(self, text: str) -> None:
         """The analysis failed: say why."""
+        self._stop_clock()
         self.query_one(".path-head", Static).update("")
         self.set_message(Text(text, style="red"))
 
