@@ -212,3 +212,21 @@ def test_the_tab_line_names_every_panel_including_the_critical_path(width: int) 
     assert ("9Path" if width == 80 else "9 Critical path") in text
     for i in range(1, len(PANELS) + 1):
         assert str(i) in text
+
+
+def test_the_path_stays_visible_without_colour_and_differs_from_the_selection() -> None:
+    from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
+
+    for mono in (False, True):
+        pal = Palette(mono=mono)
+        box, blank = int(Role.BOX), int(Role.BLANK)
+        plain = pal.style(style_key(int(Sid.K_GEMM), box))
+        on_path = pal.style(style_key(int(Sid.K_GEMM), box, int(Overlay.PATH)))
+        idle = pal.style(style_key(0, blank, int(Overlay.PATH_IDLE)))
+        selected = pal.style(style_key(int(Sid.K_GEMM), box, int(Overlay.SELECTED)))
+        assert len({plain, on_path, idle, selected}) == 4
+        if mono:  # no colour at all: underlined, and an idle stretch (blank cells) shows as a line
+            assert on_path.underline and on_path.bold and on_path.bgcolor is None
+            assert idle.underline and idle.color is None
+        else:
+            assert on_path.bgcolor is not None and idle.bgcolor is not None and on_path.bgcolor != idle.bgcolor
