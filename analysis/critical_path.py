@@ -17,7 +17,9 @@ Cross-lane edges, all of weight 0 unless said:
 - **event wait** (inferred: Kineto and nsys record no event ids on the calls): a ``cudaStreamWaitEvent`` on a thread
   makes the next GPU operation launched from that thread wait for the last operation launched on another stream
   before the latest ``cudaEventRecord`` of that thread (before the wait call when it recorded none); the edge is
-  kept only if that operation ended before the waiting one started;
+  kept only if that operation ended before the waiting one started. On a rank that issued stream waits, a GPU
+  operation that started after both its launch and its stream's previous operation waited for the operation of
+  another stream of its device that ended last before it started (the wait was issued from another thread);
 - **wake** (inferred: threads record no hand-offs): a CPU thread resuming after an idle gap depends on the start
   of the innermost operation open then on another thread of the rank, or when none is open on the latest end of
   one on another thread before it resumed;
@@ -34,7 +36,8 @@ and *idle* otherwise. Every edge goes forward in recorded time, so recorded time
 (tested on the corpus).
 
 **The path**: from the step's sink (the latest end of any event of the rank's lanes in the window) back along each
-node's binding predecessor (ties prefer the same lane, then launch/sync/collective, then event-wait edges) to the
+node's binding predecessor (ties prefer the lane edge when it carries work, then launch/sync/collective, then
+event-wait and wake edges, then an idle lane edge) to the
 step start ``S``. Its segments are the edges' weights and the residuals walked, so they sum exactly to its length
 ``sink - S`` (``<= E - S``; idle on the path included, so it is never shorter than any lane's busy time in the
 step). A step with no recorded end after its last activity has a path shorter than the step by that tail.
@@ -172,6 +175,7 @@ class _Ctx:
     cummax_end: I64  # per event: running max of end within its lane
     coll_peers: dict[int, tuple[int, list[int]]]  # collective kernel -> (shortest duration, matched peer kernels)
     coll_note: str | None
+    first_wait: dict[int, int]  # rank -> start of its first stream-wait call (ns)
 
 
 _CTX: weakref.WeakKeyDictionary[Trace, _Ctx] = weakref.WeakKeyDictionary()
@@ -223,7 +227,13 @@ def _build_context(trace: Trace) -> _Ctx:
         if b > a:
             cummax[a:b] = np.maximum.accumulate(cummax[a:b])
     peers, note = _collective_peers(trace, role)
-    return _Ctx(trace, role, cummax, peers, note)
+    first_wait: dict[int, int] = {}
+    wait_ids = [i for i, nm in enumerate(trace.names) if nm.endswith("StreamWaitEvent")]
+    if wait_ids:
+        waits = np.flatnonzero((role == _R_LAUNCH) & np.isin(trace.name, wait_ids))
+        for r, t in zip(trace.event_rank[waits].tolist(), trace.start_ns[waits].tolist(), strict=True):
+            first_wait[int(r)] = min(first_wait.get(int(r), int(t)), int(t))
+    return _Ctx(trace, role, cummax, peers, note, first_wait)
 
 
 def _collective_peers(trace: Trace, role: np.ndarray) -> tuple[dict[int, tuple[int, list[int]]], str | None]:
@@ -407,10 +417,15 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
     prev_ready[first] = s
     c0 = prev_ready + wc
     c1 = np.where(x1 >= 0, n_t[np.maximum(x1, 0)] + w1, _NEG)
+    edges["event_wait"] += _late_starts(
+        tr, ctx.first_wait, ev, role, ce, snode, enode, n_t, x2, lane_of, np.maximum(c0, c1)
+    )
     c2 = np.where(x2 >= 0, n_t[np.maximum(x2, 0)], _NEG)
     stack = np.stack((c0, c1, c2))
-    bind = np.argmax(stack, axis=0).astype(np.int64)
     ready = stack.max(axis=0)
+    # ties: the lane edge when it carries work, else the cross edge (it says why the lane resumed then)
+    idle_chain = (own_role == _R_NONE).astype(np.int64)
+    bind = np.argmax(np.stack((2 * c0 - idle_chain, 2 * c1, 2 * c2)), axis=0).astype(np.int64)
     r = n_t - ready
     if (
         r < 0
@@ -527,6 +542,54 @@ def _wakes(
         if best_end >= 0:
             x2[node] = enode[best_end]
             count += 1
+    return count
+
+
+def _late_starts(
+    tr: Trace,
+    first_wait: dict[int, int],
+    ev: I64,
+    role: I64,
+    ce: I64,
+    snode: I64,
+    enode: I64,
+    n_t: I64,
+    x2: I64,
+    lane_of: I64,
+    ready: I64,
+) -> int:
+    """Event waits the calls do not show (the wait issued from another thread than the launch, as DDP's
+    communication hooks do): a GPU operation that started after both its launch and its stream's previous
+    operation, on a rank that issued stream waits before its launch, waited for the operation of another stream of
+    its device that ended last before it started (and after it was otherwise ready). Fills ``x2`` where no wait
+    was found from the calls; returns how many."""
+    if not first_wait:
+        return 0
+    gpu = np.flatnonzero((role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL))
+    if not len(gpu):
+        return 0
+    sn = snode[gpu]
+    late = (x2[sn] < 0) & (n_t[sn] > ready[sn])
+    launch = tr.launch_of[ev[gpu]]
+    waits_from = np.array([first_wait.get(int(r), np.iinfo(np.int64).max) for r in tr.event_rank[ev[gpu]].tolist()])
+    late &= (launch >= 0) & (tr.start_ns[np.maximum(launch, 0)] > waits_from)
+    if not late.any():
+        return 0
+    dev = tr.event_device[ev[gpu]]
+    order = np.lexsort((ce[gpu], dev))
+    g_sorted, dev_sorted, end_sorted = gpu[order], dev[order], ce[gpu][order]
+    count = 0
+    for i in np.flatnonzero(late).tolist():
+        j, t, d = int(gpu[i]), int(n_t[sn[i]]), int(dev[i])
+        lo = int(np.searchsorted(dev_sorted, d, side="left"))
+        hi = int(np.searchsorted(dev_sorted, d, side="right"))
+        k = lo + int(np.searchsorted(end_sorted[lo:hi], t, side="right")) - 1
+        while k >= lo and lane_of[int(g_sorted[k])] == lane_of[j]:
+            k -= 1
+        if k < lo or int(end_sorted[k]) <= int(ready[sn[i]]):
+            continue
+        x2[sn[i]] = enode[int(g_sorted[k])]
+        count += 1
     return count
 
 
