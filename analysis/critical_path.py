@@ -176,6 +176,7 @@ class _Ctx:
     coll_peers: dict[int, tuple[int, list[int]]]  # collective kernel -> (shortest duration, matched peer kernels)
     coll_note: str | None
     first_wait: dict[int, int]  # rank -> start of its first stream-wait call (ns)
+    name_flags: np.ndarray  # per name id: 1 sync call, 2 step range, 4 collective, 8 stream wait, 16 event record
 
 
 _CTX: weakref.WeakKeyDictionary[Trace, _Ctx] = weakref.WeakKeyDictionary()
@@ -204,6 +205,7 @@ def _build_context(trace: Trace) -> _Ctx:
         nm = trace.names[i]
         flags[i] = (1 if is_sync_call_name(nm) else 0) | (2 if is_step_name(nm) else 0)
         flags[i] |= 4 if collective_op(nm) is not None else 0
+        flags[i] |= (8 if nm.endswith("StreamWaitEvent") else 0) | (16 if "EventRecord" in nm else 0)
     f = flags[trace.name] if n else flags[:0]
     cpu = on_cpu & positive
     role[cpu & ((kind == Kind.CPU_OP) | ((kind == Kind.RANGE) & ((f & 2) == 0)))] = _R_CPU
@@ -228,12 +230,11 @@ def _build_context(trace: Trace) -> _Ctx:
             cummax[a:b] = np.maximum.accumulate(cummax[a:b])
     peers, note = _collective_peers(trace, role)
     first_wait: dict[int, int] = {}
-    wait_ids = [i for i, nm in enumerate(trace.names) if nm.endswith("StreamWaitEvent")]
-    if wait_ids:
-        waits = np.flatnonzero((role == _R_LAUNCH) & np.isin(trace.name, wait_ids))
+    if n:
+        waits = np.flatnonzero((role == _R_LAUNCH) & ((f & 8) != 0))
         for r, t in zip(trace.event_rank[waits].tolist(), trace.start_ns[waits].tolist(), strict=True):
             first_wait[int(r)] = min(first_wait.get(int(r), int(t)), int(t))
-    return _Ctx(trace, role, cummax, peers, note, first_wait)
+    return _Ctx(trace, role, cummax, peers, note, first_wait, flags)
 
 
 def _collective_peers(trace: Trace, role: np.ndarray) -> tuple[dict[int, tuple[int, list[int]]], str | None]:
@@ -381,7 +382,7 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
         k1[enode[c]] = _X_SYNC
         edges["sync"] = len(c)
     # event waits (inferred, see the module)
-    edges["event_wait"] = _event_waits(tr, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
+    edges["event_wait"] = _event_waits(tr, ctx.name_flags, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
     edges["wake"] = sum(
         _wakes(tr, rk, ev, role, cs, ce, parent, snode, enode, n_end, n_j, own_role, first, x2, lane_of)
         for rk in np.unique(tr.event_rank[ev]).tolist()
@@ -570,7 +571,10 @@ def _late_starts(
     late = (x2[sn] < 0) & (n_t[sn] > ready[sn])
     launch = tr.launch_of[ev[gpu]]
     never = np.iinfo(np.int64).max
-    waits_from = np.array([first_wait.get(int(r), never) for r in tr.event_rank[ev[gpu]].tolist()], dtype=np.int64)
+    ranks = tr.event_rank[ev[gpu]]
+    waits_from = np.full(len(gpu), never, dtype=np.int64)
+    for r, t in first_wait.items():
+        waits_from[ranks == r] = t
     late &= (launch >= 0) & (tr.start_ns[np.maximum(launch, 0)] > waits_from)
     if not late.any():
         return 0
@@ -600,6 +604,7 @@ def _late_starts(
 
 def _event_waits(
     tr: Trace,
+    name_flags: np.ndarray,
     ev: I64,
     role: I64,
     cs: I64,
@@ -615,13 +620,11 @@ def _event_waits(
     api = np.flatnonzero(role == _R_LAUNCH)
     if not len(api):
         return 0
-    names = tr.name[ev[api]]
-    wait_ids = {i for i, nm in enumerate(tr.names) if nm.endswith("StreamWaitEvent")}
-    rec_ids = {i for i, nm in enumerate(tr.names) if "EventRecord" in nm}
-    is_wait = np.isin(names, list(wait_ids)) if wait_ids else np.zeros(len(api), dtype=bool)
+    flags = name_flags[tr.name[ev[api]]]
+    is_wait = (flags & 8) != 0
     if not is_wait.any():
         return 0
-    is_rec = np.isin(names, list(rec_ids)) if rec_ids else np.zeros(len(api), dtype=bool)
+    is_rec = (flags & 16) != 0
     gpu = np.flatnonzero((role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL))
     if not len(gpu):
         return 0
@@ -806,7 +809,7 @@ def _walk(trace: Trace, g: _Graph) -> tuple[list[PathSegment], dict[str, int], t
         labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else _SPECIAL[lab - n_names])
     lane_rank = trace.lane_rank.tolist()
     segs = [
-        PathSegment(st, d, *labels[k], e, ln, lane_rank[ln])
+        _segment(st, d, *labels[k], e, ln, lane_rank[ln])
         for st, d, k, e, ln in zip(
             start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True
         )
@@ -817,12 +820,20 @@ def _walk(trace: Trace, g: _Graph) -> tuple[list[PathSegment], dict[str, int], t
         uk, inv = np.unique(key, return_inverse=True)
         sums = np.zeros(len(uk), dtype=np.int64)
         np.add.at(sums, inv, dur)
-        for k, ns in zip(uk.tolist(), sums.tolist(), strict=True):
-            cat, lab = labels[int(k)]
-            breakdown[cat] += int(ns)
-            by_item.append((cat, lab, int(ns)))
+        for item_key, ns in zip(uk.tolist(), sums.tolist(), strict=True):
+            cat_name, label = labels[int(item_key)]
+            breakdown[cat_name] += int(ns)
+            by_item.append((cat_name, label, int(ns)))
     by_item.sort(key=lambda x: (-x[2], x[0], x[1]))
     return segs, breakdown, tuple(by_item)
+
+
+def _segment(start: int, dur: int, category: str, label: str, event: int, lane: int, rank: int) -> PathSegment:
+    """A :class:`PathSegment` built without the frozen dataclass' per-field ``object.__setattr__`` (half the time;
+    a path of a 100 MB trace has ~200 k of them); equal to ``PathSegment(...)`` in every way."""
+    seg: PathSegment = object.__new__(PathSegment)
+    seg.__dict__.update(start_ns=start, dur_ns=dur, category=category, label=label, event=event, lane=lane, rank=rank)
+    return seg
 
 
 def _item_of(trace: Trace, category: str, label: str) -> int:

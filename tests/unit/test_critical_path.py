@@ -3,7 +3,11 @@ saving is known. Times in ns."""
 
 from __future__ import annotations
 
-from gputop_trace.analysis.critical_path import StepPath, critical_paths, replay_matches
+import dataclasses
+
+import pytest
+
+from gputop_trace.analysis.critical_path import PathSegment, StepPath, critical_paths, replay_matches
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from tests.synthetic import Synth
@@ -193,3 +197,16 @@ def test_no_work_gives_no_path() -> None:
     th = s.thread()
     s.ev(th, Kind.MARKER, "mark", 0, 0)
     assert critical_paths(s.build()) == []
+
+
+def test_segments_are_plain_path_segments() -> None:
+    s = Synth()
+    th = s.thread()
+    s.ev(th, Kind.CPU_OP, "aten::op", 0, 10)
+    (p,) = critical_paths(s.build())
+    (seg,) = p.segments
+    assert seg == PathSegment(0, 10, "cpu_op", "aten::op", seg.event, seg.lane, 0)
+    assert hash(seg) == hash(PathSegment(0, 10, "cpu_op", "aten::op", seg.event, seg.lane, 0))
+    assert dataclasses.asdict(seg)["label"] == "aten::op"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seg.dur_ns = 1  # type: ignore[misc]
