@@ -93,12 +93,17 @@ def test_without_a_gpu_strip_idle_time_goes_on_the_nearest_segments_row() -> Non
 
 def test_n_and_n_shift_walk_the_segments_in_order_and_stop_at_the_ends() -> None:
     path = synthetic_path(synthetic_trace())
-    # nothing walked yet: from the cursor (starts are 0, 3, 300, 400, 600, 605, 800)
-    assert walk(path, -1, 1, 350) == 3
+    # nothing walked yet: from the cursor, the segment under it (spans [0, 3) [3, 300) [300, 400) [400, 600)
+    # [600, 605) [605, 800) [800, 900))
+    assert walk(path, -1, 1, 350) == 2
     assert walk(path, -1, -1, 350) == 2
+    assert walk(path, -1, 1, 300) == 2
+    assert walk(path, -1, -1, 299) == 1
     assert walk(path, -1, 1, 0) == 0
+    assert walk(path, -1, 1, 950) == -1  # after the path: nothing next
+    assert walk(path, -1, -1, 950) == 6  # the last segment before the cursor
     assert walk(path, -1, 1, 10_000) == -1
-    assert walk(path, -1, -1, 0) == -1
+    assert walk(replace(path, segments=path.segments[1:]), -1, -1, 0) == -1  # nothing at or before the cursor
     order = [0]
     while (nxt := walk(path, order[-1], 1, 0)) >= 0:
         order.append(nxt)

@@ -199,16 +199,17 @@ def _nearest_row(trace: Trace, segs: Sequence[PathSegment], i: int) -> tuple[int
 
 # ---- walking -------------------------------------------------------------------------------------------------
 def walk(path: StepPath, current: int, direction: int, cursor_ns: int) -> int:
-    """The segment ``n`` (``direction`` 1) or ``N`` (-1) goes to from segment ``current`` (-1: none yet, then the
-    first segment starting at or after the cursor, or the last one starting before it); -1 past either end."""
+    """The segment ``n`` (``direction`` 1) or ``N`` (-1) goes to from segment ``current``; -1 past either end.
+    With none walked yet (``current`` -1) both start from the cursor: the segment under it, else ``n`` the first
+    one after it and ``N`` the last one before it."""
     n = len(path.segments)
     if not n:
         return -1
     if current < 0 or current >= n:
-        starts = [s.start_ns for s in path.segments]
-        if direction > 0:
-            return next((i for i, t in enumerate(starts) if t >= cursor_ns), -1)
-        return next((i for i in range(n - 1, -1, -1) if starts[i] < cursor_ns), -1)
+        segs = path.segments
+        if direction > 0:  # the first segment that ends after the cursor (holds it or lies after it)
+            return next((i for i, s in enumerate(segs) if s.start_ns + max(s.dur_ns, 1) > cursor_ns), -1)
+        return next((i for i in range(n - 1, -1, -1) if segs[i].start_ns <= cursor_ns), -1)
     nxt = current + (1 if direction > 0 else -1)
     return nxt if 0 <= nxt < n else -1
 
