@@ -95,7 +95,8 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
         + Text(f"  step {format_ns(p.dur_ns)}, critical path {format_ns(p.length_ns)} ({pct:.1f}% of the step)")
     )
     for note in p.notes:
-        con.print(Text(f"  note: {note}", style="dim"))
+        if not note.startswith("no step ranges"):  # the header says it
+            con.print(Text(f"  note: {note}", style="dim"))
     if not p.length_ns:
         con.print(Text("  nothing recorded in this step", style="yellow"))
         con.print()

@@ -172,3 +172,14 @@ def test_bad_selection_is_a_clear_error(capsys: pytest.CaptureFixture[str], args
     code, _out, err = run_cli(capsys, "critical-path", str(CORPUS / _GPT), *args)
     assert code == 2
     assert words in err and "Traceback" not in err
+
+
+def test_a_trace_without_steps_is_one_pseudo_step_per_rank(capsys: pytest.CaptureFixture[str]) -> None:
+    rel = "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
+    code, out, err = run_cli(capsys, "critical-path", str(CORPUS / rel))
+    assert code == 0, err
+    assert out.count("step 0 (whole recording: no step ranges)") == 2  # one per rank
+    assert "note: no step ranges" not in out  # the header says it once
+    assert "Memcpy HtoD (Pinned -> Device)" in out
+    paths = critical_paths(_load(rel), what_if=False)
+    assert [(p.rank, p.step, p.step_name) for p in paths] == [(0, 0, ""), (1, 0, "")]
