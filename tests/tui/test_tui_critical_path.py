@@ -129,6 +129,15 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
             assert main.path_segment == 6
             await press(pilot, "N", "N")
             assert main.path_segment == 4 and tl.selected == event_at(trace, "tiny", 600)
+            # an event selected otherwise: the details say whether and how much of it is on the path
+            tl.select(event_at(trace, "sgemm_big", 0))
+            await pilot.pause()
+            assert "297 ns on the path" in " ".join(screen_text(app).split())
+            tl.select(event_at(trace, "tiny", 610))
+            await pilot.pause()
+            assert "not on the path of ProfilerStep#0" in " ".join(screen_text(app).split())
+            tl.select(event_at(trace, "tiny", 600))
+            await pilot.pause()
             # p hides the path: nothing drawn, n walks the name's instances again
             await press(pilot, "p")
             assert tl.path_marks is None and not main.path_shown

@@ -12,6 +12,7 @@ from gputop_trace.analysis.critical_path import PathSegment, StepPath
 from gputop_trace.tui.view.critical_path_view import (
     breakdown_items,
     breakdown_lines,
+    event_rows,
     first_segment_of,
     format_pct,
     item_rows,
@@ -123,6 +124,21 @@ def test_a_segment_in_words() -> None:
     assert rows["share"] == "21.7% of the path (900 ns)"
     assert first_segment_of(path, "kernel", "tiny") == 4
     assert first_segment_of(path, "kernel", "nope") == -1
+
+
+def test_an_event_selected_while_the_path_is_shown_says_how_much_of_it_is_on_the_path() -> None:
+    trace = synthetic_trace()
+    path = synthetic_path(trace)
+    gemm = event_at(trace, "sgemm_big", 0)
+    assert event_rows(path, gemm, 0, 300, multi_rank=False) == [
+        ("critical path", "1 segment of ProfilerStep#0: 297 ns on the path"),
+        ("share", "33.0% of the path (900 ns)"),
+    ]
+    tiny = event_at(trace, "tiny", 610)  # the second tiny kernel: not on the path, inside the step
+    assert event_rows(path, tiny, 610, 615, multi_rank=False) == [
+        ("critical path", "not on the path of ProfilerStep#0")
+    ]
+    assert event_rows(path, tiny, 2000, 2005, multi_rank=False) == []  # outside the step: nothing to say
 
 
 def test_shares_never_read_as_zero_or_above_100() -> None:

@@ -14,6 +14,7 @@ from gputop_trace.tui.screens.main_state import MainState
 from gputop_trace.tui.view.critical_path_view import (
     breakdown_items,
     category_title,
+    event_rows,
     format_pct,
     path_at,
     path_marks,
@@ -218,10 +219,13 @@ class PathKeys(MainState):
         return f"{own} · {where}" if own else where
 
     def path_lead(self, event: int) -> list[tuple[str, str]]:
-        """Rows about the walked segment, above the details of ``event`` when it is that segment's event."""
+        """Rows above the details of ``event`` while the path is shown: the walked segment when it is that
+        segment's event, else how much of the event is on the path (or that it is not)."""
         path = self.current_path
-        if not self.path_shown or path is None or not 0 <= self.path_segment < len(path.segments):
+        if not self.path_shown or path is None:
             return []
-        if path.segments[self.path_segment].event != event:
-            return []
-        return segment_rows(path, self.path_segment, multi_rank=self.multi_rank_paths)
+        i = self.path_segment
+        if 0 <= i < len(path.segments) and path.segments[i].event == event:
+            return segment_rows(path, i, multi_rank=self.multi_rank_paths)
+        start, end = int(self.trace.start_ns[event]), int(self.trace.end_ns[event])
+        return event_rows(path, event, start, end, multi_rank=self.multi_rank_paths)

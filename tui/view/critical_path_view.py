@@ -27,7 +27,7 @@ from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.kernel_names import kernel_labels
-from gputop_trace.units import format_ns
+from gputop_trace.units import format_ns, plural
 
 #: How each category reads in the app.
 CATEGORY_TITLES: dict[str, str] = {
@@ -241,6 +241,23 @@ def segment_rows(path: StepPath, i: int, *, multi_rank: bool) -> list[tuple[str,
         ),
         ("share", f"{format_pct(pct(s.dur_ns, path.length_ns))} of the path ({format_ns(path.length_ns)})"),
     ]
+
+
+def event_rows(path: StepPath, event: int, start_ns: int, end_ns: int, *, multi_rank: bool) -> list[tuple[str, str]]:
+    """Rows for the details pane about an event selected while the path is shown (not by walking it): how much of
+    it is on the path (its segments, their time and share), or that it is not, when it overlaps the step
+    (``[start_ns, end_ns)`` is the event's span); nothing for an event outside the step."""
+    mine = [s for s in path.segments if s.event == event]
+    step = step_title(path, multi_rank=multi_rank)
+    if mine:
+        ns = sum(s.dur_ns for s in mine)
+        return [
+            ("critical path", f"{plural(len(mine), 'segment')} of {step}: {format_ns(ns)} on the path"),
+            ("share", f"{format_pct(pct(ns, path.length_ns))} of the path ({format_ns(path.length_ns)})"),
+        ]
+    if start_ns < path.start_ns + path.dur_ns and end_ns > path.start_ns:
+        return [("critical path", f"not on the path of {step}")]
+    return []
 
 
 def first_segment_of(path: StepPath, category: str, label: str) -> int:
