@@ -758,7 +758,9 @@ def _sink(g: _Graph, t: I64) -> int:
     return int(t[g.sink_nodes].max())
 
 
-def _walk(trace: Trace, g: _Graph) -> tuple[list[PathSegment], dict[str, int], tuple[tuple[str, str, int], ...]]:
+def _walk(
+    trace: Trace, g: _Graph, segments: bool = True
+) -> tuple[list[PathSegment], dict[str, int], tuple[tuple[str, str, int], ...]]:
     """The binding chain from the sink back to the step start: its segments in time order (adjacent pieces of one
     item on one lane merged), its breakdown by category and its items, largest first. The walk jumps from lane to
     lane; each lane's run of lane edges is taken whole (vectorized)."""
@@ -808,12 +810,16 @@ def _walk(trace: Trace, g: _Graph) -> tuple[list[PathSegment], dict[str, int], t
         cat, lab = divmod(int(k), 1 << 40)
         labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else _SPECIAL[lab - n_names])
     lane_rank = trace.lane_rank.tolist()
-    segs = [
-        _segment(st, d, *labels[k], e, ln, lane_rank[ln])
-        for st, d, k, e, ln in zip(
-            start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True
-        )
-    ]
+    segs = (
+        []
+        if not segments
+        else [
+            _segment(st, d, *labels[k], e, ln, lane_rank[ln])
+            for st, d, k, e, ln in zip(
+                start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True
+            )
+        ]
+    )
     breakdown = {c: 0 for c in CATEGORIES}
     by_item: list[tuple[str, str, int]] = []
     if len(key):
@@ -880,10 +886,31 @@ def _windows(trace: Trace, ctx: _Ctx) -> list[tuple[int, int, str, int, int, str
 
 
 def critical_paths(
-    trace: Trace, *, step: int | None = None, rank: int | None = None, what_if: bool = True
+    trace: Trace,
+    *,
+    step: int | None = None,
+    rank: int | None = None,
+    what_if: bool = True,
+    segments: bool = True,
 ) -> list[StepPath]:
     """The critical path of every step (or of step ``step``, 0-based per rank) of every rank (or of ``rank``);
-    what-ifs for the top :data:`WHAT_IF_TOP` items of each path unless ``what_if`` is False. See the module."""
+    what-ifs for the top :data:`WHAT_IF_TOP` items of each path unless ``what_if`` is False; ``segments=False``
+    leaves ``segments`` empty (for callers that need only the totals, twice as fast). See the module. Results are
+    kept with the trace: asking again costs nothing."""
+    key = (step, rank, what_if, segments)
+    cached = _RESULTS.setdefault(trace, {})
+    if key not in cached:
+        cached[key] = tuple(_critical_paths(trace, step, rank, what_if, segments))
+    return list(cached[key])
+
+
+#: critical_paths' results per trace and arguments
+_RESULTS: weakref.WeakKeyDictionary[Trace, dict[tuple[int | None, int | None, bool, bool], tuple[StepPath, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _critical_paths(trace: Trace, step: int | None, rank: int | None, what_if: bool, segments: bool) -> list[StepPath]:
     ctx = _context(trace)
     out: list[StepPath] = []
     for rk, i, name, s, e, note in _windows(trace, ctx):
@@ -894,7 +921,7 @@ def critical_paths(
         if g is None:
             out.append(StepPath(rk, i, name, s, e - s, 0, (), {c: 0 for c in CATEGORIES}, (), (), notes, {}))
             continue
-        segs, breakdown, by_item = _walk(trace, g)
+        segs, breakdown, by_item = _walk(trace, g, segments)
         length = _sink(g, g.t) - s
         wi: tuple[WhatIf, ...] = ()
         if what_if:

@@ -31,7 +31,7 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
     """At most one finding: of the :data:`CANDIDATE_STEPS` steps with the largest item on their critical path,
     the item whose 2x speed-up saves the most (replaying the step's dependency graph); none when no saving reaches
     :data:`MIN_SAVING_PCT` of its step."""
-    paths = critical_paths(trace, what_if=False)
+    paths = critical_paths(trace, what_if=False, segments=False)
     tops = sorted(
         ((next((ns for c, _, ns in p.by_item if c != "idle"), 0), i) for i, p in enumerate(paths)), reverse=True
     )

@@ -210,3 +210,17 @@ def test_segments_are_plain_path_segments() -> None:
     assert dataclasses.asdict(seg)["label"] == "aten::op"
     with pytest.raises(dataclasses.FrozenInstanceError):
         seg.dur_ns = 1  # type: ignore[misc]
+
+
+def test_totals_without_segments_match_and_results_are_kept_with_the_trace() -> None:
+    s = Synth()
+    th, st = s.thread(), s.stream()
+    s.ev(th, Kind.RANGE, "ProfilerStep#0", 0, 120)
+    la = s.launch(th, 0, 5)
+    s.kernel(st, 15, 100, "gemm", launch=la)
+    trace = s.build()
+    (full,) = critical_paths(trace)
+    (bare,) = critical_paths(trace, segments=False)
+    assert bare.segments == () and full.segments
+    assert (bare.length_ns, bare.breakdown, bare.by_item) == (full.length_ns, full.breakdown, full.by_item)
+    assert critical_paths(trace)[0] is full  # asked again: the same result, not recomputed
