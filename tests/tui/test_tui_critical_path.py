@@ -337,3 +337,26 @@ def test_ddp_p_shows_the_path_of_the_step_under_the_cursor_on_the_lanes_rank() -
             assert step_line(target, paths.index(target), len(paths), multi_rank=True) in screen_text(app)
 
     run(body())
+
+
+def test_the_palette_shows_and_hides_the_path_and_opens_panel_9(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputop_trace.tui.commands import palette_entries
+
+    _patch_paths(monkeypatch, lambda t: [synthetic_path(t)])
+
+    async def body() -> None:
+        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+        async with app.run_test(size=(80, 24)) as pilot:
+            main = await wait_loaded(app, pilot)
+            entries = {text: cb for text, _, cb in palette_entries(main)}
+            entries["Critical path: show / hide"]()
+            await wait_until(pilot, lambda: main.path_shown)
+            assert timeline(app).path_marks is not None
+            entries["Critical path: show / hide"]()
+            await pilot.pause()
+            assert not main.path_shown and timeline(app).path_marks is None
+            entries["Panel: Critical path"]()
+            await pilot.pause()
+            assert main.panel == "path" and "ProfilerStep#0 (1/1)" in screen_text(app)
+
+    run(body())
