@@ -24,6 +24,7 @@ from typing import Any
 from gputop_trace.analysis.collective_findings import collective_wait_findings
 from gputop_trace.analysis.compiled import compiled_program
 from gputop_trace.analysis.compiled_findings import compiled_findings, profile_caveat
+from gputop_trace.analysis.critical_path_findings import critical_path_findings
 from gputop_trace.analysis.finding_draft import Draft
 from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, DeviceGaps, find_gaps
 from gputop_trace.analysis.idle_findings import idle_findings
@@ -62,6 +63,7 @@ _KIND_ORDER = {
             "replay_cover",
             "outside_compiled",
             "side_stream_copy",
+            "critical_path",
         )
     )
 }
@@ -122,6 +124,7 @@ def find_findings(
     named = frozenset(e for d in drafts if d.kind == "slow_launch" for e in d.evidence["launch_events"])
     drafts.extend(launch_findings(trace, launches, spans, named, prog))
     drafts.extend(compiled_findings(trace, prog, max(spans.values(), default=trace.span_ns), gaps))
+    drafts.extend(critical_path_findings(trace))
     drafts = [d for d in drafts if d.time_ns > 0 or d.kind in ("side_stream_copy",)]
     drafts.sort(key=lambda d: at_stake_order(d.time_ns, d.severity, d.kind, _KIND_ORDER))
     # where the profile itself misleads: a note after the findings it qualifies, never crowded out by them

@@ -119,6 +119,7 @@ class GputopApp(App[int]):
         self.summary_analyses: Any = None  # report.summary.Analyses once every analysis is done (export)
         self.failures: dict[str, str] = {}
         self.fleet_rank: int | None = None
+        self.critical_path_started = False
         self._started = time.perf_counter()
 
     def notify(
@@ -162,6 +163,8 @@ class GputopApp(App[int]):
         """Drop the trace shown and everything computed from it; later results of its workers are ignored."""
         self.workers.cancel_group(self, "load")
         self.workers.cancel_group(self, "analyses")
+        self.workers.cancel_group(self, "critical_path")
+        self.critical_path_started = False
         self.load_token += 1
         self.trace = None
         self.data = None
@@ -433,6 +436,39 @@ class GputopApp(App[int]):
                 done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS
             )
         self.post_message(AnalysisReady("done", None, token))
+
+    def want_critical_path(self) -> bool:
+        """Start computing every step's critical path, once per trace, when the user first asks for it (``p``,
+        panel 9): it is not one of the analyses run after loading, which every user waits on. True when it is
+        started now, False when it was already (or there is no trace yet)."""
+        if self.trace is None or self.critical_path_started:
+            return False
+        self.critical_path_started = True
+        self.run_critical_path(self.trace)
+        return True
+
+    @work(thread=True, exclusive=True, group="critical_path")
+    def run_critical_path(self, trace: Trace) -> None:
+        """Every step's critical path (``analysis.critical_path``), posted as the ``critical_path`` result: the
+        list of ``StepPath``; a trace it cannot analyse posts the reason, a bug the command line's message."""
+        from gputop_trace.analysis.critical_path import critical_paths
+
+        worker = get_current_worker()
+        token = self.load_token
+        try:
+            paths = critical_paths(trace)
+        except TraceError as e:
+            self.post_message(AnalysisFailed("critical_path", clean(e.message), token))
+            return
+        except Exception as e:  # a bug: say so as the command line would
+            if os.environ.get("GPUTOP_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+            self.post_message(AnalysisFailed("critical_path", internal_error_message(e), token))
+            return
+        if not worker.is_cancelled:
+            self.post_message(AnalysisReady("critical_path", paths, token))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         if message.token != self.load_token:

@@ -73,6 +73,13 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
     out.append(("Fit the whole trace", "zoom out to show everything (0)", tl.fit_all))
     out.append(
         (
+            "Critical path: show / hide",
+            "the path of the step under the cursor drawn on the timeline; n / N walk it (p)",
+            main.action_toggle_path,
+        )
+    )
+    out.append(
+        (
             "Compare ranks side by side",
             "the step under the cursor on every rank, aligned: who is late, by how much, who waits (R)",
             main.action_compare_ranks,

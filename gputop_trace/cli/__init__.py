@@ -5,7 +5,21 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gputop_trace.cli import diff, fleet, gaps, kernels, ncu, ops, ranges, ranks, record, summary, transfers, view
+from gputop_trace.cli import (
+    critical_path,
+    diff,
+    fleet,
+    gaps,
+    kernels,
+    ncu,
+    ops,
+    ranges,
+    ranks,
+    record,
+    summary,
+    transfers,
+    view,
+)
 
 COMMANDS: tuple[ModuleType, ...] = (
     view,
@@ -16,6 +30,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     ranges,
     ops,
     ranks,
+    critical_path,
     fleet,
     diff,
     ncu,

@@ -1,16 +1,17 @@
 """Invariants of every command's JSON on every trace of the corpus (issue 14, 3b).
 
 On each Kineto, JAX, nsys (``.sqlite``) and external trace (each file alone, and each multi-rank folder as one
-job), ``summary``, ``kernels``, ``gaps``, ``transfers``, ``ranges``, ``ranks`` and ``ops --json`` must hold: every
-percentage (``*_pct``, ``pct``, and any "N% of" in the words) within 0–100 and every share/severity within 0–1;
-busy + idle = span per device; no rank waits for itself and a rank's collective wait is at most its collective
-time; an operator's self time is at most its total and every operator was called; the clock offsets in the JSON
-are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a CUPTI range-profiler trace's kernel table
-and summary keep their mode (no timed rows, every counter per row); every step in ``summary`` is its recorded range
-unless it is listed as cut with a reason that holds (issue 31, 4), and its host table (a profile with no GPU
-activity) has shares that add up to at most 100 % (issue 31, 1); an nsys export's ``ops`` says why it has no FLOPs
-(``flops_unavailable``) and has none. Loads go through the trace cache (one parse per file for the module); files
-that are not traces are refused.
+job), ``summary``, ``kernels``, ``gaps``, ``transfers``, ``ranges``, ``ranks``, ``ops`` and ``critical-path --json``
+must hold: every percentage (``*_pct``, ``pct``, and any "N% of" in the words) within 0–100 and every
+share/severity within 0–1; busy + idle = span per device; no rank waits for itself and a rank's collective wait is
+at most its collective time; an operator's self time is at most its total and every operator was called; the clock
+offsets in the JSON are those the loader applied (``clock_offset_ns == -rank_shift_ns``); a CUPTI range-profiler
+trace's kernel table and summary keep their mode (no timed rows, every counter per row); every step in ``summary``
+is its recorded range unless it is listed as cut with a reason that holds (issue 31, 4), and its host table (a
+profile with no GPU activity) has shares that add up to at most 100 % (issue 31, 1); an nsys export's ``ops`` says
+why it has no FLOPs (``flops_unavailable``) and has none; a step's critical path is no longer than the step and its
+segments, breakdown and items sum exactly to it. Loads go through the trace cache (one parse per file for the
+module); files that are not traces are refused.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gputop_trace.load.loader import load_paths
 from tests.cli_run import run_cli
 from tests.paths import CORPUS
 
-COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks", "ops")
+COMMANDS = ("summary", "kernels", "gaps", "transfers", "ranges", "ranks", "ops", "critical-path")
 #: corpus files that are not traces: refused with a message (a PyTorch execution trace, a memory export)
 NOT_TRACES = ("external/execution_trace/benchmark_simple_add_et.json.gz", "external/memory_analysis/")
 #: folders that hold the ranks of one job
@@ -108,6 +109,24 @@ def _check_waits(doc: dict[str, Any], errors: list[str]) -> None:
             errors.append(f"finding {f['title']!r}: rank waits for itself")
         if ev["wait_ns"] > ev["collective_ns"]:
             errors.append(f"finding {f['title']!r}: wait over its collective time")
+
+
+def _check_critical_path(doc: dict[str, Any], errors: list[str]) -> None:
+    """Every step's path is no longer than the step, and its segments and breakdown sum exactly to its length;
+    a what-if never makes the step longer, and gone saves at least what 2x faster saves."""
+    for st in doc.get("steps") or [] if doc.get("command") == "critical-path" else []:
+        where = f"critical-path rank {st['rank']} step {st['step']}"
+        if not 0 <= st["length_ns"] <= st["dur_ns"]:
+            errors.append(f"{where}: length {st['length_ns']} outside 0..{st['dur_ns']}")
+        for key in ("segments", "breakdown", "items"):
+            total = sum(x["dur_ns" if key == "segments" else "total_ns"] for x in st[key])
+            if total != st["length_ns"]:
+                errors.append(f"{where}: {key} sum to {total}, not {st['length_ns']}")
+        for w in st["what_if"]:
+            if not 0 <= w["saves_if_2x_ns"] <= w["saves_if_gone_ns"] <= w["step_ns"]:
+                errors.append(
+                    f"{where}: what-if {w['name'][:60]!r} saves {w['saves_if_2x_ns']}/{w['saves_if_gone_ns']}"
+                )
 
 
 def _check_ops(doc: dict[str, Any], errors: list[str]) -> None:
@@ -207,6 +226,7 @@ def test_every_command_json_keeps_its_invariants(rel: str, capsys: pytest.Captur
         _check_ops(doc, errors)
         _check_steps(doc, errors)
         _check_host(doc, errors)
+        _check_critical_path(doc, errors)
         if cmd == "ranks":
             offsets = doc["stragglers"]["clock_offset_ns"]
             applied = _applied_shift(rel)

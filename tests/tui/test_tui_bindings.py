@@ -221,7 +221,22 @@ async def panel(app: GputopApp, pilot: Any, key: str, name: str) -> None:
 async def cycle(app: GputopApp, pilot: Any, key: str, step: int) -> None:
     main = _main(app)
     await press(pilot, key)
-    assert main.panel == ("kernels" if step > 0 else "ops")
+    assert main.panel == ("kernels" if step > 0 else "path")
+
+
+async def toggle_path(app: GputopApp, pilot: Any, key: str) -> None:
+    # a path built by hand over the synthetic trace (the analysis itself is checked in test_tui_critical_path.py)
+    from gputop_trace.analysis import critical_path
+    from tests.critical_path_fixtures import synthetic_path
+
+    main, tl = _main(app), timeline(app)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(critical_path, "critical_paths", lambda trace, **kw: [synthetic_path(trace)])
+        await press(pilot, key)
+        await wait_until(pilot, lambda: main.path_shown)
+    assert tl.path_marks is not None and tl.path_marks.strip_spans(0, 0) == [(400, 600, 3, True)]
+    await press(pilot, key)
+    assert not main.path_shown and tl.path_marks is None
 
 
 async def back(app: GputopApp, pilot: Any, key: str) -> None:
@@ -315,6 +330,8 @@ CHECKS: dict[str, Callable[..., Awaitable[None]]] = {
     "panel('findings')": lambda a, p, k: panel(a, p, k, "findings"),
     "panel('ranks')": lambda a, p, k: panel(a, p, k, "ranks"),
     "panel('ops')": lambda a, p, k: panel(a, p, k, "ops"),
+    "panel('path')": lambda a, p, k: panel(a, p, k, "path"),
+    "toggle_path": toggle_path,
     "compare_ranks": compare_ranks,
     "cycle_panel(1)": lambda a, p, k: cycle(a, p, k, 1),
     "cycle_panel(-1)": lambda a, p, k: cycle(a, p, k, -1),

@@ -143,7 +143,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-COMMANDS = ["summary", "kernels", "gaps", "transfers", "ranges", "ranks"]
+COMMANDS = ["summary", "kernels", "gaps", "transfers", "ranges", "ranks", "critical-path"]
 
 
 def _squash(text: str) -> str:

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop_trace.tui.view.palette import LEGEND, Palette
+from gputop_trace.tui.view.palette import LEGEND, Overlay, Palette, Role, style_key
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,11 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("meaning", ratio=1)
         for sid, meaning in LEGEND.items():
             table.add_row(Text("  ████  ", style=pal.sample(sid)) if not self.mono else Text("  ────  "), meaning)
+        for overlay, meaning in (
+            (Overlay.PATH, "on the critical path (p shows it; n / N walk it)"),
+            (Overlay.PATH_IDLE, "idle time on the critical path"),
+        ):
+            table.add_row(Text("  path  ", style=pal.style(style_key(0, int(Role.BOX), int(overlay)))), meaning)
         notes = (
             "Cells: a box is one event (name and duration when they fit; ▏ separates touching boxes); a block's "
             "height is the busy fraction of the cell; ▉ means several events fill it; ╌ marks an idle gap. "

@@ -1,4 +1,4 @@
-"""The main screen: the timeline on top; below it the details of the selection or one of the panels (1–8 / Tab);
+"""The main screen: the timeline on top; below it the details of the selection or one of the panels (1–9 / Tab);
 the status bar and the key footer at the bottom. The timeline's keys are the screen's (``main_keys``) so that they
 also work while a panel has the keyboard (a panel's own keys, such as Enter, j/k and / in a table, take precedence);
 the panel keys are in ``main_panels``. This module holds the layout, the analyses' results and jumps as they arrive,
@@ -28,8 +28,10 @@ from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowR
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.screens.main_keys import TimelineKeys
 from gputop_trace.tui.screens.main_panels import PanelKeys
+from gputop_trace.tui.screens.main_path import PathKeys
 from gputop_trace.tui.view.analysis_views import gap_details
 from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
+from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.findings_panel import FindingsPanel
@@ -43,7 +45,7 @@ from gputop_trace.tui.widgets.timeline import Timeline
 from gputop_trace.tui.widgets.timeline_canvas import Interval
 
 
-class MainScreen(TimelineKeys, PanelKeys):
+class MainScreen(TimelineKeys, PathKeys, PanelKeys):
     """Timeline, details/panels, status bar, footer."""
 
     DEFAULT_CSS = """
@@ -71,6 +73,7 @@ class MainScreen(TimelineKeys, PanelKeys):
                 yield FindingsPanel(id="findings")
                 yield RanksPanel(id="ranks")
                 yield OpsPanel(id="ops")
+                yield CriticalPathPanel(id="path")
         yield StatusBar(id="status")
         yield FittingFooter()
 
@@ -85,6 +88,9 @@ class MainScreen(TimelineKeys, PanelKeys):
             [], self.trace.meta.warnings, "analysing… (the loader's warnings are below)", self._job_note()
         )
         self.query_one(RanksPanel).set_message(Text("comparing ranks…", style="dim"))
+        self.query_one(CriticalPathPanel).set_message(
+            Text("The critical path of each step is worked out when you first ask: p or this panel.", style="dim")
+        )
         # results that arrived before this screen was mounted
         app: Any = self.app
         for name, result in dict(getattr(app, "results", {})).items():
@@ -139,6 +145,8 @@ class MainScreen(TimelineKeys, PanelKeys):
             self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "", self._job_note())
         elif message.name == "ops":
             self.query_one(OpsPanel).set_view(message.result)
+        elif message.name == "critical_path":
+            self.path_ready(message.result)
         elif message.name == "ranks":
             self.query_one(RanksPanel).show(message.result)
             compare = self.compare_screen
@@ -152,6 +160,9 @@ class MainScreen(TimelineKeys, PanelKeys):
             "ranges": RangesPanel,
             "findings": FindingsPanel,
         }
+        if message.name == "critical_path":
+            self.path_failed(message.text)
+            return
         if message.name == "kernels":
             self.query_one(KernelsPanel).set_error(message.text)
         elif message.name == "ops":

@@ -85,7 +85,10 @@ class TimelineKeys(MainState):
             self.notify("This line has nothing to fold (a lane with one row).", timeout=2)
 
     def action_instance(self, direction: int) -> None:
-        """n / N: walk the search matches, or the instances of the selected event's name."""
+        """n / N: walk the critical path while it is shown (p), else the search matches, else the instances of the
+        selected event's name."""
+        if self.walk_path(direction):
+            return
         tl = self.timeline
         if self.search_pattern and self.matches is not None:
             events = self.matches

@@ -1,4 +1,4 @@
-"""The panels below the main screen's timeline: switching between them (1–8, Tab), scrolling the details, and the
+"""The panels below the main screen's timeline: switching between them (1–9, Tab), scrolling the details, and the
 glue to the ncu drill-down and the findings export."""
 
 from __future__ import annotations

@@ -56,6 +56,14 @@ class MainState(Screen[None]):
             self.show_panel("details")
         self.timeline.select(event, rezoom=rezoom)
 
+    def walk_path(self, direction: int) -> bool:
+        """n / N on the critical path while it is shown (``main_path.PathKeys``); False when it is not."""
+        return False
+
+    def path_lead(self, event: int) -> list[tuple[str, str]]:
+        """Rows about the critical-path segment ``event`` is, above its details (``main_path.PathKeys``)."""
+        return []
+
     # ---- status and details ----------------------------------------------------------------------------------
     def search_status(self) -> str:
         if not self.search_pattern or self.matches is None:
@@ -88,7 +96,9 @@ class MainState(Screen[None]):
         tl = self.timeline
         pane = self.query_one(DetailsPane)
         if tl.selected >= 0:
-            pane.show_event(self.data, tl.selected, names=self.names, flows=self.flows)
+            pane.show_event(
+                self.data, tl.selected, names=self.names, flows=self.flows, lead=self.path_lead(tl.selected)
+            )
         elif tl.interval is not None:
             iv = tl.interval
             rows = list(iv.details) or [

@@ -159,6 +159,8 @@ class Overlay(IntEnum):
     PARTNER = 2
     CURSOR = 3
     MATCH = 4
+    PATH = 5  # a segment of the critical path shown with p
+    PATH_IDLE = 6  # idle time on the critical path
 
 
 def style_key(sid: int, role: int, overlay: int = 0) -> int:
@@ -210,6 +212,10 @@ class Palette:
             base += Style(underline=True, bold=True) if role != Role.BLANK else Style(reverse=True, dim=True)
         elif overlay == Overlay.MATCH:
             base += Style(underline=True, bold=True)
+        elif overlay == Overlay.PATH:
+            base += Style(underline=True, bold=True) if self.mono else Style(bgcolor="#ff5fd7", color="#101010")
+        elif overlay == Overlay.PATH_IDLE:
+            base += Style(underline=True, dim=True) if self.mono else Style(bgcolor="#6a2a60", color="#ffc8f0")
         return base
 
     def sample(self, sid: Sid) -> Style:

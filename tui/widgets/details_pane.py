@@ -23,7 +23,8 @@ from gputop_trace.units import format_ns, plural
 
 HINT = (
     "Nothing selected. Enter selects the event under the cursor ▼ (move it with , and .); [ ] step through the "
-    "lane; n N walk a kernel's instances; x follows launch ↔ kernel; / searches; 1–8 open panels; ? help."
+    "lane; n N walk a kernel's instances; x follows launch ↔ kernel; / searches; p shows the critical path; "
+    "1–9 open panels; ? help."
 )
 
 
@@ -101,11 +102,17 @@ class DetailsPane(VerticalScroll, can_focus=False):
         return self.query_one("#details-body", DetailsBody)
 
     def show_event(
-        self, data: TimelineData, event: int, *, names: NameIndex | None = None, flows: FlowIndex | None = None
+        self,
+        data: TimelineData,
+        event: int,
+        *,
+        names: NameIndex | None = None,
+        flows: FlowIndex | None = None,
+        lead: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Describe ``event``."""
+        """Describe ``event``; ``lead`` rows (what it is on the critical path) come first."""
         title, rows = describe_event(data, event, names=names, flows=flows)
-        self.body.show(details_text(title, rows))
+        self.body.show(details_text(title, [*(lead or []), *rows]))
         self.scroll_home(animate=False)
 
     def show_rows(self, title: str, rows: list[tuple[str, str]]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-#: (content id, title) of panels 1–8; "details" is shown when no panel is.
+#: (content id, title) of panels 1–9; "details" is shown when no panel is.
 PANELS: tuple[tuple[str, str], ...] = (
     ("kernels", "Kernels"),
     ("gaps", "Gaps"),
@@ -15,7 +15,10 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("findings", "Findings"),
     ("ranks", "Ranks"),
     ("ops", "Ops"),
+    ("path", "Critical path"),
 )
+#: shorter titles for a narrow terminal (80 columns), where the full ones do not all fit
+SHORT: dict[str, str] = {"transfers": "Copies", "drilldown": "ncu", "path": "Path"}
 CYCLE: tuple[str, ...] = ("details", *(p for p, _ in PANELS))
 
 
@@ -32,12 +35,14 @@ class PanelTabs(Static):
 
 def tabs_text(current: str, width: int) -> Text:
     """The tab line for ``width`` columns: padded names when they all fit, else without the padding, else without
-    the space after each number (every panel still named: ``5Drill-down│6Findings``), else cut with an ellipsis."""
+    the space after each number (every panel still named: ``5Drill-down│6Findings``), else with the
+    :data:`SHORT` titles (``5ncu``, ``9Path``), else cut with an ellipsis."""
     entries = [("details", "Details", "")] + [(pid, title, str(i + 1)) for i, (pid, title) in enumerate(PANELS)]
-    for pad, gap in ((" ", " "), ("", " "), ("", "")):
+    for pad, gap, short in ((" ", " ", False), ("", " ", False), ("", "", False), ("", "", True)):
         text = Text()
         for pid, title, num in entries:
-            label = f"{pad}{num + gap if num else ''}{title}{pad}"
+            name = SHORT.get(pid, title) if short else title
+            label = f"{pad}{num + gap if num else ''}{name}{pad}"
             text.append(label, style="reverse bold" if pid == current else "")
             text.append("│", style="dim")
         if text.cell_len <= width:

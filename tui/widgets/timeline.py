@@ -173,6 +173,31 @@ class Timeline(TimelineCanvas, can_focus=True):
         self.cursor_t = min(max(cursor, self.t0), self.t1 - 1)
         return self.reveal_rank(rank)
 
+    def show_span(self, start: int, end: int) -> None:
+        """Fit the window to ``[start, end)`` with a little context (a step, for its critical path)."""
+        self.t0, self.t1 = fit_interval(start, end, margin=0.02, lo=self.lo, hi=self.hi, width=self.plot_width)
+        self.cursor_t = min(max(self.cursor_t, self.t0), self.t1 - 1)
+        self._changed()
+
+    def move_to_row(self, lane: int, depth: int = 0) -> None:
+        """Put the lane cursor on row ``depth`` of ``lane`` (expanding what hides it) and scroll to it."""
+        line = self.line_of_row(lane, depth)
+        if line >= 0:
+            self.current = line
+            self._scroll_to_current()
+            self._changed()
+
+    def centre_on(self, start: int, end: int) -> None:
+        """Centre the window on ``[start, end)`` keeping the zoom (zooming out when it is longer than most of the
+        window); the cursor goes to its middle."""
+        span = self.t1 - self.t0
+        if end - start > span * 0.8:
+            self.t0, self.t1 = fit_interval(start, end, margin=0.1, lo=self.lo, hi=self.hi, width=self.plot_width)
+        else:
+            self.t0, self.t1 = window_around(start, end, span, lo=self.lo, hi=self.hi, width=self.plot_width)
+        self.cursor_t = min(max((start + end) // 2, self.t0), self.t1 - 1)
+        self._changed()
+
     # ---- selection -----------------------------------------------------------------------------------------
     def select(self, event: int, *, reveal: bool = True, rezoom: bool = False) -> None:
         """Select ``event`` (``-1`` clears): highlight it and its launch partner; bring it into view.

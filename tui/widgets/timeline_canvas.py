@@ -18,6 +18,7 @@ from textual import events
 from textual.cache import LRUCache
 from textual.strip import Strip
 
+from gputop_trace.tui.view.critical_path_view import PathMarks
 from gputop_trace.tui.view.kernel_names import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
 from gputop_trace.tui.view.memory_lane import memory_row_cells
@@ -32,6 +33,8 @@ from gputop_trace.units import format_bytes
 CACHE_LINES = 512
 CURSOR_LINE = "┆"
 STYLE_CACHE = 20000  # (style key, line) pairs
+#: the highlights the time cursor is drawn over (not the selection nor a launch partner)
+_CURSOR_OVER = (int(Overlay.NONE), int(Overlay.PATH), int(Overlay.PATH_IDLE))
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
         self.selected = -1
         self.interval: Interval | None = None
         self.partners = np.zeros(0, dtype=np.int64)
+        self.path_marks: PathMarks | None = None  # the critical path drawn over the lanes (p), None when hidden
         self._styles: LRUCache[tuple[int, int], Style] = LRUCache(STYLE_CACHE)
         self._base_style = Style()
         self._frame_key: tuple[object, ...] = ()
@@ -119,6 +123,14 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             self.collapsed.difference_update(hide)
             self._rebuild_lines()
         return self._line_of.get((lane, depth), self.current)
+
+    def line_of_row(self, lane: int, depth: int = 0) -> int:
+        """The line of row ``depth`` of ``lane``, expanding the groups and lanes that hide it (-1 if none)."""
+        hide = [k for k in self.data.layout.keys_hiding(lane, depth) if k in self.collapsed]
+        if hide:
+            self.collapsed.difference_update(hide)
+            self._rebuild_lines()
+        return self._line_of.get((lane, depth), -1)
 
     def line_of_util(self, rank: int, device: int) -> int:
         """The line of a GPU's utilization strip, expanding the groups that hide it (-1 if it has none)."""
@@ -252,6 +264,39 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             )
         return event_row_cells(self.data, self.data.row(line.lane, line.depth), bounds, box_fill=self.palette.box_fill)
 
+    def set_path_marks(self, marks: PathMarks | None) -> None:
+        """Draw a step's critical path over the lanes (None hides it)."""
+        self.path_marks = marks
+        self.invalidate()
+
+    def _path_overlay(self, line: DisplayRow, cells: Cells) -> None:
+        """Mark the columns of the critical path's segments on this line (part of the cached strip: the strips
+        are dropped whenever the path shown changes)."""
+        marks = self.path_marks
+        if marks is None:
+            return
+        if line.kind == RowKind.EVENTS:
+            folded = line.folded and line.depth == 0
+            starts, ends, idle = marks.row_window(line.lane, line.depth, self.t0, self.t1, folded=folded)
+        elif line.kind == RowKind.UTIL:
+            starts, ends, idle = marks.strip_window(line.rank, line.device, self.t0, self.t1)
+        else:
+            return
+        if not len(starts):
+            return
+        w, n = self.window, cells.width
+        c0 = np.clip(w.cols_of(starts), 0, n - 1)
+        c1 = np.clip(w.cols_of(ends - 1), 0, n - 1)
+        # idle first, so that a cell holding both a segment and idle time shows the segment
+        for which, overlay in ((idle, Overlay.PATH_IDLE), (~idle, Overlay.PATH)):
+            if not which.any():
+                continue
+            edges = np.zeros(n + 1, dtype=np.int64)
+            np.add.at(edges, c0[which], 1)
+            np.add.at(edges, c1[which] + 1, -1)
+            hit = np.cumsum(edges[:-1]) > 0
+            cells.keys[hit] = (cells.keys[hit] & 0xFFFF) | (int(overlay) << 16)
+
     def _overlays(self, idx: int, line: DisplayRow, cells: Cells) -> bool:
         """Apply highlights to a line's cells; True when any was applied."""
         applied = False
@@ -274,7 +319,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
                 applied = True
         if idx == self.current and line.kind != RowKind.GROUP:
             col = w.col_of(self.cursor_t)
-            if 0 <= col < w.width and (int(cells.keys[col]) >> 16) == 0:
+            if 0 <= col < w.width and (int(cells.keys[col]) >> 16) in _CURSOR_OVER:
                 cells.overlay(col, col, Overlay.CURSOR)
                 applied = True
         return applied
@@ -304,6 +349,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
             if cached is not None:
                 return gutter + cached
         cells = self._plot_cells(line, self._bounds)
+        self._path_overlay(line, cells)
         if line.kind != RowKind.GROUP and 0 <= cursor_col < w.width and (int(cells.keys[cursor_col]) >> 8) == 0:
             cells.chars[cursor_col] = CURSOR_LINE
             cells.keys[cursor_col] = style_key(int(Sid.RULE), int(Role.LABEL))

@@ -1,0 +1,112 @@
+"""The ``critical_path`` finding: the one item whose speed-up shortens a step the most, in words a performance
+engineer acts on ("step_3: 71.0% of its critical path is host work in `aten::index` (optimizer); making it 2x
+faster saves 9.1 ms"). Times are int64 ns relative to the trace start."""
+
+from __future__ import annotations
+
+from gputop_trace.analysis.critical_path import StepPath, WhatIf, critical_paths
+from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.analysis.finding_draft import Draft, plain_name
+from gputop_trace.analysis.steps import is_step_name
+from gputop_trace.model.kinds import Kind
+from gputop_trace.model.trace import Trace
+from gputop_trace.units import format_ns
+
+#: A saving smaller than this share of the step is not worth a finding (%).
+MIN_SAVING_PCT = 1.0
+#: The steps whose largest item on the path is largest get a what-if (each step's costs a replay of its graph).
+CANDIDATE_STEPS = 3
+
+_WORDS = {
+    "cpu_op": "host work in",
+    "launch": "launch and runtime calls in",
+    "kernel": "GPU time in kernel",
+    "copy": "copy time in",
+    "sync_wait": "the host waiting in",
+    "collective": "collective time in",
+}
+
+
+def critical_path_findings(trace: Trace) -> list[Draft]:
+    """At most one finding: of the :data:`CANDIDATE_STEPS` steps with the largest item on their critical path,
+    the item whose 2x speed-up saves the most (replaying the step's dependency graph); none when no saving reaches
+    :data:`MIN_SAVING_PCT` of its step."""
+    paths = critical_paths(trace, what_if=False, segments=False)
+    tops = sorted(
+        ((next((ns for c, _, ns in p.by_item if c != "idle"), 0), i) for i, p in enumerate(paths)), reverse=True
+    )
+    best: tuple[WhatIf, StepPath] | None = None
+    for top, i in tops[:CANDIDATE_STEPS]:
+        if not top:
+            break
+        for step in critical_paths(trace, step=paths[i].step, rank=paths[i].rank):
+            for w in step.what_if:
+                if best is None or w.step_ns - w.if_2x_ns > best[0].step_ns - best[0].if_2x_ns:
+                    best = (w, step)
+    if best is None:
+        return []
+    w, step = best
+    saves = w.step_ns - w.if_2x_ns
+    if step.length_ns <= 0 or 100.0 * saves / step.length_ns < MIN_SAVING_PCT:
+        return []
+    share = 100.0 * w.on_path_ns / step.length_ns
+    seg = next(s for s in step.segments if s.category == w.category and s.label == w.item)
+    where = _range_of(trace, seg.lane, seg.start_ns, seg.event)
+    name = step.step_name or f"step {step.step}"
+    who = f"rank {step.rank} " if len(trace.meta.ranks) > 1 else ""
+    title = (
+        f"{who}{name}: {share:.1f}% of its critical path is {_WORDS.get(w.category, 'time in')} `{w.item}`"
+        f"{f' ({where})' if where else ''}; making it 2x faster saves {format_ns(saves)}"
+    )
+    gone = w.step_ns - w.if_gone_ns
+    detail = (
+        f"The longest dependency chain through {name} ({format_ns(step.length_ns)} of the "
+        f"{format_ns(step.dur_ns)} step) spends {format_ns(w.on_path_ns)} in `{w.item}`. Replaying the step's "
+        f"dependency graph with it 2x faster gives {format_ns(w.if_2x_ns)} ({format_ns(saves)} less); without it, "
+        f"{format_ns(w.if_gone_ns)} ({format_ns(gone)} less). Work off this path would save nothing: "
+        "see `gputop-trace critical-path` for the whole path and the other items."
+    )
+    return [
+        Draft(
+            kind="critical_path",
+            title=title,
+            detail=detail,
+            time_ns=saves,
+            span_ns=step.dur_ns,
+            evidence={
+                "rank": step.rank,
+                "step": step.step,
+                "step_name": step.step_name,
+                "category": w.category,
+                "item": w.item,
+                "range": where or None,
+                "on_path_ns": w.on_path_ns,
+                "length_ns": step.length_ns,
+                "step_ns": step.dur_ns,
+                "if_2x_ns": w.if_2x_ns,
+                "if_gone_ns": w.if_gone_ns,
+            },
+            thresholds={"min_saving_pct": MIN_SAVING_PCT},
+            event=seg.event,
+            interval=(step.start_ns, step.start_ns + step.dur_ns),
+            gpu_rank=step.rank,
+        )
+    ]
+
+
+def _range_of(trace: Trace, lane: int, t: int, event: int) -> str:
+    """The innermost annotation range (not a step range, not the item itself) around ``t`` on ``lane``; for GPU
+    work, around its launch call."""
+    if event >= 0 and trace.launch_of[event] >= 0:
+        launch = int(trace.launch_of[event])
+        lane, t = int(trace.lane[launch]), int(trace.start_ns[launch])
+    while True:
+        enc = int(innermost_enclosing(trace, [lane], [t], (Kind.RANGE,))[0])
+        if enc < 0:
+            return ""
+        name = trace.event_name(enc)
+        if enc != event and not is_step_name(name):
+            return plain_name(name)
+        if trace.start_ns[enc] == 0:
+            return ""
+        t = int(trace.start_ns[enc]) - 1
