@@ -56,6 +56,7 @@ Traces without step ranges have one pseudo-step per rank: the rank's whole recor
 
 from __future__ import annotations
 
+import gc
 import weakref
 from dataclasses import dataclass, field
 
@@ -870,16 +871,23 @@ def _walk(
         cat, lab = divmod(int(k), 1 << 40)
         labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else _SPECIAL[lab - n_names])
     lane_rank = trace.lane_rank.tolist()
-    segs = (
-        []
-        if not segments
-        else [
-            _segment(st, d, *labels[k], e, ln, lane_rank[ln])
-            for st, d, k, e, ln in zip(
-                start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True
-            )
-        ]
-    )
+    segs: list[PathSegment] = []
+    if segments:  # built without the frozen dataclass' per-field object.__setattr__ (a third of the time)
+        gc_was_on = gc.isenabled()
+        gc.disable()  # hundreds of thousands of new objects, none in a cycle: no collection passes over them
+        try:
+            new_obj, set_attr, cls, append = object.__new__, object.__setattr__, PathSegment, segs.append
+            rows = zip(start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True)
+            for st, d, k, e, ln in rows:
+                cat, label = labels[k]
+                seg = new_obj(cls)
+                fields = {"start_ns": st, "dur_ns": d, "category": cat, "label": label, "event": e, "lane": ln}
+                fields["rank"] = lane_rank[ln]
+                set_attr(seg, "__dict__", fields)
+                append(seg)
+        finally:
+            if gc_was_on:
+                gc.enable()
     breakdown = {c: 0 for c in CATEGORIES}
     by_item: list[tuple[str, str, int]] = []
     if len(key):
@@ -892,14 +900,6 @@ def _walk(
             by_item.append((cat_name, label, int(ns)))
     by_item.sort(key=lambda x: (-x[2], x[0], x[1]))
     return segs, breakdown, tuple(by_item)
-
-
-def _segment(start: int, dur: int, category: str, label: str, event: int, lane: int, rank: int) -> PathSegment:
-    """A :class:`PathSegment` built without the frozen dataclass' per-field ``object.__setattr__`` (half the time;
-    a path of a 100 MB trace has ~200 k of them); equal to ``PathSegment(...)`` in every way."""
-    seg: PathSegment = object.__new__(PathSegment)
-    seg.__dict__.update(start_ns=start, dur_ns=dur, category=category, label=label, event=event, lane=lane, rank=rank)
-    return seg
 
 
 def _item_of(trace: Trace, category: str, label: str) -> int:
