@@ -879,10 +879,10 @@ def _walk(
             new_obj, set_attr, cls, append = object.__new__, object.__setattr__, PathSegment, segs.append
             rows = zip(start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True)
             for st, d, k, e, ln in rows:
-                cat, label = labels[k]
+                seg_cat, seg_label = labels[k]
                 seg = new_obj(cls)
-                fields = {"start_ns": st, "dur_ns": d, "category": cat, "label": label, "event": e, "lane": ln}
-                fields["rank"] = lane_rank[ln]
+                fields: dict[str, object] = {"start_ns": st, "dur_ns": d, "category": seg_cat, "label": seg_label}
+                fields["event"], fields["lane"], fields["rank"] = e, ln, lane_rank[ln]
                 set_attr(seg, "__dict__", fields)
                 append(seg)
         finally:
