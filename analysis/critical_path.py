@@ -20,6 +20,10 @@ Cross-lane edges, all of weight 0 unless said:
   kept only if that operation ended before the waiting one started. On a rank that issued stream waits, a GPU
   operation that started after both its launch and its stream's previous operation waited for the operation of
   another stream of its device that ended last before it started (the wait was issued from another thread);
+- **join** (inferred): time an annotation range spends with nothing of its thread inside it weighs 0; the node
+  that ends such a span depends on the latest end of an operation on another thread of the rank inside it (the
+  main thread's ``backward`` range returns when the autograd thread's last operation ends); when no other thread
+  worked then, the span stays on the path as the range's own host time;
 - **wake** (inferred: threads record no hand-offs): a CPU thread resuming after an idle gap depends on the start
   of the innermost operation open then on another thread of the rank, or when none is open on the latest end of
   one on another thread before it resumed;
@@ -52,6 +56,7 @@ Traces without step ranges have one pseudo-step per rank: the rank's whole recor
 
 from __future__ import annotations
 
+import gc
 import weakref
 from dataclasses import dataclass, field
 
@@ -125,9 +130,10 @@ _CPU_KINDS = (Kind.CPU_OP, Kind.API, Kind.SYNC, Kind.RANGE)
 _GPU_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
 # event roles
-_R_NONE, _R_CPU, _R_LAUNCH, _R_SYNC, _R_KERNEL, _R_COPY, _R_COLL = range(7)
+_R_NONE, _R_CPU, _R_LAUNCH, _R_SYNC, _R_KERNEL, _R_COPY, _R_COLL, _R_RANGE = range(8)
 _ROLE_CAT = {
     _R_CPU: _CAT["cpu_op"],
+    _R_RANGE: _CAT["cpu_op"],
     _R_LAUNCH: _CAT["launch"],
     _R_SYNC: _CAT["sync_wait"],
     _R_KERNEL: _CAT["kernel"],
@@ -136,7 +142,7 @@ _ROLE_CAT = {
 }
 # cross-edge kinds
 _X_LAUNCH, _X_SYNC, _X_EVENT, _X_COLL = range(4)
-_EDGE_NAMES = ("launch", "sync", "event_wait", "collective", "wake")
+_EDGE_NAMES = ("launch", "sync", "event_wait", "collective", "wake", "join")
 # labels that are not event names
 _SPECIAL = ("idle: CPU", "idle: GPU", "launch latency")
 _NEG = np.iinfo(np.int64).min // 4
@@ -208,7 +214,8 @@ def _build_context(trace: Trace) -> _Ctx:
         flags[i] |= (8 if nm.endswith("StreamWaitEvent") else 0) | (16 if "EventRecord" in nm else 0)
     f = flags[trace.name] if n else flags[:0]
     cpu = on_cpu & positive
-    role[cpu & ((kind == Kind.CPU_OP) | ((kind == Kind.RANGE) & ((f & 2) == 0)))] = _R_CPU
+    role[cpu & (kind == Kind.CPU_OP)] = _R_CPU
+    role[cpu & (kind == Kind.RANGE) & ((f & 2) == 0)] = _R_RANGE
     role[cpu & (kind == Kind.API)] = _R_LAUNCH
     role[cpu & ((kind == Kind.SYNC) | (((kind == Kind.API) | (kind == Kind.CPU_OP)) & ((f & 1) != 0)))] = _R_SYNC
     gpu = on_gpu & positive
@@ -336,10 +343,10 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
     prev_t[first] = s
     seg = n_t - prev_t
     own_role = np.where(own >= 0, role[np.maximum(own, 0)], _R_NONE)
-    work = (own_role != _R_NONE) & (own_role != _R_SYNC)
+    work = (own_role != _R_NONE) & (own_role != _R_SYNC) & (own_role != _R_RANGE)
     wc = np.where(work, seg, 0)
     own_name = np.where(own >= 0, tr.name[ev[np.maximum(own, 0)]], 0)
-    own_cat = np.array([_ROLE_CAT.get(x, 0) for x in range(7)], dtype=np.int64)[own_role]
+    own_cat = np.array([_ROLE_CAT.get(x, 0) for x in range(8)], dtype=np.int64)[own_role]
     wc_item = np.where(work, _item_key(own_cat, own_name), -1)
     edges = {k: 0 for k in _EDGE_NAMES}
     x1 = np.full(nn, -1, dtype=np.int64)
@@ -383,6 +390,10 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
         edges["sync"] = len(c)
     # event waits (inferred, see the module)
     edges["event_wait"] = _event_waits(tr, ctx.name_flags, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
+    edges["join"] = sum(
+        _joins(tr, rk, ev, role, ce, enode, n_t, prev_t, own_role, n_j, x2, lane_of)
+        for rk in np.unique(tr.event_rank[ev]).tolist()
+    )
     edges["wake"] = sum(
         _wakes(tr, rk, ev, role, cs, ce, parent, snode, enode, n_end, n_j, own_role, first, x2, lane_of)
         for rk in np.unique(tr.event_rank[ev]).tolist()
@@ -425,7 +436,7 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
     stack = np.stack((c0, c1, c2))
     ready = stack.max(axis=0)
     # ties: the lane edge when it carries work, else the cross edge (it says why the lane resumed then)
-    idle_chain = (own_role == _R_NONE).astype(np.int64)
+    idle_chain = (~work).astype(np.int64)
     bind = np.argmax(np.stack((2 * c0 - idle_chain, 2 * c1, 2 * c2)), axis=0).astype(np.int64)
     r = n_t - ready
     if (
@@ -442,6 +453,8 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
     chain = bind == 0
     sync_own = chain & (own_role == _R_SYNC)
     r_cat[sync_own], r_lab[sync_own] = _CAT["sync_wait"], own_name[sync_own]
+    range_own = chain & (own_role == _R_RANGE)
+    r_cat[range_own], r_lab[range_own] = _CAT["cpu_op"], own_name[range_own]
     coll_own = chain & (own_role == _R_COLL)
     r_cat[coll_own], r_lab[coll_own] = _CAT["collective"], own_name[coll_own]
     b1 = bind == 1
@@ -500,7 +513,7 @@ def _wakes(
     at that time on another thread of the rank (the autograd engine's thread runs inside the main thread's
     ``backward``; a worker runs inside the call that handed it work), or, when none is open, on the latest end of
     an operation on another thread before it resumed (the hand-off). Fills ``x2``; returns how many."""
-    cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC)
+    cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC) | (role == _R_RANGE)
     cpu &= tr.event_rank[ev] == rank
     lanes = np.unique(lane_of[cpu])
     if len(lanes) < 2:
@@ -518,7 +531,7 @@ def _wakes(
     for ln in lanes.tolist():
         evs = np.flatnonzero(cpu & (lane_of == ln))  # sorted by start, nested (parents inside the lane)
         other = q_lane != ln
-        k = np.searchsorted(cs[evs], q_t, side="right") - 1
+        k = np.searchsorted(cs[evs], q_t, side="left") - 1  # started strictly before: no cycle of equal times
         cur = np.where(other & (k >= 0), evs[np.maximum(k, 0)], -1)
         for _ in range(64):  # up the nesting until an event still open at the query time
             walk = (cur >= 0) & (ce[np.maximum(cur, 0)] <= q_t)
@@ -542,6 +555,51 @@ def _wakes(
     use_hand = ~use_enc & (hand >= 0)
     x2[resume[use_hand]] = enode[hand[use_hand]]
     return int(use_enc.sum() + use_hand.sum())
+
+
+def _joins(
+    tr: Trace,
+    rank: int,
+    ev: I64,
+    role: I64,
+    ce: I64,
+    enode: I64,
+    n_t: I64,
+    prev_t: I64,
+    own_role: I64,
+    n_j: I64,
+    x2: I64,
+    lane_of: I64,
+) -> int:
+    """Join edges: time an annotation range spends with nothing of its own thread inside it is the thread's own
+    only if no other thread worked then; the node that ends such a span depends on the latest end of an operation
+    on another thread of the rank inside the span (the main thread's ``backward`` range returns when the autograd
+    thread's last operation ends). Fills ``x2``; returns how many."""
+    cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC) | (role == _R_RANGE)
+    cpu &= tr.event_rank[ev] == rank
+    lanes = np.unique(lane_of[cpu])
+    if len(lanes) < 2:
+        return 0
+    nodes = np.flatnonzero((own_role == _R_RANGE) & (x2 < 0) & cpu[n_j])
+    if not len(nodes):
+        return 0
+    q_t, q_from, q_lane = n_t[nodes], prev_t[nodes], lane_of[n_j[nodes]]
+    best = np.full(len(nodes), -1, dtype=np.int64)
+    best_t = np.full(len(nodes), -1, dtype=np.int64)
+    for ln in lanes.tolist():
+        evs = np.flatnonzero(cpu & (lane_of == ln) & (role != _R_RANGE))  # operations, not other annotations
+        if not len(evs):
+            continue
+        o = np.argsort(ce[evs], kind="stable")
+        ends, owners = ce[evs][o], evs[o]
+        k = np.searchsorted(ends, q_t, side="right") - 1
+        kc = np.maximum(k, 0)
+        ok = (q_lane != ln) & (k >= 0) & (ends[kc] > q_from) & (ends[kc] > best_t)
+        best = np.where(ok, owners[kc], best)
+        best_t = np.where(ok, ends[kc], best_t)
+    hit = best >= 0
+    x2[nodes[hit]] = enode[best[hit]]
+    return int(hit.sum())
 
 
 def _late_starts(
@@ -769,19 +827,22 @@ def _walk(
     stop = np.maximum.accumulate(np.where((g.bind != 0) | g.first, idx, -1))  # first nodes stop every lane's run
     node = int(g.sink_nodes[np.argmax(g.t[g.sink_nodes])])
     runs: list[I64] = []
-    while True:
+    for _ in range(nn + 1):  # every jump goes to an earlier node in time order: at most nn of them
         m = int(stop[node])
         runs.append(idx[m : node + 1][::-1])
         b = int(g.bind[m])
         if b == 0:
             break
         node = int(g.x1[m]) if b == 1 else int(g.x2[m])
+    else:  # pragma: no cover - a cycle of equal-time edges would be a bug in the graph
+        raise AssertionError("critical path: the binding predecessors form a cycle")
     nodes = np.concatenate(runs)  # latest first
     t, r, bind = g.t[nodes], g.r[nodes], g.bind[nodes]
     own, evn, lane = g.own[nodes], g.ev[nodes], g.lane[nodes]
     r_key = g.r_item[nodes]
     r_cat = np.where(r_key >= 0, r_key >> 40, -1)
-    r_event = np.where(r_cat == _CAT["idle"], -1, np.where((r_cat == _CAT["sync_wait"]) & (bind == 0), own, evn))
+    own_residual = ((r_cat == _CAT["sync_wait"]) | (r_cat == _CAT["cpu_op"])) & (bind == 0)
+    r_event = np.where(r_cat == _CAT["idle"], -1, np.where(own_residual, own, evn))
     w = np.where(bind == 0, g.wc[nodes], np.where(bind == 1, g.w1[nodes], 0))
     w_key = np.where(bind == 0, g.wc_item[nodes], g.w1_item[nodes])
     w_event = np.where(bind == 0, own, evn)
@@ -810,16 +871,23 @@ def _walk(
         cat, lab = divmod(int(k), 1 << 40)
         labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else _SPECIAL[lab - n_names])
     lane_rank = trace.lane_rank.tolist()
-    segs = (
-        []
-        if not segments
-        else [
-            _segment(st, d, *labels[k], e, ln, lane_rank[ln])
-            for st, d, k, e, ln in zip(
-                start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True
-            )
-        ]
-    )
+    segs: list[PathSegment] = []
+    if segments:  # built without the frozen dataclass' per-field object.__setattr__ (a third of the time)
+        gc_was_on = gc.isenabled()
+        gc.disable()  # hundreds of thousands of new objects, none in a cycle: no collection passes over them
+        try:
+            new_obj, set_attr, cls, append = object.__new__, object.__setattr__, PathSegment, segs.append
+            rows = zip(start.tolist(), dur.tolist(), key.tolist(), event.tolist(), lanes.tolist(), strict=True)
+            for st, d, k, e, ln in rows:
+                seg_cat, seg_label = labels[k]
+                seg = new_obj(cls)
+                fields: dict[str, object] = {"start_ns": st, "dur_ns": d, "category": seg_cat, "label": seg_label}
+                fields["event"], fields["lane"], fields["rank"] = e, ln, lane_rank[ln]
+                set_attr(seg, "__dict__", fields)
+                append(seg)
+        finally:
+            if gc_was_on:
+                gc.enable()
     breakdown = {c: 0 for c in CATEGORIES}
     by_item: list[tuple[str, str, int]] = []
     if len(key):
@@ -832,14 +900,6 @@ def _walk(
             by_item.append((cat_name, label, int(ns)))
     by_item.sort(key=lambda x: (-x[2], x[0], x[1]))
     return segs, breakdown, tuple(by_item)
-
-
-def _segment(start: int, dur: int, category: str, label: str, event: int, lane: int, rank: int) -> PathSegment:
-    """A :class:`PathSegment` built without the frozen dataclass' per-field ``object.__setattr__`` (half the time;
-    a path of a 100 MB trace has ~200 k of them); equal to ``PathSegment(...)`` in every way."""
-    seg: PathSegment = object.__new__(PathSegment)
-    seg.__dict__.update(start_ns=start, dur_ns=dur, category=category, label=label, event=event, lane=lane, rank=rank)
-    return seg
 
 
 def _item_of(trace: Trace, category: str, label: str) -> int:

@@ -224,3 +224,25 @@ def test_totals_without_segments_match_and_results_are_kept_with_the_trace() -> 
     assert bare.segments == () and full.segments
     assert (bare.length_ns, bare.breakdown, bare.by_item) == (full.length_ns, full.breakdown, full.by_item)
     assert critical_paths(trace)[0] is full  # asked again: the same result, not recomputed
+
+
+def test_a_range_waiting_for_another_thread_joins_it_and_the_path_follows_that_thread() -> None:
+    s = Synth()
+    main, engine = s.thread(1), s.thread(2)
+    s.ev(main, Kind.RANGE, "ProfilerStep#0", 0, 200)
+    s.ev(main, Kind.RANGE, "## backward ##", 10, 140)  # the main thread waits in it
+    s.ev(engine, Kind.CPU_OP, "MmBackward0", 20, 120)  # the autograd thread works
+    s.ev(main, Kind.CPU_OP, "aten::after", 150, 10)
+    p = _path(s.build())
+    assert p.edges["wake"] >= 1 and p.edges["join"] == 1
+    assert _segs(p) == [
+        ("idle", "idle: CPU", 0, 10),
+        ("idle", "idle: CPU", 10, 10),
+        ("cpu_op", "MmBackward0", 20, 120),
+        ("idle", "idle: CPU", 140, 10),
+        ("cpu_op", "aten::after", 150, 10),
+    ]
+    assert [s.lane for s in p.segments] == [main, engine, engine, main, main]
+    w = next(x for x in p.what_if if x.item == "MmBackward0")
+    assert (w.step_ns, w.if_2x_ns, w.if_gone_ns) == (160, 100, 40)
+    assert all(x.item != "## backward ##" for x in p.what_if)  # its time is the other thread's
