@@ -68,10 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per cell (median)")
     ap.add_argument("--cores", default="1,2,4,8,16", help="core counts to try (those above the machine's are skipped)")
     ap.add_argument("--no-hta", action="store_true", help="skip the peer even when it is installed")
+    ap.add_argument(
+        "--inputs",
+        default="kineto_100mb.json,kineto_epoch_100mb.json",
+        help="make_large.py inputs to load (issue 29's target is on kineto_1gb.json)",
+    )
     args = ap.parse_args(argv)
     have = len(os.sched_getaffinity(0))
     cores = [n for n in (int(c) for c in args.cores.split(",")) if n <= have]
-    names = ["kineto_100mb.json", "kineto_epoch_100mb.json"]
+    names = [n for n in args.inputs.split(",") if n]
     inputs = make_large.ensure(args.work, names, log=lambda s: print(s, file=sys.stderr))
     hta = _hta_installed() and not args.no_hta
     print(f"{have} cores here; source trace {make_large.KINETO_SOURCE.name}; load average {os.getloadavg()[0]:.2f}")
