@@ -123,6 +123,9 @@ class StepPath:
     notes: tuple[str, ...] = ()
     #: edges of each kind in the step's graph: launch, sync, event_wait, collective
     edges: dict[str, int] = field(default_factory=dict)
+    #: (category, label) -> (start ns, event index or -1, lane index) of the item's first piece on the path: where
+    #: to point at an item without the segments (``segments=False``)
+    first_piece: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)
 
 
 # ---- internal graph ----------------------------------------------------------------------------------------------
@@ -818,7 +821,9 @@ def _sink(g: _Graph, t: I64) -> int:
 
 def _walk(
     trace: Trace, g: _Graph, segments: bool = True
-) -> tuple[list[PathSegment], dict[str, int], tuple[tuple[str, str, int], ...]]:
+) -> tuple[
+    list[PathSegment], dict[str, int], tuple[tuple[str, str, int], ...], dict[tuple[str, str], tuple[int, int, int]]
+]:
     """The binding chain from the sink back to the step start: its segments in time order (adjacent pieces of one
     item on one lane merged), its breakdown by category and its items, largest first. The walk jumps from lane to
     lane; each lane's run of lane edges is taken whole (vectorized)."""
@@ -890,16 +895,18 @@ def _walk(
                 gc.enable()
     breakdown = {c: 0 for c in CATEGORIES}
     by_item: list[tuple[str, str, int]] = []
+    first: dict[tuple[str, str], tuple[int, int, int]] = {}
     if len(key):
-        uk, inv = np.unique(key, return_inverse=True)
+        uk, at, inv = np.unique(key, return_index=True, return_inverse=True)  # at: each item's first piece
         sums = np.zeros(len(uk), dtype=np.int64)
         np.add.at(sums, inv, dur)
-        for item_key, ns in zip(uk.tolist(), sums.tolist(), strict=True):
+        for item_key, ns, i in zip(uk.tolist(), sums.tolist(), at.tolist(), strict=True):
             cat_name, label = labels[int(item_key)]
             breakdown[cat_name] += int(ns)
             by_item.append((cat_name, label, int(ns)))
+            first[(cat_name, label)] = (int(start[i]), int(event[i]), int(lanes[i]))
     by_item.sort(key=lambda x: (-x[2], x[0], x[1]))
-    return segs, breakdown, tuple(by_item)
+    return segs, breakdown, tuple(by_item), first
 
 
 def _item_of(trace: Trace, category: str, label: str) -> int:
@@ -981,13 +988,13 @@ def _critical_paths(trace: Trace, step: int | None, rank: int | None, what_if: b
         if g is None:
             out.append(StepPath(rk, i, name, s, e - s, 0, (), {c: 0 for c in CATEGORIES}, (), (), notes, {}))
             continue
-        segs, breakdown, by_item = _walk(trace, g, segments)
+        segs, breakdown, by_item, first = _walk(trace, g, segments)
         length = _sink(g, g.t) - s
         wi: tuple[WhatIf, ...] = ()
         if what_if:
             top = [it for it in by_item if it[0] != "idle"][:WHAT_IF_TOP]
             wi = _what_if(trace, g, length, list(top))
-        out.append(StepPath(rk, i, name, s, e - s, length, tuple(segs), breakdown, by_item, wi, notes, g.edges))
+        out.append(StepPath(rk, i, name, s, e - s, length, tuple(segs), breakdown, by_item, wi, notes, g.edges, first))
     return out
 
 

@@ -39,7 +39,8 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
     for top, i in tops[:CANDIDATE_STEPS]:
         if not top:
             break
-        for step in critical_paths(trace, step=paths[i].step, rank=paths[i].rank):
+        # no segments: the item is found by its first piece (a step's segments can be hundreds of thousands of objects)
+        for step in critical_paths(trace, step=paths[i].step, rank=paths[i].rank, segments=False):
             for w in step.what_if:
                 if best is None or w.step_ns - w.if_2x_ns > best[0].step_ns - best[0].if_2x_ns:
                     best = (w, step)
@@ -50,8 +51,8 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
     if step.length_ns <= 0 or 100.0 * saves / step.length_ns < MIN_SAVING_PCT:
         return []
     share = 100.0 * w.on_path_ns / step.length_ns
-    seg = next(s for s in step.segments if s.category == w.category and s.label == w.item)
-    where = _range_of(trace, seg.lane, seg.start_ns, seg.event)
+    seg_start, seg_event, seg_lane = step.first_piece[(w.category, w.item)]
+    where = _range_of(trace, seg_lane, seg_start, seg_event)
     name = step.step_name or f"step {step.step}"
     who = f"rank {step.rank} " if len(trace.meta.ranks) > 1 else ""
     title = (
@@ -87,7 +88,7 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
                 "if_gone_ns": w.if_gone_ns,
             },
             thresholds={"min_saving_pct": MIN_SAVING_PCT},
-            event=seg.event,
+            event=seg_event,
             interval=(step.start_ns, step.start_ns + step.dur_ns),
             gpu_rank=step.rank,
         )

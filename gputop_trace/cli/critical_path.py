@@ -109,24 +109,45 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
             bd.add_row(_CATEGORY_WORDS.get(cat, cat), format_ns(ns), f"{100.0 * ns / p.length_ns:.1f}%")
     con.print(bd)
     what = {(w.category, w.item): w for w in p.what_if}
+    shown = p.by_item[:TOP_ITEMS]
+    # the numbers and the kind keep their widths; the item gets the rest, cut where the names still read apart
+    # kind 10, on path 8, share 6, "2x saves" 8, "gone saves" 10, each column after the first 3 wider (the rule)
+    name_width = max(16, con.width - (10 + 8 + 6 + 8 + 10) - 5 * 3 - 1)
+    labels = [clean(short_name(label) if cat in ("kernel", "collective") else label) for cat, label, _ in shown]
+    if max((len(x) for x in labels), default=0) > name_width:
+        from gputop_trace.tui.view.kernel_names import fit_names
+
+        labels = fit_names(labels, name_width)
     items = compact_table()
-    items.add_column("item", overflow="fold")
-    items.add_column("kind")
-    add_number_columns(items, "on path", "share", "2x faster saves", "gone saves", width=8)
-    for cat, label, ns in p.by_item[:TOP_ITEMS]:
+    items.add_column("item", no_wrap=True, overflow="ellipsis", max_width=name_width)
+    items.add_column("kind", no_wrap=True)
+    add_number_columns(items, "on path", width=8)
+    add_number_columns(items, "share", width=6)
+    add_number_columns(items, "2x saves", "gone saves", width=8)
+    for (cat, label, ns), text in zip(shown, labels, strict=True):
         w = what.get((cat, label))
         items.add_row(
-            clean(short_name(label) if cat in ("kernel", "collective") else label),
-            _CATEGORY_WORDS.get(cat, cat),
+            text,
+            _CATEGORY_SHORT.get(cat, cat),
             format_ns(ns),
             f"{100.0 * ns / p.length_ns:.1f}%",
-            format_ns(w.step_ns - w.if_2x_ns) if w else "",
-            format_ns(w.step_ns - w.if_gone_ns) if w else "",
+            format_ns(w.step_ns - w.if_2x_ns) if w else "–",
+            format_ns(w.step_ns - w.if_gone_ns) if w else "–",
         )
     con.print(items)
     con.print()
 
 
+#: the item table's kind column: short, so that the names keep the width of an 80-column terminal
+_CATEGORY_SHORT = {
+    "cpu_op": "host",
+    "launch": "launch",
+    "kernel": "kernel",
+    "copy": "copy",
+    "sync_wait": "sync wait",
+    "collective": "collective",
+    "idle": "idle",
+}
 _CATEGORY_WORDS = {
     "cpu_op": "host work (CPU ops)",
     "launch": "launch / runtime calls",

@@ -117,7 +117,10 @@ def test_partial_job_keeps_the_path_on_each_rank_and_says_so() -> None:
     assert all(any("of the job's 128 ranks" in n for n in p.notes) for p in paths)
 
 
-def test_gpt_step_with_the_pageable_checkpoint_copy_is_set_by_that_copy(capsys: pytest.CaptureFixture[str]) -> None:
+def test_gpt_step_with_the_pageable_checkpoint_copy_is_set_by_that_copy(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a terminal wide enough for the whole name
     code, out, err = run_cli(capsys, "critical-path", str(CORPUS / _GPT), "--step", "1")
     assert code == 0, err
     assert "step 1 (step_1)" in out and "critical path" in out
@@ -174,7 +177,10 @@ def test_bad_selection_is_a_clear_error(capsys: pytest.CaptureFixture[str], args
     assert words in err and "Traceback" not in err
 
 
-def test_a_trace_without_steps_is_one_pseudo_step_per_rank(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_trace_without_steps_is_one_pseudo_step_per_rank(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a terminal wide enough for the whole names
     rel = "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
     code, out, err = run_cli(capsys, "critical-path", str(CORPUS / rel))
     assert code == 0, err
@@ -183,3 +189,25 @@ def test_a_trace_without_steps_is_one_pseudo_step_per_rank(capsys: pytest.Captur
     assert "Memcpy HtoD (Pinned -> Device)" in out
     paths = critical_paths(_load(rel), what_if=False)
     assert [(p.rank, p.step, p.step_name) for p in paths] == [(0, 0, ""), (1, 0, "")]
+
+
+def test_item_names_fit_an_80_column_terminal_and_still_read_apart(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns no line of the item table is wider than the terminal, names are cut on one line (never
+    folded onto the next), and two different items never read alike."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run_cli(capsys, "critical-path", str(CORPUS / "kineto/h200_ddp_2gpu"))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert all(len(ln) <= 80 for ln in lines), max(lines, key=len)
+    for head in (i for i, ln in enumerate(lines) if ln.startswith("item ")):
+        rows = []
+        for ln in lines[head + 2 :]:
+            if not ln.strip():
+                break
+            rows.append(ln)
+        kinds = {"host", "launch", "kernel", "copy", "sync wait", "collective", "idle"}
+        assert all(any(f"   {k}   " in r for k in kinds) for r in rows), rows  # one row a line: nothing folded
+        names = [r.split("   ")[0].strip() for r in rows]
+        assert len(set(names)) == len(names), names
