@@ -219,7 +219,7 @@ def segment_words(path: StepPath, i: int) -> str:
     s = path.segments[i]
     share = format_pct(pct(s.dur_ns, path.length_ns))
     return (
-        f"path {i + 1}/{len(path.segments)} · {category_title(s.category)} · {clean(s.label)} · "
+        f"path {i + 1:,}/{len(path.segments):,} · {category_title(s.category)} · {clean(s.label)} · "
         f"{format_ns(s.dur_ns)} · {share} of the path"
     )
 
@@ -227,14 +227,14 @@ def segment_words(path: StepPath, i: int) -> str:
 def segment_status(path: StepPath, i: int) -> str:
     """The short form for the status bar: ``path 3/42 kernel 8.7%``."""
     s = path.segments[i]
-    return f"path {i + 1}/{len(path.segments)} {category_title(s.category)} {format_pct(pct(s.dur_ns, path.length_ns))}"
+    return f"path {i + 1:,}/{len(path.segments):,} {category_title(s.category)} {format_pct(pct(s.dur_ns, path.length_ns))}"
 
 
 def segment_rows(path: StepPath, i: int, *, multi_rank: bool) -> list[tuple[str, str]]:
     """Rows for the details pane about segment ``i``, above the event's own details."""
     s = path.segments[i]
     return [
-        ("critical path", f"segment {i + 1} of {len(path.segments)} of {step_title(path, multi_rank=multi_rank)}"),
+        ("critical path", f"segment {i + 1:,} of {len(path.segments):,} of {step_title(path, multi_rank=multi_rank)}"),
         (
             "on the path",
             f"{category_title(s.category)} · {format_ns(s.dur_ns)} from {format_ns(s.start_ns, precision=6)}",
