@@ -20,7 +20,6 @@ from gputop_trace.analysis.critical_path_model import (
 )
 from gputop_trace.analysis.host import is_sync_call_name
 from gputop_trace.analysis.steps import find_steps, is_step_name
-from gputop_trace.analysis.stragglers import match_collectives
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.model.kinds import Kind, LaneKind
@@ -110,6 +109,8 @@ def _collective_peers(trace: Trace, role: np.ndarray) -> tuple[dict[int, tuple[i
             "path stays on each rank"
         )
     out: dict[int, tuple[int, list[int]]] = {}
+    from gputop_trace.analysis.stragglers import match_collectives  # cross-rank matching: only with 2+ ranks
+
     for g in match_collectives(trace):
         for row in range(len(g)):
             evs = g.event[row]

@@ -124,11 +124,25 @@ class _LaneEdges:
 
 def _lane_edges(tr: Trace, nd: _Nodes, s: int) -> _LaneEdges:
     nn = len(nd.n_t)
-    # owner of the span after each node: the event itself after its start, its parent after its end
+    # owner of the span after each node: the event of the lane's latest start node so far, or its nearest enclosing
+    # event still open when the span ends (with nesting: the event itself after its start, its parent after its
+    # end; an event that outlives the one it began in, a profiler range that ends after its operator, keeps the
+    # span after that one ends, and the spans after its own end go to an event still open, not one that ended)
+    idx = np.arange(nn, dtype=np.int64)
+    last_start = np.maximum.accumulate(np.where(nd.n_end, -1, idx))
+    lane_head = np.maximum.accumulate(np.where(nd.first, idx, 0))
+    last_start[last_start < lane_head] = -1  # no start of this lane yet (a zero-length event's end sorts first)
+    del lane_head
     own = np.empty(nn, dtype=nd.n_j.dtype)
     own[0] = -1
-    own[1:] = nd.n_j[:-1]
-    own[1:][nd.n_end[:-1]] = nd.parent[nd.n_j[:-1][nd.n_end[:-1]]]
+    own[1:] = np.where(last_start[:-1] >= 0, nd.n_j[np.maximum(last_start[:-1], 0)], -1)
+    del idx, last_start
+    after = own[1:]  # a view: the span before node i runs from node i-1 to node i
+    while True:
+        stale = np.flatnonzero((after >= 0) & (nd.ce[np.maximum(after, 0)] < nd.n_t[1:]))
+        if not len(stale):
+            break
+        after[stale] = nd.parent[after[stale]]
     own[nd.first] = -1
     prev_t = np.empty(nn, dtype=np.int64)
     prev_t[1:] = nd.n_t[:-1]

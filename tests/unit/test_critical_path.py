@@ -47,6 +47,25 @@ def test_nesting_splits_an_operator_into_its_self_time_and_idle_gaps_are_idle() 
     assert p.by_item[0] == ("cpu_op", "aten::outer", 60)
 
 
+def test_an_event_that_outlives_the_one_it_began_in_owns_its_own_time_and_nothing_after_it() -> None:
+    """Overlap without nesting (a profiler range that ends after the operator it began in, as on the MTIA trace):
+    the time after the outer operator ends belongs to the inner event still open, and the gap after both ended is
+    idle, not the outer operator's host time."""
+    s = Synth()
+    th = s.thread()
+    s.ev(th, Kind.RANGE, "ProfilerStep#0", 0, 150)
+    s.ev(th, Kind.CPU_OP, "aten::outer", 0, 100)
+    s.ev(th, Kind.CPU_OP, "aten::inner", 80, 40)
+    s.ev(th, Kind.CPU_OP, "aten::after", 130, 20)
+    p = _path(s.build())
+    assert _segs(p) == [
+        ("cpu_op", "aten::outer", 0, 80),
+        ("cpu_op", "aten::inner", 80, 40),
+        ("idle", "idle: CPU", 120, 10),
+        ("cpu_op", "aten::after", 130, 20),
+    ]
+
+
 def test_launch_edge_takes_the_path_from_the_launch_call_to_its_kernel() -> None:
     s = Synth()
     th, st = s.thread(), s.stream()
