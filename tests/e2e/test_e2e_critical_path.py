@@ -39,7 +39,7 @@ def test_critical_path_in_a_real_terminal() -> None:
         assert first in panel, first
         assert "on path" in panel and "2× saves" in panel  # the item table with the what-if columns
         tm.keys("9", "p", "n")
-        walked = tm.wait_for(lambda s: f"/{len(shown.segments)} " in s.splitlines()[-2])
+        walked = tm.wait_for(lambda s: f"/{len(shown.segments):,} " in s.splitlines()[-2])
         assert "path " in walked.splitlines()[-2]
         tm.keys("q")
         end = time.monotonic() + 10

@@ -227,7 +227,8 @@ def segment_words(path: StepPath, i: int) -> str:
 def segment_status(path: StepPath, i: int) -> str:
     """The short form for the status bar: ``path 3/42 kernel 8.7%``."""
     s = path.segments[i]
-    return f"path {i + 1:,}/{len(path.segments):,} {category_title(s.category)} {format_pct(pct(s.dur_ns, path.length_ns))}"
+    share = format_pct(pct(s.dur_ns, path.length_ns))
+    return f"path {i + 1:,}/{len(path.segments):,} {category_title(s.category)} {share}"
 
 
 def segment_rows(path: StepPath, i: int, *, multi_rank: bool) -> list[tuple[str, str]]:
