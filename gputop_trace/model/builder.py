@@ -39,7 +39,14 @@ _T = TypeVar("_T")
 #: events from which :meth:`TraceBuilder.build` runs its independent steps on worker threads: on 29.5 M events (an
 #: nsys export) they took the calling thread's CPU from 7-11 s to 2-3 s; on 2.2 M (the 1 GB Kineto benchmark input)
 #: they measured no faster than one thread on two busy cores (0.63-0.74 s against 0.67-0.77 s), so they start at 4 M
+#: where the process may use fewer than :data:`MANY_CORES` cores
 PARALLEL_BUILD_EVENTS = 1 << 22
+#: ... and from 1 M where it may use :data:`MANY_CORES` or more: the build comes after the scan, so its workers
+#: have cores of their own there, and the calling thread's share of a load is what limits its gain from cores (the
+#: 1 GB Kineto input, 2.2 M events, on two quiet cores: the calling thread's CPU in the build 0.20 -> 0.10 s, wall
+#: 0.20 -> 0.16 s)
+PARALLEL_BUILD_EVENTS_MANY_CORES = 1 << 20
+MANY_CORES = 4
 #: worker threads of one build at most, besides the calling thread (it has about six independent steps)
 MAX_BUILD_WORKERS = 4
 
@@ -207,14 +214,17 @@ class TraceBuilder:
 
         ``t0_ns`` (file time of relative 0) defaults to the earliest event start.
 
-        On a trace of :data:`PARALLEL_BUILD_EVENTS` events or more, where the process may use two cores or more, the
+        On a trace of :data:`PARALLEL_BUILD_EVENTS` events or more (:data:`PARALLEL_BUILD_EVENTS_MANY_CORES` where the
+        process may use :data:`MANY_CORES` cores or more), where the process may use two cores or more, the
         independent steps run on worker threads next to this one (numpy releases the GIL in the copies, gathers and
         sorts they are made of): the columns' concatenations, then, once the order is known, the gathers of the
         columns the rows do not need and every side table, while this thread gathers start, duration and lane and
         packs the rows. The model is the same either way.
         """
         n_total = sum(c.cols["start_ns"].shape[0] for c in self._events)
-        workers = min(_usable_cores() - 1, MAX_BUILD_WORKERS) if n_total >= PARALLEL_BUILD_EVENTS else 0
+        cores = _usable_cores()
+        least = PARALLEL_BUILD_EVENTS_MANY_CORES if cores >= MANY_CORES else PARALLEL_BUILD_EVENTS
+        workers = min(cores - 1, MAX_BUILD_WORKERS) if n_total >= least else 0
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build") if workers > 0 else None
         try:
             return self._build(meta, t0_ns, pool)

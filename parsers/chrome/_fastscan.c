@@ -1325,7 +1325,76 @@ static PyObject *is_object(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(ok);
 }
 
+/* map_ids(local, itemsize, keys, table, new=None) -> bytes of len(keys) int64: the loading thread's mapping of a
+ * part's local ids to the trace's, in one pass over ``local`` (a contiguous buffer of int32 or int64 ids, each in
+ * [0, len(keys))). Each id, where it first appears in ``local``, is looked up as ``table.get(keys[id])``; a key
+ * not there gets ``new(key)`` (or ``len(table)`` when ``new`` is None) and is stored in ``table``, so new keys get
+ * their ids in the order they first appear, as the Python loop over ``first_seen`` gave them. Ids that do not
+ * appear map to -1. Replaces a ufunc ``minimum.at``, an argsort and a Python loop per column of every part. */
+static PyObject *map_ids(PyObject *self, PyObject *args) {
+    PyObject *local, *keys, *table, *make = Py_None;
+    Py_ssize_t itemsize;
+    if (!PyArg_ParseTuple(args, "OnO!O!|O", &local, &itemsize, &PyList_Type, &keys, &PyDict_Type, &table, &make))
+        return NULL;
+    if (itemsize != 4 && itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "map_ids: ids must be int32 or int64");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(local, &view, PyBUF_C_CONTIGUOUS)) return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(keys), n = view.len / itemsize;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(int64_t));
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int64_t *m = (int64_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t u = 0; u < k; u++) m[u] = -1;
+    const int32_t *l4 = (const int32_t *)view.buf;
+    const int64_t *l8 = (const int64_t *)view.buf;
+    Py_ssize_t left = k; /* ids not seen yet: the pass stops once every key is mapped */
+    for (Py_ssize_t i = 0; i < n && left; i++) {
+        int64_t u = itemsize == 4 ? (int64_t)l4[i] : l8[i];
+        if (u < 0 || u >= k) {
+            PyErr_SetString(PyExc_ValueError, "map_ids: a local id outside [0, len(keys))");
+            goto fail;
+        }
+        if (m[u] != -1) continue;
+        PyObject *key = PyList_GET_ITEM(keys, u);
+        PyObject *g = PyDict_GetItemWithError(table, key); /* borrowed */
+        int64_t id;
+        if (g) {
+            id = PyLong_AsLongLong(g);
+        } else {
+            if (PyErr_Occurred()) goto fail;
+            PyObject *made = make == Py_None ? PyLong_FromSsize_t(PyDict_Size(table)) : PyObject_CallOneArg(make, key);
+            if (!made) goto fail;
+            if (PyDict_SetItem(table, key, made)) {
+                Py_DECREF(made);
+                goto fail;
+            }
+            id = PyLong_AsLongLong(made);
+            Py_DECREF(made);
+        }
+        if (id == -1 && PyErr_Occurred()) goto fail;
+        if (id < 0) {
+            PyErr_SetString(PyExc_ValueError, "map_ids: a negative id in the table");
+            goto fail;
+        }
+        m[u] = id;
+        left--;
+    }
+    PyBuffer_Release(&view);
+    return out;
+fail:
+    PyBuffer_Release(&view);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"map_ids", map_ids, METH_VARARGS,
+     "map_ids(local, itemsize, keys, table, new=None) -> int64 bytes: local ids -> the table's, new keys in order"},
     {"is_object", is_object, METH_O, "is_object(text) -> whether text is one strict JSON object"},
     {"trim", trim, METH_NOARGS, "trim(): free the column memory kept for reuse between scans"},
     {"pooled", pooled, METH_NOARGS, "pooled() -> bytes of column memory kept for reuse between scans"},

@@ -107,18 +107,20 @@ class FastChunk(msgspec.Struct):
     def kernel_cols(self, rows: np.ndarray[Any, Any]) -> KernelCols:
         """The kernel and copy args of the events at ``rows``, as the scanner read them."""
         n = len(rows)
-        ints = np.full((n, 3), -1, dtype=np.int64)
-        floats = np.full((n, 3), -1.0)
-        dims = np.zeros((n, 6), dtype=np.int64)
-        has_grid = np.zeros(n, dtype=bool)
         k_row = self.k_row
-        at = np.searchsorted(k_row, rows)
-        found = at < len(k_row)
-        found[found] = k_row[at[found]] == rows[found]
-        if found.any():
-            src = at[found]
-            ints[found], floats[found], dims[found] = self.k_ints[src], self.k_floats[src], self.k_dims[src]
-            has_grid[found] = self.has_grid[src]
+        if n and len(k_row):  # each event's row where it has one (most do), the defaults set where it has none
+            at = np.searchsorted(k_row, rows)
+            np.minimum(at, len(k_row) - 1, out=at)
+            ints, floats, dims = self.k_ints[at], self.k_floats[at], self.k_dims[at]
+            has_grid = self.has_grid[at]
+            missing = k_row[at] != rows
+            if missing.any():
+                ints[missing], floats[missing], dims[missing], has_grid[missing] = -1, -1.0, 0, False
+        else:
+            ints = np.full((n, 3), -1, dtype=np.int64)
+            floats = np.full((n, 3), -1.0)
+            dims = np.zeros((n, 6), dtype=np.int64)
+            has_grid = np.zeros(n, dtype=bool)
         return KernelCols(
             registers=ints[:, 0],
             shared=ints[:, 1],

@@ -30,9 +30,9 @@ from gputop_trace.parsers.chrome.values import (
     OUT_OF_RANGE_NS,
     T_FAR,
     T_MISSING,
-    first_seen,
     float_to_ns,
     local_to_global,
+    map_local_ids,
 )
 
 _GROUP_OF = np.full(256, _G_OTHER, dtype=np.uint8)
@@ -174,15 +174,9 @@ def _slices(
 
 def _name_ids(st: State, fc: FastChunk, local: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Local name ids → the trace's name ids, interned in the order they first appear."""
-    texts = fc.names
-    m = np.full(len(texts), -1, dtype=np.int64)
     table = st.builder.names
-    known = st.name_by_text
-    for u in first_seen(local, len(texts)).tolist():
-        got = known.get(texts[u])
-        if got is None:  # decoded once per trace, not once per chunk
-            got = known[texts[u]] = table.intern(decode_strings([texts[u]])[0])
-        m[u] = got
+    # (a name is decoded once per trace, not once per chunk: ``st.name_by_text`` keys the trace's ids by JSON text)
+    m = map_local_ids(local, fc.names, st.name_by_text, lambda text: table.intern(decode_strings([text])[0]))
     out: np.ndarray[Any, Any] = m[local]
     return out
 

@@ -10,6 +10,7 @@ into ``Args`` where they hold one of the keys ``Args`` reads: :data:`ARGS_KEYS` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gputop_trace.model.native import PURE_PYTHON_ENV, pure_python_forced
@@ -96,6 +97,19 @@ def is_json_object(text: bytes) -> bool:
     """Whether ``text`` is one JSON object that msgspec decodes (strict JSON: no NaN, no control characters or
     lone surrogates, valid UTF-8, not nested too deeply); False without the compiled scanner."""
     return _fastscan is not None and bool(_fastscan.is_object(text))
+
+
+def map_ids(
+    local: Any, keys: list[Any], table: dict[Any, int], new: Callable[[Any], int] | None = None
+) -> bytes | None:
+    """The trace's id of each of ``keys`` (int64 bytes, -1 for an id absent from ``local``), looked up in (and
+    added to) ``table`` in one pass over ``local`` (a contiguous numpy array of int32 or int64 ids in
+    ``[0, len(keys))``): a new key gets ``new(key)``, or ``len(table)`` when ``new`` is None, in the order the
+    ids first appear. None where the compiled scanner is off (the caller maps them in Python)."""
+    if not enabled() or local.dtype.itemsize not in (4, 8) or local.dtype.kind != "i":
+        return None
+    got: bytes = _fastscan.map_ids(local, local.dtype.itemsize, keys, table, new)
+    return got
 
 
 def release_memory() -> None:

@@ -32,8 +32,10 @@ class _Columns(msgspec.Struct):
     phc: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
 
     def concat(self, name: str, dtype: Any) -> np.ndarray[Any, Any]:
+        """The column's parts as one array of ``dtype``, cast as they are copied (``astype``'s casting; the parts
+        of ids are int64, the column int32: no int64 array of the whole trace in between)."""
         parts: list[np.ndarray[Any, Any]] = getattr(self, name)
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
+        return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.zeros(0, dtype=dtype)
 
 
 class _Flows(msgspec.Struct):

@@ -13,12 +13,14 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from gputop_trace.parsers.chrome import scanner
 
 #: the largest |timestamp| or duration the model holds: 2**62 ns (about 146 years), with room for differences;
 #: beyond it a value is no time (an epoch in ns written as µs, a corrupted number)
@@ -250,12 +252,27 @@ def local_to_global(local: np.ndarray[Any, Any], keys: list[Any], table: dict[An
     ``local`` (file order, as :func:`dense_ids` gives them)."""
     if len(local) == 0:
         return np.zeros(0, dtype=np.int64)
+    m = map_local_ids(local, keys, table)
+    out: np.ndarray[Any, Any] = m[local]
+    return out
+
+
+def map_local_ids(
+    local: np.ndarray[Any, Any], keys: list[Any], table: dict[Any, int], new: Callable[[Any], int] | None = None
+) -> np.ndarray[Any, Any]:
+    """The table's id of each of ``keys`` (-1 for those ``local`` does not hold), looking up each key that ``local``
+    holds in ``table`` in the order its id first appears there; a key not in it is added with the id ``new(key)``,
+    or ``len(table)`` (the next dense id) when ``new`` is None. On the compiled path one pass in C
+    (:func:`~gputop_trace.parsers.chrome.scanner.map_ids`); the same loop over :func:`first_seen` in Python
+    otherwise (``GPUTOP_PURE_PYTHON=1``, no compiled scanner)."""
+    got = scanner.map_ids(np.ascontiguousarray(local), keys if isinstance(keys, list) else list(keys), table, new)
+    if got is not None:
+        return np.frombuffer(got, dtype=np.int64)
     m = np.full(len(keys), -1, dtype=np.int64)
     for u in first_seen(local, len(keys)).tolist():
         k = keys[u]
         g = table.get(k)
         if g is None:
-            g = table[k] = len(table)
+            g = table[k] = len(table) if new is None else new(k)
         m[u] = g
-    out: np.ndarray[Any, Any] = m[local]
-    return out
+    return m

@@ -1,10 +1,12 @@
 """The builder's side tables (kernels, copies) come out in event order, each row with its own values, whatever order
 and however many parts their rows were added in; an event with two rows is refused as before; and the build on
-worker threads (large traces) gives the model of the one-thread build."""
+worker threads (large traces; from 1 M events where four cores or more are usable) gives the model of the one-thread
+build."""
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -76,8 +78,10 @@ def test_the_build_on_worker_threads_gives_the_model_of_one_thread(rel: str, mon
     path = CORPUS / rel
     require_corpus()
     monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS", 1 << 62)
+    monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS_MANY_CORES", 1 << 62)
     one = load_file(str(path), use_cache=False)
     monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS", 0)
+    monkeypatch.setattr(builder, "PARALLEL_BUILD_EVENTS_MANY_CORES", 0)
     monkeypatch.setattr(builder, "_usable_cores", lambda: 4)
     threads: set[str] = set()
     take = np.take
@@ -91,3 +95,23 @@ def test_the_build_on_worker_threads_gives_the_model_of_one_thread(rel: str, mon
     monkeypatch.setattr(np, "take", take)
     assert not trace_differences(many, one), trace_differences(many, one)[:8]
     assert threads and all(t.startswith("build") for t in threads)  # the gathers really ran on the workers
+
+
+@pytest.mark.parametrize(("cores", "threaded"), [(2, False), (3, False), (4, True), (16, True)])
+def test_a_build_of_a_few_million_events_takes_workers_only_with_four_cores_or_more(
+    cores: int, threaded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (the 1 GB Kineto benchmark input has 2.2 M events: on many cores its build must not stay on the loading thread)
+    n = builder.PARALLEL_BUILD_EVENTS_MANY_CORES + 1
+    assert n < builder.PARALLEL_BUILD_EVENTS
+    monkeypatch.setattr(builder, "_usable_cores", lambda: cores)
+    pools: list[int | None] = []
+
+    def spy(max_workers: int | None = None, thread_name_prefix: str = "") -> ThreadPoolExecutor:
+        pools.append(max_workers)
+        return ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=thread_name_prefix)
+
+    monkeypatch.setattr(builder, "ThreadPoolExecutor", spy)
+    t = _builder(n, np.random.default_rng(3)).build(TraceMeta(format="test"))
+    assert len(t) == n
+    assert pools == ([min(cores - 1, builder.MAX_BUILD_WORKERS)] if threaded else [])
