@@ -41,7 +41,7 @@ from gputop_trace.parsers.nsys.schema import (
     damaged_error,
     read_enums,
     read_export_info,
-    row_count,
+    row_span,
 )
 from gputop_trace.parsers.source import Progress
 from gputop_trace.units import plural
@@ -93,7 +93,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     info = read_export_info(conn, schema)
     builder = TraceBuilder("nsys")
     _warn_about_views(conn, schema, builder)
-    total = sum(row_count(conn, schema.table(t)) for t in EVENT_TABLES)
+    total = sum(row_span(conn, schema.table(t)) for t in EVENT_TABLES)  # an upper bound: progress only
     done = [0]
 
     def on_rows(n: int) -> None:
@@ -212,10 +212,16 @@ def _fix_durations(ctx: Context) -> None:
     """Missing ends: NVTX ranges run to the end of the profile, everything else gets zero length.
     Negative durations (end before start) become zero. Both are counted in warnings."""
     _drop_impossible_times(ctx)
-    ends = [b.start[b.dur >= 0] + b.dur[b.dur >= 0] for b in ctx.batches if len(b)]
-    starts = [b.start for b in ctx.batches if len(b)]
-    last = max((int(e.max()) for e in ends if e.size), default=0)
-    last = max([last, *(int(s.max()) for s in starts)])
+    # the latest end or start: start + max(dur, 0) is the end where dur >= 0, else the start (|times| <= 2**61 here)
+    last, any_end = None, False
+    for b in ctx.batches:
+        if len(b):
+            ends = np.maximum(b.dur, 0)
+            any_end = any_end or bool(ends.any()) or bool((b.dur == 0).any())
+            ends += b.start
+            last = int(ends.max()) if last is None else max(last, int(ends.max()))
+    if last is None or not any_end:
+        last = max(last or 0, 0)  # as before: 0 stands for the latest end when no row has one
     open_ranges = lost_ends = negative = 0
     for b in ctx.batches:
         if not len(b):
