@@ -291,6 +291,7 @@ def _add_batches(ctx: Context) -> None:
         keys = calls = np.zeros(0, dtype=np.int64)
         call_names = np.zeros(0, dtype=np.int32)
     is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
+    lookup = _SortedKeys(keys)
     linked = 0
     for batch, idx in pending:
         if batch.launch_key is None and batch.kernel is None and batch.copy is None:
@@ -298,9 +299,7 @@ def _add_batches(ctx: Context) -> None:
         call = np.full(idx.shape[0], -1, dtype=np.int64)
         call_name = np.full(idx.shape[0], -1, dtype=np.int64)
         if batch.launch_key is not None and keys.shape[0]:
-            pos = np.searchsorted(keys, batch.launch_key)
-            hit = pos < keys.shape[0]
-            hit[hit] = keys[pos[hit]] == batch.launch_key[hit]
+            hit, pos = lookup.find(batch.launch_key)
             call[hit] = calls[pos[hit]]
             call_name[hit] = call_names[pos[hit]]
             if hit.any():
@@ -312,6 +311,41 @@ def _add_batches(ctx: Context) -> None:
             is_async = np.where(call_name >= 0, is_async_name[np.maximum(call_name, 0)].astype(np.int8), -1)
             b.add_copies(event=idx, is_async=is_async, **batch.copy)
     ctx.properties["launch_links"] = linked
+
+
+class _SortedKeys:
+    """Finds values in sorted join keys (``process index << 32 | correlationId``) of the API calls.
+
+    CUPTI numbers a process's correlation ids densely, so where the keys are distinct and span at most about four
+    times their number (one process, as in most exports) a table indexed by key holds each key's position: a GPU
+    row's call is one gather instead of a binary search of 24 probes in 16.8 M keys. Otherwise (several processes:
+    keys 2^32 apart; repeated keys, where the first is wanted) it is ``np.searchsorted``. Both find the same."""
+
+    def __init__(self, keys: I64) -> None:
+        self.keys = keys
+        self.lo = 0
+        self.table: npt.NDArray[np.signedinteger[Any]] | None = None
+        n = keys.shape[0]
+        if n and int(keys[-1]) - int(keys[0]) < 4 * n + 1024 and bool((keys[1:] != keys[:-1]).all()):
+            self.lo = int(keys[0])
+            self.table = np.full(int(keys[-1]) - self.lo + 1, -1, dtype=np.int32 if n < 2**31 else np.int64)
+            self.table[keys - self.lo] = np.arange(n, dtype=self.table.dtype)
+
+    def find(self, want: I64) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.signedinteger[Any]]]:
+        """(found, position of the key equal to each value; meaningful where found)."""
+        if self.table is None:
+            pos = np.searchsorted(self.keys, want)
+            hit = pos < self.keys.shape[0]
+            hit[hit] = self.keys[pos[hit]] == want[hit]
+            return hit, pos
+        off = want - self.lo
+        inside = (off >= 0) & (off < self.table.shape[0])
+        if inside.all():
+            pos = self.table[off]
+        else:
+            pos = np.full(want.shape[0], -1, dtype=self.table.dtype)
+            pos[inside] = self.table[off[inside]]
+        return pos >= 0, pos
 
 
 def _properties(ctx: Context, info: ExportInfo) -> dict[str, Any]:

@@ -115,3 +115,27 @@ def test_every_export_gives_the_same_model_whichever_thread_prepares_its_chunks(
     assert not trace_differences(threads, here), trace_differences(threads, here)[:8]
     assert threads.meta.properties == here.meta.properties
     assert threads.meta.warnings == here.meta.warnings
+
+
+@pytest.mark.parametrize("shape", ["dense", "gaps", "two-processes", "repeated", "one"])
+def test_launch_lookup_finds_what_a_binary_search_finds(shape: str) -> None:
+    from gputop_trace.parsers.nsys.loader import _SortedKeys
+
+    rng = np.random.default_rng(3)
+    corr = np.sort(rng.choice(np.arange(1, 50_000), size=20_000, replace=False)).astype(np.int64)
+    keys = {
+        "dense": np.arange(7, 20_007, dtype=np.int64),
+        "gaps": corr,
+        "two-processes": np.concatenate([corr, (1 << 32) | corr]),
+        "repeated": np.sort(np.concatenate([corr, corr[::5]])),
+        "one": np.array([5], dtype=np.int64),
+    }[shape]
+    lookup = _SortedKeys(keys)
+    assert (lookup.table is not None) == (shape in ("dense", "gaps", "one"))  # the table where it is small
+    want = np.concatenate([keys, rng.integers(-5, 60_000, size=5_000), [(1 << 32) | 9, -(2**62), 2**62]])
+    hit, pos = lookup.find(want.astype(np.int64))
+    expect = np.searchsorted(keys, want)
+    expect_hit = expect < keys.shape[0]
+    expect_hit[expect_hit] = keys[expect[expect_hit]] == want[expect_hit]
+    assert np.array_equal(hit, expect_hit) and hit[: keys.shape[0]].all()
+    assert np.array_equal(pos[hit], expect[expect_hit])  # the first of repeated keys, as searchsorted's
