@@ -25,6 +25,7 @@ ways give the same arrays (tests/unit/test_nsys_native.py). ``GPUTOP_PURE_PYTHON
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import sqlite3
 import threading
@@ -39,16 +40,23 @@ from gputop_trace.model.arrays import I64
 from gputop_trace.model.native import pure_python_forced
 from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.nsys import native_ints
-from gputop_trace.parsers.nsys.schema import TextDecoder, as_text, connect_readonly
+from gputop_trace.parsers.nsys.schema import TextDecoder, as_text, connect_readonly, rowid_bounds
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 #: Rows read per aggregate query.
 CHUNK_ROWS = 1 << 16
 #: Chunks read ahead of the one being decoded, per worker thread.
 CHUNKS_AHEAD = 4
+#: Rowid spans up to the file's size in bytes / this are read in fixed rowid steps without counting their rows.
+SPAN_BYTES_PER_ROWID = 32
 #: Threads reading chunks (each on its own connection).
 WORKERS = min(2, usable_cores())
+
+
+def _same(cols: list[I64]) -> list[I64]:
+    return cols
 
 
 _ZERO_GUARD = re.compile(r'ifnull\(("[A-Za-z_][A-Za-z0-9_]*"), 0\)')
@@ -158,20 +166,34 @@ class ColumnReader:
         parse, the chunks decoded so far are dropped and the whole table is decoded once from the safe reader
         (``decode`` must not count anything twice: lane and name registration are idempotent).
         """
+        return self.read_prepared(table, exprs, _same, decode, where=where)
+
+    def read_prepared(
+        self,
+        table: str,
+        exprs: Sequence[str],
+        prepare: Callable[[list[I64]], P],
+        decode: Callable[[P], T],
+        *,
+        where: str = "",
+    ) -> list[T]:
+        """As :meth:`read_decoded`, with ``prepare`` applied to each chunk first on the worker thread that read it:
+        the pure part of decoding (numpy on the chunk's own arrays; no shared state), so that this thread is left
+        only the part that registers names and lanes."""
         try:
-            bounds = self.conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+            bounds = rowid_bounds(self.conn, table)
         except sqlite3.OperationalError:
-            return [decode(self._read_slow(table, exprs, where, order_by_rowid=False))]
+            return [decode(prepare(self._read_slow(table, exprs, where, order_by_rowid=False)))]
         lo, hi = bounds
-        if lo is None:
+        if lo is None or hi is None:
             return []
-        ranges = self._rowid_ranges(table, int(lo), int(hi))
+        ranges = self._rowid_ranges(table, lo, hi)
         sql = self._chunk_sql(table, exprs, where)
         try:
-            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs)) if part[0].shape[0]]
+            return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs), prepare)]
         except _MismatchError:
             self.slow_tables.append(table)
-            return [decode(self._read_slow(table, exprs, where, order_by_rowid=True))]
+            return [decode(prepare(self._read_slow(table, exprs, where, order_by_rowid=True)))]
 
     def _chunk_sql(self, table: str, exprs: Sequence[str], where: str) -> str:
         """The text path's aggregate query of one chunk (``?`` = first and last rowid); the compiled reader's plain
@@ -199,12 +221,12 @@ class ColumnReader:
         if not self._native:
             return None
         try:
-            lo, hi = self.conn.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+            lo, hi = rowid_bounds(self.conn, table)
         except sqlite3.OperationalError:
             return None
-        if lo is None:
+        if lo is None or hi is None:
             return None
-        ranges = self._rowid_ranges(table, int(lo), int(hi))
+        ranges = self._rowid_ranges(table, lo, hi)
         sizes = [b - a + 1 for a, b in ranges]
         if max(sizes) > self.chunk_rows:
             return None
@@ -259,10 +281,13 @@ class ColumnReader:
 
         nsys writes rowids 1..n, so fixed steps are right. A damaged or edited file can hold a rowid far beyond
         its row count (one bit flipped: 2^62): stepping through that span would make billions of empty ranges
-        (the long fuzz run was OOM-killed by one), so sparse rowids are cut at every ``chunk_rows``-th real row."""
+        (the long fuzz run was OOM-killed by one), so sparse rowids are cut at every ``chunk_rows``-th real row.
+        Only a span wider than :data:`SPAN_BYTES_PER_ROWID` per byte of the file is counted for that (counting
+        reads every page of the table: 0.5-1 s for each large table of a 1.9 GB export); a narrower one makes at
+        most that many ranges, dense or not."""
         step = self.chunk_rows
         n_ranges = (hi - lo) // step + 1
-        if n_ranges > 64:
+        if n_ranges > 64 and (hi - lo + 1) * SPAN_BYTES_PER_ROWID > self._file_bytes():
             count = int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
             if n_ranges > 2 * (count // step + 1):
                 rows = self.conn.execute(
@@ -273,6 +298,12 @@ class ColumnReader:
                 starts = [int(r[0]) for r in rows]
                 return list(zip(starts, [*(b - 1 for b in starts[1:]), hi], strict=True))
         return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
+
+    def _file_bytes(self) -> int:
+        try:
+            return os.path.getsize(self.path)
+        except OSError:
+            return 0
 
     def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection | None) -> list[I64]:
         """One chunk's columns: the compiled reader's when it takes the chunk whole, else the text path's on
@@ -323,38 +354,50 @@ class ColumnReader:
             return None
         return got if isinstance(got, list) else None
 
-    def _chunk_in_thread(self, sql: str, lo: int, hi: int, n_expr: int) -> list[I64]:
-        return self._chunk(sql, lo, hi, n_expr, None)
+    def _chunk_in_thread(
+        self,
+        sql: str,
+        lo: int,
+        hi: int,
+        n_expr: int,
+        prepare: Callable[[list[I64]], P],
+        conn: sqlite3.Connection | None,
+    ) -> tuple[int, P | None]:
+        """(rows, the prepared chunk); ``None`` for a chunk without rows."""
+        part = self._chunk(sql, lo, hi, n_expr, conn)
+        n = int(part[0].shape[0])
+        return n, (prepare(part) if n else None)
 
-    def _run_chunks(self, sql: str, ranges: list[tuple[int, int]], n_expr: int) -> Iterator[list[I64]]:
-        """Chunks in order; with workers, at most :data:`CHUNKS_AHEAD` per worker are read ahead of the one handed
-        out (the compiled reader outruns the decoding: queued all at once, every chunk of a table was in memory)."""
+    def _run_chunks(
+        self, sql: str, ranges: list[tuple[int, int]], n_expr: int, prepare: Callable[[list[I64]], P]
+    ) -> Iterator[P]:
+        """Prepared chunks with rows, in order; with workers, at most :data:`CHUNKS_AHEAD` per worker are read (and
+        prepared) ahead of the one handed out (the compiled reader outruns the decoding: queued all at once, every
+        chunk of a table was in memory)."""
         if self.workers <= 1 or len(ranges) == 1:
             for lo, hi in ranges:
-                part = self._chunk(sql, lo, hi, n_expr, self.conn)
-                self._report(part)
-                yield part
+                n, part = self._chunk_in_thread(sql, lo, hi, n_expr, prepare, self.conn)
+                self._report_rows(n)
+                if part is not None:
+                    yield part
             return
         pool = ThreadPoolExecutor(max_workers=self.workers)
         try:
             todo = iter(ranges)
             futures = deque(
-                pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr)
+                pool.submit(self._chunk_in_thread, sql, lo, hi, n_expr, prepare, None)
                 for lo, hi in itertools.islice(todo, CHUNKS_AHEAD * self.workers)
             )
             while futures:
-                part = futures.popleft().result()
+                n, part = futures.popleft().result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    futures.append(pool.submit(self._chunk_in_thread, sql, nxt[0], nxt[1], n_expr))
-                self._report(part)
-                yield part
+                    futures.append(pool.submit(self._chunk_in_thread, sql, nxt[0], nxt[1], n_expr, prepare, None))
+                self._report_rows(n)
+                if part is not None:
+                    yield part
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def _report(self, part: list[I64]) -> None:
-        if self.on_rows is not None and part:
-            self.on_rows(int(part[0].shape[0]))
 
     def _count_not_integers(self, table: str, exprs: Sequence[str], where: str) -> None:
         """Record how many rows hold a value that is not an integer in the columns ``exprs`` read."""

@@ -108,7 +108,10 @@ class Strings:
         """
         if sids.shape[0] == 0:
             return np.zeros(0, dtype=np.int32)
-        uniq, inverse = factorize(sids)
+        return self.intern_codes(*factorize(sids), missing=missing, transform=transform)
+
+    def intern_codes(self, uniq: I64, inverse: I64, *, missing: str, transform: Any = None) -> I32:
+        """:meth:`intern` of ids already factorized (``factorize(sids)``, e.g. on a reader thread)."""
         mapped = np.empty(uniq.shape[0], dtype=np.int32)
         for i, sid in enumerate(uniq.tolist()):
             s = self.values.get(sid)
@@ -207,29 +210,22 @@ class Context:
         """A dense index per globalPid (stable for the whole load), for (process, correlation) join keys."""
         if gpids.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        uniq, inverse = factorize(gpids)
+        return self.process_index_codes(*factorize(gpids))
+
+    def process_index_codes(self, uniq: I64, inverse: I64) -> I64:
+        """:meth:`process_index` of globalPids already factorized."""
         idx = np.array([self._process_index.setdefault(int(g), len(self._process_index)) for g in uniq.tolist()])
         return idx.astype(np.int64)[inverse]
 
     def note_gpu_span(self, start: I64, dur: I64, gpid: I64, device: I64) -> None:
         """Extend the (pid, device) spans of GPU work (rows with ``start > 0``, as nsys' GPU reports count them):
         ``gpu_spans[(pid, device)] = (first start, last end, a globalPid of that pid)``."""
-        keep = start > 0
-        if not keep.any():
-            return
-        s, g, d = start[keep], gpid[keep], device[keep]
-        e = np.where(dur[keep] == NULL_DUR, np.iinfo(np.int64).min, s + dur[keep])
-        keys, code = factorize((pid_of(g) << 32) | (d & 0xFFFFFFFF))
-        if keys.shape[0] == 1:
-            lo, hi = s.min(keepdims=True), e.max(keepdims=True)
-        else:
-            lo = np.full(keys.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
-            hi = np.full(keys.shape[0], np.iinfo(np.int64).min, dtype=np.int64)
-            np.minimum.at(lo, code, s)
-            np.maximum.at(hi, code, e)
-        first = np.zeros(keys.shape[0], dtype=np.int64)
-        first[code[::-1]] = g[::-1]
-        for k, a, b, gp in zip(keys.tolist(), lo.tolist(), hi.tolist(), first.tolist(), strict=True):
+        self.merge_gpu_spans(gpu_span_parts(start, dur, gpid, device))
+
+    def merge_gpu_spans(self, parts: list[tuple[int, int, int, int]]) -> None:
+        """Extend :attr:`gpu_spans` by the ``(pid << 32 | device, first start, last end, globalPid)`` of
+        :func:`gpu_span_parts`."""
+        for k, a, b, gp in parts:
             key = (k >> 32, k & 0xFFFFFFFF)
             old = self.gpu_spans.get(key)
             self.gpu_spans[key] = (min(a, old[0]), max(b, old[1]), old[2]) if old else (a, b, gp)
@@ -244,6 +240,13 @@ class Context:
     def join_key(self, gpids: I64, corr: I64) -> I64:
         """(process, correlationId) packed into one int64."""
         return (self.process_index(gpids) << 32) | (corr & 0xFFFFFFFF)
+
+    def join_key_codes(self, procs: I64, proc_code: I64, corr: I64) -> I64:
+        """:meth:`join_key` of globalPids already factorized (``procs, proc_code = factorize(gpids)``)."""
+        key = self.process_index_codes(procs, proc_code)
+        key <<= 32
+        key |= corr & 0xFFFFFFFF
+        return key
 
     # ---- names ---------------------------------------------------------------------------------------------
     def process_label(self, gpid: int) -> str:
@@ -330,8 +333,10 @@ class Context:
         if gpids.shape[0] == 0:
             return np.zeros(0, dtype=np.int32)
         procs, proc_code = factorize(gpids)
-        pd_values, pd_code = factorize((proc_code << 32) | (devices & 0xFFFFFFFF))
-        keys, code = factorize((pd_code << 32) | (streams & 0xFFFFFFFF))
+        return self.stream_lanes_codes(procs, *stream_codes(proc_code, devices, streams))
+
+    def stream_lanes_codes(self, procs: I64, pd_values: I64, keys: I64, code: I64) -> I32:
+        """:meth:`stream_lanes` of rows already factorized: ``factorize(gpids)[0]`` and :func:`stream_codes`."""
         ids = np.empty(keys.shape[0], dtype=np.int32)
         for i, k in enumerate(keys.tolist()):
             pd = int(pd_values[k >> 32])
@@ -421,6 +426,36 @@ class Context:
         """Queue a batch of events (added to the builder once every table is read)."""
         self.batches.append(batch)
         self.counts[batch.table] = self.counts.get(batch.table, 0) + len(batch)
+
+
+def stream_codes(proc_code: I64, devices: I64, streams: I64) -> tuple[I64, I64, I64]:
+    """The (process, device, stream) factorization :meth:`Context.stream_lanes` registers lanes from:
+    ``(distinct process code << 32 | device, distinct pd code << 32 | stream, code of each row)``. Pure numpy
+    (no shared state), so it may run on a reader thread."""
+    pd_values, pd_code = factorize((proc_code << 32) | (devices & 0xFFFFFFFF))
+    keys, code = factorize((pd_code << 32) | (streams & 0xFFFFFFFF))
+    return pd_values, keys, code
+
+
+def gpu_span_parts(start: I64, dur: I64, gpid: I64, device: I64) -> list[tuple[int, int, int, int]]:
+    """Per (pid, device) of GPU rows with ``start > 0``: ``(pid << 32 | device, first start, last end, the first
+    row's globalPid)`` (a NULL end counts as the smallest int64). Pure numpy: may run on a reader thread."""
+    keep = start > 0
+    if not keep.any():
+        return []
+    s, g, d = start[keep], gpid[keep], device[keep]
+    e = np.where(dur[keep] == NULL_DUR, np.iinfo(np.int64).min, s + dur[keep])
+    keys, code = factorize((pid_of(g) << 32) | (d & 0xFFFFFFFF))
+    if keys.shape[0] == 1:
+        lo, hi = s.min(keepdims=True), e.max(keepdims=True)
+    else:
+        lo = np.full(keys.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(keys.shape[0], np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(lo, code, s)
+        np.maximum.at(hi, code, e)
+    first = np.zeros(keys.shape[0], dtype=np.int64)
+    first[code[::-1]] = g[::-1]
+    return list(zip(keys.tolist(), lo.tolist(), hi.tolist(), first.tolist(), strict=True))
 
 
 def kind_array(kind: Kind, n: int) -> npt.NDArray[np.uint8]:

@@ -19,7 +19,18 @@ import numpy.typing as npt
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import COPY_KIND_LABEL, MEM_KIND_LABEL, CopyKind, Kind, MemKind
 from gputop_trace.model.tables import GpuInfo
-from gputop_trace.parsers.nsys.common import DUR_SQL, GPID_MASK, Batch, Context, col_or, factorize, kind_array, pid_of
+from gputop_trace.parsers.nsys.common import (
+    DUR_SQL,
+    GPID_MASK,
+    Batch,
+    Context,
+    col_or,
+    factorize,
+    gpu_span_parts,
+    kind_array,
+    pid_of,
+    stream_codes,
+)
 from gputop_trace.parsers.nsys.schema import as_text
 
 I32 = npt.NDArray[np.int32]
@@ -108,42 +119,23 @@ def read_kernels(ctx: Context) -> None:
         f"ifnull({node}, -1)",
     ]
 
-    def decode(cols: list[I64]) -> dict[str, Any]:
-        out, gpid, device, stream = _gpu_columns(ctx, cols)
-        n = out["start"].shape[0]
-        names = _parts(cols[4], "<u4")
-        gx, gz = _parts(cols[5], "<u4"), _parts(cols[6], "<u2")
-        res, dyn = _parts(cols[7], "<u4"), _parts(cols[8], "<u4")
-        demangled_id = names[:, 0].astype(np.int64)
-        demangled_id[demangled_id == _NO_STRING] = -1
-        out["name"] = name = ctx.strings.intern(demangled_id, missing="(unnamed kernel)")
-        raw = np.full(n, -1, dtype=np.int32)
-        has_raw = names[:, 1] != _NO_STRING
-        if has_raw.any():
-            raw[has_raw] = ctx.strings.intern(names[has_raw, 1].astype(np.int64), missing="")
+    def decode(p: dict[str, Any]) -> dict[str, Any]:
+        """Registration of one prepared chunk (:func:`_prepare_kernels`): GPU spans, names, lanes, process ids, in
+        the order the one-step decoding had (lane and name ids are numbered in order of first use)."""
+        ctx.merge_gpu_spans(p.pop("spans"))
+        p["name"] = name = ctx.strings.intern_codes(*p.pop("names"), missing="(unnamed kernel)")
+        has_raw, raw_codes = p.pop("has_raw"), p.pop("raw_names")
+        raw = np.full(name.shape[0], -1, dtype=np.int32)
+        if raw_codes is not None:
+            raw[has_raw] = ctx.strings.intern_codes(*raw_codes, missing="")
             raw[has_raw & (raw == name)] = -1
-        grid = np.empty((n, 3), dtype=np.int32)
-        grid[:, 0], grid[:, 1], grid[:, 2] = gx[:, 0], gx[:, 1], gz[:, 0]
-        block = np.empty((n, 3), dtype=np.int32)
-        block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
-        graph_id = dyn[:, 1].astype(np.int64)
-        graph_id[graph_id == _NO_STRING] = -1
-        graph_node = np.where(graph_id >= 0, cols[9], -1).astype(np.int64)  # nsys writes 0 outside graphs
-        out.update(
-            grid=grid,
-            block=block,
-            registers=_parts(cols[7], "<u2")[:, 2].astype(np.int32),
-            shared_static=res[:, 0].astype(np.int32),
-            shared_dynamic=dyn[:, 0].astype(np.int32),
-            raw_name=raw,
-            graph_id=graph_id,
-            graph_node=graph_node,
-            lane=ctx.stream_lanes(gpid, device, stream),
-            launch_key=ctx.join_key(gpid, out["corr"]),
-        )
-        return out
+        p["raw_name"] = raw
+        procs, proc_code = p.pop("procs")
+        p["lane"] = ctx.stream_lanes_codes(procs, *p.pop("streams"))
+        p["launch_key"] = ctx.join_key_codes(procs, proc_code, p["corr"])
+        return p
 
-    for d in ctx.reader.read_decoded(t, exprs, decode):
+    for d in ctx.reader.read_prepared(t, exprs, _prepare_kernels, decode):
         ctx.add(
             Batch(
                 table=t,
@@ -157,6 +149,47 @@ def read_kernels(ctx: Context) -> None:
                 kernel=d,
             )
         )
+
+
+def _prepare_kernels(cols: list[I64]) -> dict[str, Any]:
+    """The pure part of decoding a chunk of :func:`read_kernels`' columns, run on the reader thread that read it
+    (numpy on the chunk's own arrays, no shared state): the unpacked columns, the launch geometry, and the
+    factorizations (GPU spans, name ids, processes, streams) that the loading thread only registers."""
+    start, dur, corr, stream, gpid, device = _unpack_common(cols)
+    n = start.shape[0]
+    names = _parts(cols[4], "<u4")
+    gx, gz = _parts(cols[5], "<u4"), _parts(cols[6], "<u2")
+    res, dyn = _parts(cols[7], "<u4"), _parts(cols[8], "<u4")
+    demangled_id = names[:, 0].astype(np.int64)
+    demangled_id[demangled_id == _NO_STRING] = -1
+    has_raw = names[:, 1] != _NO_STRING
+    raw_names = factorize(names[has_raw, 1].astype(np.int64)) if has_raw.any() else None
+    grid = np.empty((n, 3), dtype=np.int32)
+    grid[:, 0], grid[:, 1], grid[:, 2] = gx[:, 0], gx[:, 1], gz[:, 0]
+    block = np.empty((n, 3), dtype=np.int32)
+    block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
+    graph_id = dyn[:, 1].astype(np.int64)
+    graph_id[graph_id == _NO_STRING] = -1
+    graph_node = np.where(graph_id >= 0, cols[9], -1).astype(np.int64)  # nsys writes 0 outside graphs
+    procs, proc_code = factorize(gpid)
+    return {
+        "start": start,
+        "dur": dur,
+        "corr": corr,
+        "spans": gpu_span_parts(start, dur, gpid, device),
+        "names": factorize(demangled_id),
+        "has_raw": has_raw,
+        "raw_names": raw_names,
+        "procs": (procs, proc_code),
+        "streams": stream_codes(proc_code, device, stream),
+        "grid": grid,
+        "block": block,
+        "registers": _parts(cols[7], "<u2")[:, 2].astype(np.int32),
+        "shared_static": res[:, 0].astype(np.int32),
+        "shared_dynamic": dyn[:, 0].astype(np.int32),
+        "graph_id": graph_id,
+        "graph_node": graph_node,
+    }
 
 
 def _copy_name(direction: int, src: int, dst: int, *, memset: bool = False) -> str:

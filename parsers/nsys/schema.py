@@ -211,6 +211,28 @@ def row_count(conn: sqlite3.Connection, table: str | None) -> int:
     return int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
 
+def rowid_bounds(conn: sqlite3.Connection, table: str) -> tuple[int | None, int | None]:
+    """``(min(rowid), max(rowid))`` of a table (``None`` each when empty), in two b-tree descents: SQLite takes
+    the min/max shortcut only for a query holding one such aggregate; ``SELECT min(rowid), max(rowid)`` reads
+    every page (1.1 s for the 16.8 M-row runtime table of a 1.9 GB export). Raises OperationalError without rowids."""
+    lo = conn.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
+    hi = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    return (None if lo is None else int(lo)), (None if hi is None else int(hi))
+
+
+def row_span(conn: sqlite3.Connection, table: str | None) -> int:
+    """Rows a table may hold, from its first and last rowid (0 when absent): the row count where rowids are dense,
+    as nsys writes them, and never less than it. Two b-tree descents, where ``count(*)`` reads every page of the
+    table (3.7 s for the 29.5 M rows of a 1.9 GB export); for progress totals. Tables without rowids are counted."""
+    if table is None:
+        return 0
+    try:
+        lo, hi = rowid_bounds(conn, table)
+    except sqlite3.OperationalError:  # a WITHOUT ROWID table
+        return row_count(conn, table)
+    return 0 if lo is None or hi is None else hi - lo + 1
+
+
 # ---------------------------------------------------------------------------------------------------------
 # version
 # ---------------------------------------------------------------------------------------------------------
