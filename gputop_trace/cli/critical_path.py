@@ -84,6 +84,7 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
 
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.report.critical_path_json import CATEGORY_TITLES
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns
 
@@ -128,7 +129,7 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
         w = what.get((cat, label))
         items.add_row(
             text,
-            _CATEGORY_SHORT.get(cat, cat),
+            CATEGORY_TITLES.get(cat, cat),
             format_ns(ns),
             f"{100.0 * ns / p.length_ns:.1f}%",
             format_ns(w.step_ns - w.if_2x_ns) if w else "–",
@@ -138,16 +139,6 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
     con.print()
 
 
-#: the item table's kind column: short, so that the names keep the width of an 80-column terminal
-_CATEGORY_SHORT = {
-    "cpu_op": "host",
-    "launch": "launch",
-    "kernel": "kernel",
-    "copy": "copy",
-    "sync_wait": "sync wait",
-    "collective": "collective",
-    "idle": "idle",
-}
 _CATEGORY_WORDS = {
     "cpu_op": "host work (CPU ops)",
     "launch": "launch / runtime calls",

@@ -12,6 +12,18 @@ if TYPE_CHECKING:
     from gputop_trace.model.trace import Trace
 
 
+#: How each path category reads in a table, the same in the app and on the command line.
+CATEGORY_TITLES: dict[str, str] = {
+    "cpu_op": "CPU op",
+    "launch": "launch",
+    "kernel": "kernel",
+    "copy": "copy",
+    "sync_wait": "sync wait",
+    "collective": "collective",
+    "idle": "idle",
+}
+
+
 def _pct(part: int, whole: int) -> float:
     return round(100.0 * part / whole, 2) if whole > 0 else 0.0
 

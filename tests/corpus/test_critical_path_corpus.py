@@ -207,7 +207,7 @@ def test_item_names_fit_an_80_column_terminal_and_still_read_apart(
             if not ln.strip():
                 break
             rows.append(ln)
-        kinds = {"host", "launch", "kernel", "copy", "sync wait", "collective", "idle"}
+        kinds = {"CPU op", "launch", "kernel", "copy", "sync wait", "collective", "idle"}
         assert all(any(f"   {k}   " in r for k in kinds) for r in rows), rows  # one row a line: nothing folded
         names = [r.split("   ")[0].strip() for r in rows]
         assert len(set(names)) == len(names), names

@@ -25,20 +25,11 @@ from gputop_trace.analysis.critical_path import CATEGORIES, PathSegment, StepPat
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
+from gputop_trace.report.critical_path_json import CATEGORY_TITLES
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.kernel_names import kernel_labels
 from gputop_trace.units import format_ns, plural
 
-#: How each category reads in the app.
-CATEGORY_TITLES: dict[str, str] = {
-    "cpu_op": "CPU op",
-    "launch": "launch",
-    "kernel": "kernel",
-    "copy": "copy",
-    "sync_wait": "sync wait",
-    "collective": "collective",
-    "idle": "idle",
-}
 #: Categories whose items are kernels, shown by their short label (the full name is in the row's sentence).
 _KERNEL_CATEGORIES = ("kernel", "collective")
 #: Rows of the panel's item table (the path's items beyond these are summed in the note under it).
