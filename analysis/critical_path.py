@@ -66,7 +66,16 @@ from gputop_trace.analysis.critical_path_model import CATEGORIES, WHAT_IF_TOP, P
 from gputop_trace.analysis.critical_path_walk import _replay, _sink, _walk, _what_if
 from gputop_trace.model.trace import Trace
 
-__all__ = ["CATEGORIES", "WHAT_IF_TOP", "PathSegment", "StepPath", "WhatIf", "critical_paths", "replay_matches"]
+__all__ = [
+    "CATEGORIES",
+    "WHAT_IF_TOP",
+    "PathSegment",
+    "StepPath",
+    "WhatIf",
+    "critical_paths",
+    "replay_matches",
+    "step_windows",
+]
 
 
 def critical_paths(
@@ -114,6 +123,12 @@ def _critical_paths(trace: Trace, step: int | None, rank: int | None, what_if: b
         out.append(StepPath(rk, i, name, s, e - s, length, tuple(segs), breakdown, by_item, wi, notes, g.edges, first))
         del g  # before the next step's graph is built
     return out
+
+
+def step_windows(trace: Trace) -> list[tuple[int, int, str, int, int]]:
+    """(rank, step index, step name, start ns, end ns) of every step :func:`critical_paths` works on, in its order,
+    without building any graph (a rank without step ranges is one pseudo-step named "")."""
+    return [(rk, i, name, s, e) for rk, i, name, s, e, _note in _windows(trace, _context(trace))]
 
 
 def replay_matches(trace: Trace) -> bool:

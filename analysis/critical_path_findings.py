@@ -4,7 +4,7 @@ faster saves 9.1 ms"). Times are int64 ns relative to the trace start."""
 
 from __future__ import annotations
 
-from gputop_trace.analysis.critical_path import StepPath, WhatIf, critical_paths
+from gputop_trace.analysis.critical_path import StepPath, WhatIf, critical_paths, step_windows
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.finding_draft import Draft, plain_name
 from gputop_trace.analysis.steps import is_step_name
@@ -14,9 +14,6 @@ from gputop_trace.units import format_ns
 
 #: A saving smaller than this share of the step is not worth a finding (%).
 MIN_SAVING_PCT = 1.0
-#: The steps whose largest item on the path is largest get a what-if: each costs ten replays of its graph (five items,
-#: 2x and gone), most of the finding's time (0.47 s with three steps on the 26 MB external epoch trace, 0.18 s with one)
-CANDIDATE_STEPS = 1
 
 _WORDS = {
     "cpu_op": "host work in",
@@ -29,22 +26,20 @@ _WORDS = {
 
 
 def critical_path_findings(trace: Trace) -> list[Draft]:
-    """At most one finding: of the :data:`CANDIDATE_STEPS` steps with the largest item on their critical path,
-    the item whose 2x speed-up saves the most (replaying the step's dependency graph); none when no saving reaches
-    :data:`MIN_SAVING_PCT` of its step."""
-    paths = critical_paths(trace, what_if=False, segments=False)
-    tops = sorted(
-        ((next((ns for c, _, ns in p.by_item if c != "idle"), 0), i) for i, p in enumerate(paths)), reverse=True
-    )
+    """At most one finding: in the slowest step (the longest step window of any rank; the first of equals), the
+    item on its critical path whose 2x speed-up saves the most (replaying the step's dependency graph); none when no
+    saving reaches :data:`MIN_SAVING_PCT` of its step. One step's graph is built, not every step's: the slowest step
+    is what a user waits for, and the command ``critical-path`` has the others."""
+    windows = step_windows(trace)
+    if not windows:
+        return []
+    rank, index, _name, _s, _e = max(windows, key=lambda w: w[4] - w[3])  # max keeps the first of equals
     best: tuple[WhatIf, StepPath] | None = None
-    for top, i in tops[:CANDIDATE_STEPS]:
-        if not top:
-            break
-        # no segments: the item is found by its first piece (a step's segments can be hundreds of thousands of objects)
-        for step in critical_paths(trace, step=paths[i].step, rank=paths[i].rank, segments=False):
-            for w in step.what_if:
-                if best is None or w.step_ns - w.if_2x_ns > best[0].step_ns - best[0].if_2x_ns:
-                    best = (w, step)
+    # no segments: the item is found by its first piece (a step's segments can be hundreds of thousands of objects)
+    for step in critical_paths(trace, step=index, rank=rank, segments=False):
+        for w in step.what_if:
+            if best is None or w.step_ns - w.if_2x_ns > best[0].step_ns - best[0].if_2x_ns:
+                best = (w, step)
     if best is None:
         return []
     w, step = best

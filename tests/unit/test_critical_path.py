@@ -265,3 +265,21 @@ def test_a_range_waiting_for_another_thread_joins_it_and_the_path_follows_that_t
     w = next(x for x in p.what_if if x.item == "MmBackward0")
     assert (w.step_ns, w.if_2x_ns, w.if_gone_ns) == (160, 100, 40)
     assert all(x.item != "## backward ##" for x in p.what_if)  # its time is the other thread's
+
+
+def test_the_finding_is_about_the_slowest_step_and_its_best_2x_saving() -> None:
+    """The summary's finding looks at the slowest step only (one graph built, not one per step) and names the item
+    whose 2x speed-up shortens it most, by replay: here the longer operator of the longer step."""
+    from gputop_trace.analysis.critical_path_findings import critical_path_findings
+
+    s = Synth()
+    th = s.thread()
+    s.ev(th, Kind.RANGE, "ProfilerStep#0", 0, 100)
+    s.ev(th, Kind.CPU_OP, "aten::short", 0, 100)
+    s.ev(th, Kind.RANGE, "ProfilerStep#1", 100, 300)
+    s.ev(th, Kind.CPU_OP, "aten::small", 100, 60)
+    s.ev(th, Kind.CPU_OP, "aten::long", 160, 240)
+    (f,) = critical_path_findings(s.build())
+    assert f.title.startswith("ProfilerStep#1: 80.0% of its critical path is host work in `aten::long`")
+    assert f.title.endswith("making it 2x faster saves 120 ns")
+    assert (f.evidence["step"], f.evidence["if_2x_ns"], f.evidence["if_gone_ns"]) == (1, 180, 60)
