@@ -79,6 +79,14 @@ class Tmux:
             return None
         return int(text) if text else None
 
+    def quit(self, timeout: float = 10.0) -> int | None:
+        """Press q and wait up to ``timeout`` s for the program to end: its exit code (None if it is still running)."""
+        self.keys("q")
+        end = time.monotonic() + timeout
+        while self.dead_status() is None and time.monotonic() < end:
+            time.sleep(0.1)
+        return self.dead_status()
+
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
 
@@ -118,11 +126,7 @@ def test_view_in_a_real_terminal() -> None:
         tm.keys("Escape")
         back = tm.wait_for(lambda s: "what" in s and "kernel" in s)
         assert "launched by" in back
-        tm.keys("q")
-        end = time.monotonic() + 10
-        while tm.dead_status() is None and time.monotonic() < end:
-            time.sleep(0.1)
-        assert tm.dead_status() == 0
+        assert tm.quit() == 0
     finally:
         tm.close()
 
