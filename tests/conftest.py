@@ -44,6 +44,16 @@ def require_corpus() -> None:
     pytest.skip(reason)
 
 
+def require_compiled(built: bool, what: str) -> None:
+    """Skip (a user's machine without a C compiler) or fail (``GPUTOP_REQUIRE_SCANNER=1``, CI, which builds every
+    compiled part) when the compiled part ``what`` is not built."""
+    if built:
+        return
+    if os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":
+        pytest.fail(f"GPUTOP_REQUIRE_SCANNER=1 but {what} is not built", pytrace=False)
+    pytest.skip(f"{what} is not built here (no C compiler at install)")
+
+
 @pytest.fixture(autouse=True)
 def _corpus_gate(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("corpus") is not None:

@@ -12,6 +12,7 @@ import pytest
 from gputop_trace.model.native import PURE_PYTHON_ENV
 from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.values import first_seen, map_local_ids
+from tests.conftest import require_compiled
 
 
 def test_first_seen_gives_the_order_of_first_appearance() -> None:
@@ -45,8 +46,8 @@ def _python_map(local: np.ndarray[Any, Any], keys: list[Any], table: dict[Any, i
 def test_map_local_ids_adds_new_keys_in_order_of_first_appearance(pure: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if pure:
         monkeypatch.setenv(PURE_PYTHON_ENV, "1")
-    elif not scanner.available():
-        pytest.skip("the compiled scanner is not built")
+    else:
+        require_compiled(scanner.available(), "the compiled scanner")
     table = {"b": 0, "x": 1}
     got = map_local_ids(np.array([3, 1, 3, 0, 1], dtype=np.int32), ["a", "b", "c", "d", "e"], table)
     assert got.tolist() == [3, 0, -1, 2, -1]  # "d" first (id 2), then "b" (known: 0), then "a" (3); c, e absent
@@ -64,8 +65,7 @@ def test_map_local_ids_adds_new_keys_in_order_of_first_appearance(pure: bool, mo
 
 
 def test_map_local_ids_compiled_agrees_with_python_on_random_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not scanner.available():
-        pytest.skip("the compiled scanner is not built")
+    require_compiled(scanner.available(), "the compiled scanner")
     rng = np.random.default_rng(11)
     for _ in range(300):
         k = int(rng.integers(1, 60))
@@ -80,7 +80,6 @@ def test_map_local_ids_compiled_agrees_with_python_on_random_ids(monkeypatch: py
 
 
 def test_map_local_ids_refuses_ids_outside_the_keys() -> None:
-    if not scanner.available():
-        pytest.skip("the compiled scanner is not built")
+    require_compiled(scanner.available(), "the compiled scanner")
     with pytest.raises(ValueError, match="outside"):
         map_local_ids(np.array([0, 2], dtype=np.int32), ["a", "b"], {})
