@@ -191,16 +191,25 @@ def test_a_trace_without_steps_is_one_pseudo_step_per_rank(
     assert [(p.rank, p.step, p.step_name) for p in paths] == [(0, 0, ""), (1, 0, "")]
 
 
+@pytest.mark.parametrize(
+    ("rel", "columns"),
+    [
+        ("kineto/h200_ddp_2gpu", "80"),
+        # three cutlass templates share the short name cutlass::Kernel on step 1's path
+        ("external/negative_queue_length_values_check/rank0.json.gz", "80"),
+        ("external/negative_queue_length_values_check/rank0.json.gz", "100"),
+    ],
+)
 def test_item_names_fit_an_80_column_terminal_and_still_read_apart(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rel: str, columns: str
 ) -> None:
-    """At 80 columns no line of the item table is wider than the terminal, names are cut on one line (never
+    """At the terminal's width no line of the item table is wider than it, names are cut on one line (never
     folded onto the next), and two different items never read alike."""
-    monkeypatch.setenv("COLUMNS", "80")
-    code, out, err = run_cli(capsys, "critical-path", str(CORPUS / "kineto/h200_ddp_2gpu"))
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, err = run_cli(capsys, "critical-path", str(CORPUS / rel))
     assert code == 0, err
     lines = out.splitlines()
-    assert all(len(ln) <= 80 for ln in lines), max(lines, key=len)
+    assert all(len(ln) <= int(columns) for ln in lines), max(lines, key=len)
     for head in (i for i, ln in enumerate(lines) if ln.startswith("item ")):
         rows = []
         for ln in lines[head + 2 :]:
