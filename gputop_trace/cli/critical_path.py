@@ -82,7 +82,6 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
     """One step: path length vs step time, breakdown, top items with what-ifs."""
     from rich.text import Text
 
-    from gputop_trace.analysis.kernels import short_name
     from gputop_trace.cli.tables import add_number_columns, compact_table
     from gputop_trace.report.critical_path_json import CATEGORY_TITLES
     from gputop_trace.safe_text import clean
@@ -114,15 +113,12 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
     # the numbers and the kind keep their widths; the item gets the rest, cut where the names still read apart
     # kind 10, on path 8, share 6, "2x saves" 8, "gone saves" 10, each column after the first 3 wider (the rule)
     name_width = max(16, con.width - (10 + 8 + 6 + 8 + 10) - 5 * 3 - 1)
-    labels = [clean(short_name(label) if cat in ("kernel", "collective") else label) for cat, label, _ in shown]
-    full = [clean(label) for _, label, _ in shown]
-    # two templates of one kernel share a short name (cutlass::Kernel): those rows show their whole names, cut below
-    # where they differ, so that no two rows read alike
-    seen = {x: labels.count(x) for x in labels}
-    labels = [f if seen[x] > 1 and len(set(full)) > len(set(labels)) else x for x, f in zip(labels, full, strict=True)]
-    if max((len(x) for x in labels), default=0) > name_width or len(set(labels)) < len(set(full)):
-        from gputop_trace.tui.view.kernel_names import fit_names
+    from gputop_trace.tui.view.kernel_names import fit_names, kernel_labels
 
+    # kernels by the app's labels: templates that share a short name (cutlass::Kernel) get their parameters after it
+    short = kernel_labels(label for cat, label, _ in shown if cat in ("kernel", "collective"))
+    labels = [clean(short[label] if cat in ("kernel", "collective") else label) for cat, label, _ in shown]
+    if max((len(x) for x in labels), default=0) > name_width:
         labels = fit_names(labels, name_width)
     items = compact_table()
     items.add_column("item", no_wrap=True, overflow="ellipsis", max_width=name_width)
