@@ -4,19 +4,50 @@
 from __future__ import annotations
 
 import gc
+from types import ModuleType
 
 import numpy as np
 
 from gputop_trace.analysis.critical_path_model import _CAT, _SPECIAL, CATEGORIES, PathSegment, WhatIf, _Graph
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
+from gputop_trace.model.native import pure_python_forced
 from gputop_trace.model.trace import Trace
+
+_compiled: ModuleType | None
+try:
+    from gputop_trace.analysis import _replay as _compiled  # type: ignore[attr-defined,no-redef,unused-ignore]
+except ImportError:  # pragma: no cover - built without a C compiler
+    _compiled = None
+
+
+def compiled() -> bool:
+    """Whether what-ifs are replayed by the compiled module (``analysis/_replay.c``: built, and not turned off by
+    ``GPUTOP_PURE_PYTHON``)."""
+    return _compiled is not None and not pure_python_forced()
 
 
 def _replay(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
-    """Node times with the given weights and residuals: ``t'(n) = max over preds (t'(pred) + w) + r(n)``. Solved
-    lane by lane with a max-plus scan, repeated while cross-lane hops still change times (a few passes on most
-    steps); when that does not settle in :data:`_PASSES` passes (a program that synchronises after every kernel),
-    one pass in topological order finishes it."""
+    """Node times with the given weights and residuals: ``t'(n) = max over preds (t'(pred) + w) + r(n)`` (ns).
+    The compiled module does it in one pass over the nodes. Without it: solved lane by lane with a max-plus scan,
+    repeated while cross-lane hops still change times (a few passes on most steps); when that does not settle in
+    :data:`_PASSES` passes (a program that synchronises after every kernel), one pass in topological order finishes
+    it."""
+    if compiled():
+        assert _compiled is not None
+        out = np.empty(len(g.t), dtype=np.int64)
+        as_c = np.ascontiguousarray
+        x1, x2 = as_c(g.x1), as_c(g.x2)
+        if x1.dtype != x2.dtype or x1.dtype.itemsize not in (4, 8):
+            x1, x2 = as_c(x1, dtype=np.int64), as_c(x2, dtype=np.int64)
+        i64 = np.int64
+        if _compiled.replay(as_c(g.first, bool), x1, x2, as_c(wc, i64), as_c(w1, i64), as_c(r, i64), g.s, out) == 0:
+            return out
+        # a cycle: the reference below raises the same error
+    return _replay_numpy(g, wc, w1, r)
+
+
+def _replay_numpy(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
+    """:func:`_replay` with numpy and Python alone (the reference and the fallback)."""
     s, first = g.s, g.first
     t: I64 = g.t.copy()
     lane_block = np.cumsum(first)
@@ -67,8 +98,8 @@ _PASSES = 12
 
 
 def _replay_ordered(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
-    """The replay node by node, each after its predecessors (recorded time order; an equal-time predecessor later
-    in that order is done first)."""
+    """The replay node by node, each after its predecessors (recorded time order; a predecessor not yet done, such
+    as an equal-time one later in that order, is done first, depth first, one predecessor at a time)."""
     nn = len(g.t)
     order = np.lexsort((np.arange(nn), g.t)).tolist()
     first = g.first.tolist()
@@ -95,20 +126,23 @@ def _replay_ordered(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
         out[n] = best + rl[n]
         done[n] = True
 
+    on_stack = [False] * nn
     for n in order:
         if done[n]:
             continue
         stack = [n]
-        seen = {n}
+        on_stack[n] = True
         while stack:
             top = stack[-1]
-            todo = [p for p in preds(top) if not done[p] and p not in seen]
-            if todo:
-                stack.extend(todo)
-                seen.update(todo)
+            todo = next((p for p in preds(top) if not done[p]), None)
+            if todo is None:
+                stack.pop()
+                compute(top)
                 continue
-            stack.pop()
-            compute(top)
+            if on_stack[todo]:  # pragma: no cover - a cycle would be a bug in the graph
+                raise AssertionError("critical path: the graph's predecessors form a cycle")
+            stack.append(todo)
+            on_stack[todo] = True
     return np.array(out, dtype=np.int64)
 
 
@@ -210,7 +244,7 @@ def _walk(
         start, key, event, lanes = start[heads], key[heads], event[heads], lanes[heads]
     labels: dict[int, tuple[str, str]] = {}
     n_names = len(trace.names)
-    for k in np.unique(key).tolist():
+    for k in distinct(key).tolist():
         cat, lab = divmod(int(k), 1 << 40)
         labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else _SPECIAL[lab - n_names])
     lane_rank = trace.lane_rank.tolist()
