@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
+from gputop_trace.model.arrays import distinct, isin
 from gputop_trace.model.kinds import FlowKind, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
@@ -85,9 +86,9 @@ def _by_operator_names(trace: Trace, known: set[int]) -> dict[int, AutogradThrea
     if not ids:
         return {}
     ops = trace.of_kind(Kind.CPU_OP)
-    ops = ops[np.isin(trace.name[ops], np.array(ids, dtype=np.int32))]
+    ops = ops[isin(trace.name[ops], np.array(ids, dtype=np.int32))]
     out: dict[int, AutogradThread] = {}
-    for lane in np.unique(trace.lane[ops]).tolist():
+    for lane in distinct(trace.lane[ops]).tolist():
         if lane in known:
             continue
         mine = ops[trace.lane[ops] == lane]

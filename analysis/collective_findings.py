@@ -8,7 +8,7 @@ import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, pct
 from gputop_trace.analysis.gaps import DeviceGaps
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, percentile
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns, plural
 
@@ -29,9 +29,9 @@ def single_rank_wait_estimate(name_ids: I64, sizes: I64, dur_ns: I64) -> int:
     wait = 0
     keys = np.stack((name_ids.astype(np.int64), sizes.astype(np.int64)), axis=1)
     _, inverse = np.unique(keys, axis=0, return_inverse=True)
-    for g in np.unique(inverse).tolist():
+    for g in distinct(inverse).tolist():
         d = dur_ns[inverse.reshape(-1) == g]
-        base = float(np.percentile(d, BASELINE_PERCENTILE))
+        base = percentile(d, BASELINE_PERCENTILE)
         wait += int(np.clip(d - base, 0, None).sum())
     return wait
 

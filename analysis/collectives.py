@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.intervals import overlap_with_union, union
-from gputop_trace.model.arrays import I64, distinct_ids
+from gputop_trace.model.arrays import I64, distinct_ids, isin
 from gputop_trace.model.kernel_names import COLLECTIVE_WORDS, collective_op
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -151,7 +151,7 @@ def comm_compute_overlap(trace: Trace, coll: Collectives | None = None) -> list[
     second covers."""
     coll = coll if coll is not None else find_collectives(trace)
     k = trace.of_kind(Kind.KERNEL)
-    is_coll = np.isin(k, coll.event)
+    is_coll = isin(k, coll.event)
     out: list[CommOverlap] = []
     pairs = sorted({(int(r), int(d)) for r, d in zip(coll.rank.tolist(), coll.device.tolist(), strict=True)})
     for r, d in pairs:

@@ -12,7 +12,7 @@ import numpy as np
 
 from gputop_trace.analysis.enclosing import innermost_enclosing, nesting_parents
 from gputop_trace.analysis.intervals import union
-from gputop_trace.model.arrays import I64, distinct_ids
+from gputop_trace.model.arrays import I64, distinct, distinct_ids, isin
 from gputop_trace.model.kernel_names import inductor_kernel
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -65,14 +65,14 @@ def _named(trace: Trace, kinds: tuple[Kind, ...], pattern: re.Pattern[str]) -> I
         return ev
     ids = distinct_ids(trace.name[ev])
     hit = [int(i) for i in ids.tolist() if pattern.match(trace.names[int(i)])]
-    sel = ev[np.isin(trace.name[ev], np.array(hit, dtype=np.int32))] if hit else ev[:0]
+    sel = ev[isin(trace.name[ev], np.array(hit, dtype=np.int32))] if hit else ev[:0]
     return sel[np.argsort(trace.start_ns[sel], kind="stable")]
 
 
 def _outermost(trace: Trace, ev: I64) -> I64:
     """The events of ``ev`` not inside another of them on the same lane."""
     keep = []
-    for lane in np.unique(trace.lane[ev]).tolist():
+    for lane in distinct(trace.lane[ev]).tolist():
         mine = ev[trace.lane[ev] == lane]
         mine = mine[np.lexsort((-trace.dur_ns[mine], trace.start_ns[mine]))]
         end = -1
@@ -105,7 +105,7 @@ def compiled_program(trace: Trace) -> CompiledProgram:
     k = trace.of_kind(Kind.KERNEL)
     names = distinct_ids(trace.name[k])
     inductor_ids = [int(i) for i in names.tolist() if inductor_kernel(trace.names[int(i)]) is not None]
-    n_inductor = int(np.isin(trace.name[k], np.array(inductor_ids, dtype=np.int32)).sum()) if inductor_ids else 0
+    n_inductor = int(isin(trace.name[k], np.array(inductor_ids, dtype=np.int32)).sum()) if inductor_ids else 0
     graph_rows = bool(len(trace.of_kind(Kind.GRAPH))) or bool((trace.kernels.graph_id >= 0).any())
     return CompiledProgram(
         regions=regions,
@@ -163,7 +163,7 @@ def kernel_origins(trace: Trace, kernels: I64, program: CompiledProgram | None =
     has = api >= 0
     is_replay = np.zeros(len(kernels), dtype=bool)
     if len(prog.graph_launches) and has.any():
-        is_replay[has] = np.isin(api[has], prog.graph_launches)
+        is_replay[has] = isin(api[has], prog.graph_launches)
     replay = np.where(is_replay, api, -1)
     replay_no = np.full(len(kernels), -1, dtype=np.int64)
     node = np.full(len(kernels), -1, dtype=np.int64)
@@ -193,7 +193,7 @@ def _node_positions(trace: Trace, kernels: I64, api: I64) -> tuple[I64, I64]:
     """Each replayed kernel's place among all the kernels its replay ran (0-based, GPU start order, ties by
     index), and how many kernels that replay ran."""
     every = trace.of_kind(Kind.KERNEL)
-    mine = every[np.isin(trace.launch_of[every], np.unique(api))]
+    mine = every[isin(trace.launch_of[every], distinct(api))]
     owner = trace.launch_of[mine]
     order = np.lexsort((mine, trace.start_ns[mine], owner))
     mine, owner = mine[order], owner[order]
@@ -213,7 +213,7 @@ def _enclosing_of(trace: Trace, events: I64, lanes: I64, times: I64) -> I64:
     the last one to start before the time has already ended (a nested region that returned), the search goes up
     to the events it nests in."""
     out = np.full(len(lanes), -1, dtype=np.int64)
-    for lane in np.unique(trace.lane[events]).tolist():
+    for lane in distinct(trace.lane[events]).tolist():
         mine = events[trace.lane[events] == lane]
         mine = mine[np.lexsort((-trace.dur_ns[mine], trace.start_ns[mine]))]
         q = np.flatnonzero(lanes == lane)
@@ -243,6 +243,6 @@ def _operator(trace: Trace, lanes: I64, times: I64) -> I64:
     wrapper_ids = {i for i, n in enumerate(trace.names) if _WRAPPERS.match(n)} if len(enc) else set()
     if not wrapper_ids:
         return out
-    bad = np.isin(trace.name[np.maximum(enc, 0)], np.fromiter(wrapper_ids, dtype=np.int32)) & (enc >= 0)
+    bad = isin(trace.name[np.maximum(enc, 0)], np.fromiter(wrapper_ids, dtype=np.int32)) & (enc >= 0)
     out[bad] = -1
     return out

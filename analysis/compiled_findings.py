@@ -13,6 +13,7 @@ from gputop_trace.analysis.gaps import SHORT_OP_NS, DeviceGaps
 from gputop_trace.analysis.gaps import cause_fix as device_cause_fix
 from gputop_trace.analysis.intervals import overlap_with_union, subtract, total, union
 from gputop_trace.analysis.steps import Steps, find_steps
+from gputop_trace.model.arrays import distinct
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -321,7 +322,7 @@ def _replay_cover(trace: Trace, k: np.ndarray, replay: np.ndarray, steps: list[S
             rep = int(trace.dur_ns[k[inside & (replay >= 0)]].sum())
             if tot and rep < MIN_REPLAY_COVER * tot:
                 eager = inside & (replay < 0)
-                calls = np.unique(api[eager])
+                calls = distinct(api[eager])
                 not_covered.append(
                     {"step": int(s.events[i]), "kernel_ns": tot, "replay_ns": rep, "kernels_outside": int(eager.sum())}
                 )

@@ -20,7 +20,7 @@ from gputop_trace.analysis.critical_path_model import (
 )
 from gputop_trace.analysis.host import is_sync_call_name
 from gputop_trace.analysis.steps import find_steps, is_step_name
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
@@ -59,7 +59,7 @@ def _build_context(trace: Trace) -> _Ctx:
     kind = trace.kind
     positive = trace.dur_ns > 0
     # per-name flags, computed once per distinct name
-    used = np.unique(trace.name) if n else np.zeros(0, dtype=np.int32)
+    used = distinct(trace.name) if n else np.zeros(0, dtype=np.int32)
     flags = np.zeros(len(trace.names), dtype=np.int8)  # 1 sync, 2 step range, 4 collective
     for i in used.tolist():
         nm = trace.names[i]

@@ -16,7 +16,7 @@ from gputop_trace.analysis.critical_path_model import (
     _R_RANGE,
     _R_SYNC,
 )
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.trace import Trace
 
 
@@ -43,7 +43,7 @@ def _wakes(
     an operation on another thread before it resumed (the hand-off). Fills ``x2``; returns how many."""
     cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC) | (role == _R_RANGE)
     cpu &= tr.event_rank[ev] == rank
-    lanes = np.unique(lane_of[cpu])
+    lanes = distinct(lane_of[cpu])
     if len(lanes) < 2:
         return 0
     resume = np.flatnonzero((n_end == 0) & ((own_role == _R_NONE) | first) & cpu[n_j])
@@ -105,7 +105,7 @@ def _joins(
     thread's last operation ends). Fills ``x2``; returns how many."""
     cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC) | (role == _R_RANGE)
     cpu &= tr.event_rank[ev] == rank
-    lanes = np.unique(lane_of[cpu])
+    lanes = distinct(lane_of[cpu])
     if len(lanes) < 2:
         return 0
     nodes = np.flatnonzero((own_role == _R_RANGE) & (x2 < 0) & cpu[n_j])

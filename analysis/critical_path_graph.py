@@ -30,7 +30,7 @@ from gputop_trace.analysis.critical_path_model import (
     _item_key,
 )
 from gputop_trace.analysis.enclosing import nesting_parents
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
 
@@ -268,11 +268,11 @@ def _cross_edges(ctx: _Ctx, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
     edges["event_wait"] = _event_waits(tr, ctx.name_flags, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
     edges["join"] = sum(
         _joins(tr, rk, ev, role, ce, enode, n_t, le.prev_t, le.own_role, n_j, x2, lane_of)
-        for rk in np.unique(tr.event_rank[ev]).tolist()
+        for rk in distinct(tr.event_rank[ev]).tolist()
     )
     edges["wake"] = sum(
         _wakes(tr, rk, ev, role, cs, ce, nd.parent, snode, enode, nd.n_end, n_j, le.own_role, nd.first, x2, lane_of)
-        for rk in np.unique(tr.event_rank[ev]).tolist()
+        for rk in distinct(tr.event_rank[ev]).tolist()
     )
     x = _Cross(x1, w1, k1, w1_item, x2, edges)
     _collective_edges(ctx, nd, le, x, local)

@@ -20,7 +20,7 @@ from gputop_trace.analysis.host import HostClass, host_classes
 from gputop_trace.analysis.intervals import overlap_with_union, union
 from gputop_trace.analysis.launches import VERY_SLOW_LAUNCH_NS
 from gputop_trace.analysis.overlap import largest_overlap, outermost_only
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
@@ -82,7 +82,7 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
     if n and has_thread.any():
         range_event[has_thread] = innermost_enclosing(trace, thread[has_thread], g0[has_thread], (Kind.RANGE,))
     host_rows = np.flatnonzero(has_thread & ~gpu_dep)
-    for lane in np.unique(thread[host_rows]).tolist():
+    for lane in distinct(thread[host_rows]).tolist():
         rows = host_rows[thread[host_rows] == lane]
         sl = trace.lane_slice(lane)
         base = sl.start

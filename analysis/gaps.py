@@ -35,7 +35,7 @@ from gputop_trace.analysis.causes import CAUSES, cause_label
 from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS, GapColumns, attribute_gaps
 from gputop_trace.analysis.gap_detail import gap_detail
 from gputop_trace.analysis.intervals import holes
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
@@ -278,7 +278,7 @@ def find_gaps(
     is_overhead = trace.kind == Kind.OVERHEAD
     staged: list[dict[str, Any]] = []
     for (g_rank, g_device, g_pid), g_lanes in sorted(group_of_lane.items()):
-        ops = idx[np.isin(op_lane, g_lanes)] if len(group_of_lane) > 1 else idx
+        ops = idx[isin(op_lane, g_lanes)] if len(group_of_lane) > 1 else idx
         real = ops[~is_overhead[ops]]
         if not len(real):
             continue

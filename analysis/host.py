@@ -32,7 +32,7 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.kinds import CopyKind, Kind, LaneKind, MemKind
 from gputop_trace.model.trace import Trace
 
@@ -160,7 +160,7 @@ def host_classes(trace: Trace, events: I64 | slice) -> I8:
             inside = blocking[(blocking >= offset) & (blocking < offset + n)]
             out[inside - offset] = HostClass.SYNC
         else:
-            out[np.isin(events, blocking)] = HostClass.SYNC
+            out[isin(events, blocking)] = HostClass.SYNC
     return out
 
 
@@ -189,7 +189,7 @@ def pageable_copy_calls(trace: Trace) -> I64:
         return np.zeros(0, dtype=np.int64)
     pageable = host_side_kind(trace) == MemKind.PAGEABLE
     api = trace.launch_of[trace.copies.event[pageable]]
-    return np.unique(api[api >= 0])
+    return distinct(api[api >= 0])
 
 
 def cpu_lanes(trace: Trace) -> I64:

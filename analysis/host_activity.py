@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.overlap import largest_overlap, outermost_only
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
@@ -54,7 +54,7 @@ def host_threads(trace: Trace, rank: int, launch_lane: int) -> list[int]:
 def _outer_ops(trace: Trace, lane: int) -> I64:
     """The outermost host operators of a lane (trace indices, start order)."""
     sl = trace.lane_slice(lane)
-    pos = np.flatnonzero(np.isin(trace.kind[sl], np.array([int(k) for k in HOST_OP_KINDS], dtype=np.uint8)))
+    pos = np.flatnonzero(isin(trace.kind[sl], np.array([int(k) for k in HOST_OP_KINDS], dtype=np.uint8)))
     outer: I64 = outermost_only(trace.end_ns[sl], pos) + sl.start
     return outer
 
@@ -69,7 +69,7 @@ def host_activity(
     ws = np.asarray(starts, dtype=np.int64)
     we = np.maximum(np.asarray(ends, dtype=np.int64), ws + 1)
     out = [NO_ACTIVITY] * len(ws)
-    for launch in np.unique(lanes).tolist():
+    for launch in distinct(lanes).tolist():
         q = np.flatnonzero(lanes == launch)
         threads = host_threads(trace, rank, int(launch))
         best = np.full(len(q), -1, dtype=np.int64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 
 
 def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> tuple[I64, I64]:
@@ -65,7 +65,7 @@ def subtract(as_: I64, ae: I64, bs: I64, be: I64) -> tuple[I64, I64]:
     if as_.size == 0 or bs.size == 0:
         return as_.copy(), ae.copy()
     # boundaries: A starts/ends and B starts/ends; walk the elementary segments between them
-    pts = np.unique(np.concatenate((as_, ae, bs, be)))
+    pts = distinct(np.concatenate((as_, ae, bs, be)))
     mid_s, mid_e = pts[:-1], pts[1:]
     in_a = _inside(as_, ae, mid_s)
     in_b = _inside(bs, be, mid_s)

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from gputop_trace.analysis.compiled import compiled_program, kernel_origins
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.inductor_info import InductorInfo, InductorLookup
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.kernel_names import qualified_name
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -267,7 +267,7 @@ def _group_labels(
         lookup = InductorLookup(trace)
         by_name = lookup.node_label if group_by == GroupBy.NODE else lookup.source_label
         ids = trace.name[k]
-        text = {int(i): by_name(trace.names[int(i)]) for i in np.unique(ids).tolist()}
+        text = {int(i): by_name(trace.names[int(i)]) for i in distinct(ids).tolist()}
         return _text_labels([text[int(i)] for i in ids.tolist()])
     if group_by == GroupBy.GEOMETRY:
         geo = np.zeros((len(k), 6), dtype=np.int64)

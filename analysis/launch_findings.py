@@ -11,6 +11,7 @@ from gputop_trace.analysis.finding_draft import Draft, name_of, pct
 from gputop_trace.analysis.gaps import LAUNCH_GAP_NS, SHORT_OP_NS, DeviceGaps
 from gputop_trace.analysis.kernels import short_name
 from gputop_trace.analysis.launches import VERY_SLOW_LAUNCH_NS, LaunchReport
+from gputop_trace.model.arrays import isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -91,7 +92,7 @@ def launch_findings(
     # copies have their own findings (a pageable copy call blocks for the whole copy)
     slow = slow[trace.kind[rep.op[slow]] == Kind.KERNEL]
     if reported:
-        slow = slow[~np.isin(rep.api[slow], np.fromiter(reported, dtype=np.int64))]
+        slow = slow[~isin(rep.api[slow], np.fromiter(reported, dtype=np.int64))]
     if len(slow):
         worst = int(slow[np.argmax(rep.launch_ns[slow])])
         total = int(rep.launch_ns[slow].sum())

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from gputop_trace.model.trace import Trace
 
@@ -114,7 +114,7 @@ def _queues(trace: Trace, ops: I64, api: I64) -> list[StreamQueue]:
     if not len(ops):
         return out
     lanes = trace.lane[ops]
-    for ln in np.unique(lanes).tolist():
+    for ln in distinct(lanes).tolist():
         m = lanes == ln
         up = trace.start_ns[api[m]]
         down = trace.start_ns[ops[m]]

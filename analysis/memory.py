@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gputop_trace.analysis.op_tree import DEVICE_MEMORY_TYPES, HOST_MEMORY_TYPES, key_events
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, isin
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
@@ -46,8 +46,8 @@ def memory_series(trace: Trace, *, locate_peak: bool = True) -> list[MemorySerie
     if not len(mem):
         return []
     rank = trace.lane_rank[trace.lane[mem.event]]
-    host = np.isin(mem.device_type, HOST_MEMORY_TYPES)
-    dev = np.isin(mem.device_type, DEVICE_MEMORY_TYPES)
+    host = isin(mem.device_type, HOST_MEMORY_TYPES)
+    dev = isin(mem.device_type, DEVICE_MEMORY_TYPES)
     device = np.where(host, -1, mem.device).astype(np.int64)
     out: list[MemorySeries] = []
     keys = sorted({(int(r), int(d)) for r, d, k in zip(rank, device, host | dev, strict=True) if k})

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
@@ -97,17 +97,17 @@ def key_events(trace: Trace, rank: int | None = None, *, python: bool = True) ->
     kind = trace.kind
     on_cpu = lane_kind[trace.lane] == LaneKind.CPU_THREAD
     host_kinds = HOST_KINDS if python else tuple(k for k in HOST_KINDS if k != Kind.PYTHON)
-    host = np.isin(kind, np.array(host_kinds, dtype=np.uint8)) & on_cpu
+    host = isin(kind, np.array(host_kinds, dtype=np.uint8)) & on_cpu
     if trace.meta.format != "nsys":  # Kineto's overhead events are PyTorch's; nsys' CUPTI overhead is not
         host |= kind == Kind.OVERHEAD
-    device = np.isin(kind, np.array(DEVICE_KINDS, dtype=np.uint8)) & ~on_cpu
+    device = isin(kind, np.array(DEVICE_KINDS, dtype=np.uint8)) & ~on_cpu
     keep = host | device
     if rank is not None:
         keep &= trace.lane_rank[trace.lane] == rank
     filtered = [trace.name_ids.get(n, -1) for n in FILTERED_NAMES]
     filtered = [i for i in filtered if i >= 0]
     if filtered:
-        keep &= ~np.isin(trace.name, np.array(filtered, dtype=np.int32))
+        keep &= ~isin(trace.name, np.array(filtered, dtype=np.int32))
     return np.flatnonzero(keep & host).astype(np.int64), np.flatnonzero(keep & device).astype(np.int64)
 
 
@@ -178,7 +178,7 @@ def _host_ids(trace: Trace, host: I64, parent: I64) -> I64:
     buffer was requested); ``-1`` for the rest (runtime calls link to their operator, they own nothing)."""
     ext = trace.ext[host]
     kind = trace.kind[host]
-    ids = np.where(np.isin(kind, np.array(FRONTEND_KINDS, dtype=np.uint8)) & (ext > 0), ext, -1)
+    ids = np.where(isin(kind, np.array(FRONTEND_KINDS, dtype=np.uint8)) & (ext > 0), ext, -1)
     for i in np.flatnonzero(kind == Kind.OVERHEAD).tolist():
         p = int(parent[i])
         while p >= 0 and ids[p] <= 0:
@@ -243,14 +243,14 @@ def _memory(trace: Trace, host: I64, rank: int | None) -> tuple[I64, I64, I64]:
     m_ts = trace.start_ns[mem.event]
     h_rank = trace.lane_rank[trace.lane[host]]
     covered = np.zeros(len(mem), dtype=bool)
-    for r in np.unique(m_rank).tolist():
+    for r in distinct(m_rank).tolist():
         rows = np.flatnonzero(m_rank == r)
         rows = rows[np.argsort(m_ts[rows], kind="stable")]
         ts = m_ts[rows]
         b = mem.bytes[rows]
         dt = mem.device_type[rows]
-        cum_cpu = np.concatenate(([0], np.cumsum(np.where(np.isin(dt, HOST_MEMORY_TYPES), b, 0))))
-        cum_dev = np.concatenate(([0], np.cumsum(np.where(np.isin(dt, DEVICE_MEMORY_TYPES), b, 0))))
+        cum_cpu = np.concatenate(([0], np.cumsum(np.where(isin(dt, HOST_MEMORY_TYPES), b, 0))))
+        cum_dev = np.concatenate(([0], np.cumsum(np.where(isin(dt, DEVICE_MEMORY_TYPES), b, 0))))
         sel = np.flatnonzero(h_rank == r)
         s = trace.start_ns[host[sel]]
         lo = np.searchsorted(ts, s, side="left")

@@ -18,7 +18,7 @@ import numpy as np
 from gputop_trace.analysis.op_flops import Work, estimate
 from gputop_trace.analysis.op_tree import DEVICE_KINDS, DEVICE_MEMORY_TYPES, HOST_MEMORY_TYPES, OpTree, build_op_tree
 from gputop_trace.analysis.ranges import split_range_name
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, isin
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 
@@ -289,8 +289,8 @@ def _memory_rows(trace: Trace, tree: OpTree, group_by: str) -> list[OpRow]:
     if not len(rows):
         return []
     mem = trace.memory
-    host = np.isin(mem.device_type[rows], HOST_MEMORY_TYPES)
-    device = np.isin(mem.device_type[rows], DEVICE_MEMORY_TYPES)
+    host = isin(mem.device_type[rows], HOST_MEMORY_TYPES)
+    device = isin(mem.device_type[rows], DEVICE_MEMORY_TYPES)
     cpu = int(mem.bytes[rows][host].sum())
     dev = int(mem.bytes[rows][device].sum())
     return [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.trace import Trace
 
 
@@ -28,7 +28,7 @@ def largest_overlap(
     if not len(ev) or not len(ql):
         return best, best_ns
     if len(ev) > 1 and not bool(np.all(ev[1:] > ev[:-1])):
-        ev = np.unique(ev)
+        ev = distinct(ev)
     # events in index order are sorted by (lane, start); a stable sort on the small depth column (radix sort)
     # within each lane groups them by row and keeps each row in start order
     lane = trace.lane[ev].astype(np.int64)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gputop_trace.model.arrays import distinct
 from gputop_trace.model.devices import PROFILER_LANE, PROFILER_SERIES
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
@@ -70,7 +71,7 @@ def profiler_ranges(trace: Trace) -> ProfilerRanges | None:
         starts = trace.start_ns[sl]
         names = trace.name[sl]
         n_ranges += len(starts)
-        windows.update(int(d) for d in np.unique(trace.dur_ns[sl]).tolist())
+        windows.update(int(d) for d in distinct(trace.dur_ns[sl]).tolist())
         per_range: dict[str, np.ndarray] = {}
         for s in trace.counters:
             if not s.name.startswith(PROFILER_SERIES) or s.rank != ln.rank or s.pid != ln.pid:

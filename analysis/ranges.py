@@ -20,7 +20,7 @@ import numpy as np
 
 from gputop_trace.analysis.autograd import autograd_threads
 from gputop_trace.analysis.intervals import segmented_union_total
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 
@@ -137,7 +137,7 @@ def _projection(trace: Trace, ranges: I64, device: int | None = None) -> tuple[I
     lane_hi = np.searchsorted(a_lane, r_lane, side="right")
     lo = np.empty(n, dtype=np.int64)
     hi = np.empty(n, dtype=np.int64)
-    for ln in np.unique(r_lane).tolist():
+    for ln in distinct(r_lane).tolist():
         m = np.flatnonzero(r_lane == ln)
         a, b = int(lane_lo[m[0]]), int(lane_hi[m[0]])
         lo[m] = a + np.searchsorted(a_time[a:b], r_s[m], side="left")
@@ -179,9 +179,7 @@ def range_summary(
     instance inside its rank's recording as steps are (:func:`gputop_trace.analysis.steps.cut_ranges`: a range
     the profiler closed long after its recording ended counts to the last activity recorded, not to its end)."""
     rng = trace.of_kind(Kind.RANGE)
-    rng = rng[
-        np.isin(trace.lane_kind[trace.lane[rng]], np.array([LaneKind.CPU_THREAD, LaneKind.ASYNC], dtype=np.uint8))
-    ]
+    rng = rng[isin(trace.lane_kind[trace.lane[rng]], np.array([LaneKind.CPU_THREAD, LaneKind.ASYNC], dtype=np.uint8))]
     if rank is not None:
         rng = rng[trace.event_rank[rng] == rank]
     if not len(rng):
@@ -206,7 +204,7 @@ def range_summary(
     dom_codes: dict[str, int] = {}
     dom_of_group = np.array([dom_codes.setdefault(d, len(dom_codes)) for d, _ in label_list], dtype=np.int64)
     depth = np.zeros(len(rng), dtype=np.int64)
-    for code in np.unique(dom_of_group[inv]).tolist():
+    for code in distinct(dom_of_group[inv]).tolist():
         m = np.flatnonzero(dom_of_group[inv] == code)
         depth[m] = range_depths(trace, rng[m])
     busy, span, nops, nborrowed = _projection(trace, rng, device)
@@ -255,7 +253,7 @@ def range_summary(
                 gpu_ops=int(gops[j]),
                 gpu_annotation_ns=annot.get(disp) if annot else None,
                 max_depth=int(maxd[j]),
-                threads=len(np.unique(trace.lane[members])),
+                threads=len(distinct(trace.lane[members])),
                 events=np.sort(members),
                 gpu_ops_autograd=int(gborrowed[j]),
                 cut=int(shorter[j]),
@@ -312,7 +310,7 @@ def instance_gpu(trace: Trace, event: int) -> InstanceGpu:
     a_time = trace.start_ns[api]
     inside = (a_time >= s) & (a_time < e)
     mine = inside & (a_lane == lane)
-    theirs = inside & np.isin(a_lane, np.array([th.lane for th in owned], dtype=a_lane.dtype))
+    theirs = inside & isin(a_lane, np.array([th.lane for th in owned], dtype=a_lane.dtype))
     sel = ops[mine | theirs]
     starts = trace.start_ns[sel]
     busy = segmented_union_total(np.zeros(len(sel), dtype=np.int64), starts, starts + trace.dur_ns[sel], 1)

@@ -123,13 +123,13 @@ class RankSummary:
 def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = None) -> list[RankSummary]:
     """The summaries of a loaded trace, one per rank, by rank (the analysis half of
     :func:`gputop_trace.fleet.summarize.summarize_file`, which adds the file's size and the tool's version)."""
-    import numpy as np
 
     from gputop_trace.analysis.busy import device_busy
     from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives
     from gputop_trace.analysis.gaps import find_gaps
     from gputop_trace.analysis.steps import find_steps, steps_note
     from gputop_trace.analysis.transfers import transfer_overlap
+    from gputop_trace.model.arrays import isin
     from gputop_trace.model.kinds import Kind
 
     opts = options or SummaryOptions()
@@ -142,7 +142,7 @@ def summarize_trace(trace: Trace, path: str, options: SummaryOptions | None = No
     overlap = comm_compute_overlap(trace, coll)
     memcpy = trace.copies.event[trace.kind[trace.copies.event] == Kind.MEMCPY]
     copy_rank = trace.event_rank[memcpy]
-    copy_bytes = trace.copies.bytes[np.isin(trace.copies.event, memcpy)].clip(0)
+    copy_bytes = trace.copies.bytes[isin(trace.copies.event, memcpy)].clip(0)
     given = isinstance(trace.meta.properties.get("distributedInfo"), dict)
     warnings = tuple(dict.fromkeys(trace.meta.warnings))
     common = {

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns, plural
@@ -136,7 +136,7 @@ def recordings(trace: Trace) -> dict[int, Recording]:
     w_first, w_last = per_lane(trace.start_ns, work, hi, np.minimum), per_lane(trace.end_ns, work, lo, np.maximum)
     b_first, b_last = per_lane(trace.start_ns, book, hi, np.minimum), per_lane(trace.end_ns, book, lo, np.maximum)
     out: dict[int, Recording] = {}
-    for r in np.unique(trace.lane_rank).tolist():
+    for r in distinct(trace.lane_rank).tolist():
         mine = trace.lane_rank == r
         first, last = int(w_first[mine].min()), int(w_last[mine].max())
         bfirst, blast = int(b_first[mine].min()), int(b_last[mine].max())
@@ -188,7 +188,7 @@ def cut_ranges(trace: Trace, events: I64, recs: dict[int, Recording] | None = No
     recs = recs if recs is not None else recordings(trace)
     start, end = trace.start_ns[events].copy(), trace.end_ns[events].copy()
     ranks = trace.event_rank[events]
-    for r in np.unique(ranks).tolist():
+    for r in distinct(ranks).tolist():
         at = np.flatnonzero(ranks == r)
         s, e, empty = cut_to_recording(start[at], end[at], recs.get(int(r)))
         start[at], end[at] = s, np.where(empty, s, e)
@@ -200,7 +200,7 @@ def measured_span(trace: Trace) -> int:
     event's start to the last event's end. :attr:`Trace.span_ns` where no range runs outside the recording."""
     if not len(trace):
         return 0
-    ann = np.isin(trace.kind, ANNOTATION_KINDS)
+    ann = isin(trace.kind, ANNOTATION_KINDS)
     if not ann.any():
         return trace.span_ns
     rest = np.flatnonzero(~ann)
@@ -217,7 +217,7 @@ def find_steps(trace: Trace) -> list[Steps]:
     rng = trace.of_kind(Kind.RANGE)
     if not len(rng):
         return []
-    ids = np.unique(trace.name[rng])
+    ids = distinct(trace.name[rng])
     step_ids = {int(i) for i in ids.tolist() if is_step_name(trace.names[int(i)])}
     prof_ids = {i for i in step_ids if trace.names[i].startswith("ProfilerStep#")}
     if not step_ids:
@@ -227,8 +227,8 @@ def find_steps(trace: Trace) -> list[Steps]:
     for r in sorted({int(x) for x in trace.event_rank[rng].tolist()}):
         mine = rng[trace.event_rank[rng] == r]
         names = trace.name[mine]
-        use = prof_ids if np.isin(names, list(prof_ids)).any() else step_ids
-        sel = mine[np.isin(names, list(use))]
+        use = prof_ids if isin(names, list(prof_ids)).any() else step_ids
+        sel = mine[isin(names, list(use))]
         if not len(sel):
             continue
         sel = sel[np.argsort(trace.start_ns[sel], kind="stable")]

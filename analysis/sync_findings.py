@@ -10,7 +10,7 @@ from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, name_of
 from gputop_trace.analysis.gaps import DeviceGaps
 from gputop_trace.analysis.host import HostClass, cpu_lanes, host_classes, pageable_copy_calls
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -31,7 +31,7 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
     ev = np.flatnonzero(on_cpu[trace.lane]).astype(np.int64)
     cls = host_classes(trace, ev)
     sync = ev[cls == HostClass.SYNC]
-    sync = sync[~np.isin(sync, pageable_copy_calls(trace))]
+    sync = sync[~isin(sync, pageable_copy_calls(trace))]
     if not len(sync):
         return []
     # outermost syncs only (aten::item around cudaStreamSynchronize counts once); each inner sync maps to its
@@ -44,7 +44,7 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
     rng_name = np.where(rng >= 0, trace.name[np.maximum(rng, 0)], -1).astype(np.int64)
     fam_ids: dict[str, int] = {"": 0}
     fam_of_name = np.zeros(len(trace.names) + 1, dtype=np.int64)  # last slot: no range
-    for i in np.unique(rng_name[rng_name >= 0]).tolist():
+    for i in distinct(rng_name[rng_name >= 0]).tolist():
         fam_of_name[i] = fam_ids.setdefault(name_family(trace.names[i]), len(fam_ids))
     fam = fam_of_name[rng_name]  # -1 indexes the last slot (no range → family "")
     keys = np.stack([fam, trace.name[outer].astype(np.int64), trace.event_rank[outer].astype(np.int64)])
@@ -79,7 +79,7 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
         call = trace.names[int(uniq[1, key])]
         rank = int(uniq[2, key])
         range_name = family_label(
-            {name_of(trace, int(r)) for r in np.unique(rng[members_by_group[bounds[key] : bounds[key + 1]]]).tolist()}
+            {name_of(trace, int(r)) for r in distinct(rng[members_by_group[bounds[key] : bounds[key + 1]]]).tolist()}
         )
         waited = int(trace.dur_ns[arr].sum())
         # removing the sync lets the host run ahead by at most the time it blocked, and that only pays off

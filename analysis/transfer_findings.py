@@ -10,6 +10,7 @@ import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, plain_name
 from gputop_trace.analysis.transfers import TransferReport
+from gputop_trace.model.arrays import distinct, isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
@@ -84,7 +85,7 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
 
 def _copy_groups(trace: Trace, rows: list[Any]) -> str:
     """``"Copies: 1 × 32.0 MiB DtoH (pageable) in `checkpoint_d2h` on stream 7 (24.0 ms); ..."``."""
-    kernel_lanes = set(np.unique(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)]).tolist())
+    kernel_lanes = set(distinct(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)]).tolist())
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for r in rows:
         fam = name_family(r.range_name) if r.range_name else None
@@ -130,9 +131,9 @@ def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int
     if not len(cols):
         return []
     k = trace.of_kind(Kind.KERNEL, Kind.GRAPH)
-    k_lanes = np.unique(trace.lane[k])
+    k_lanes = distinct(trace.lane[k])
     lanes = trace.lane[cols.event]
-    side = ~cols.is_memset & ~np.isin(lanes, k_lanes) & (trace.lane_kind[lanes] == LaneKind.GPU_STREAM)
+    side = ~cols.is_memset & ~isin(lanes, k_lanes) & (trace.lane_kind[lanes] == LaneKind.GPU_STREAM)
     sel = np.flatnonzero(side)
     if not len(sel):
         return []
@@ -142,7 +143,7 @@ def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int
     hidden = time - exposed
     pct = 100.0 * hidden / time if time else 100.0
     per_stream = []
-    for ln in np.unique(lanes[sel]).tolist():
+    for ln in distinct(lanes[sel]).tolist():
         m = sel[lanes[sel] == ln]
         t_ns = int(trace.dur_ns[cols.event[m]].sum())
         h_ns = t_ns - int(cols.exposed_ns[m].sum())

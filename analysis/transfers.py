@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from gputop_trace.analysis.enclosing import innermost_enclosing
 from gputop_trace.analysis.intervals import overlap_with_union, union
-from gputop_trace.model.arrays import I64
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import COPY_KIND_LABEL, CopyKind, Kind, MemKind
 from gputop_trace.model.trace import Trace
@@ -284,7 +284,7 @@ def transfer_overlap(trace: Trace, *, rank: int | None = None, device: int | Non
     c = trace.copies
     ev = c.event
     kind = trace.kind[ev] if len(ev) else np.zeros(0, dtype=np.uint8)
-    sel = np.isin(kind, np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.uint8)) & (c.direction < CopyKind.UVM_HTOD)
+    sel = isin(kind, np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.uint8)) & (c.direction < CopyKind.UVM_HTOD)
     uvm_sel = (kind == Kind.UVM) | (c.direction >= CopyKind.UVM_HTOD)
     dev_all = trace.event_device[ev] if len(ev) else np.zeros(0, dtype=np.int32)
     rk_all = trace.event_rank[ev] if len(ev) else np.zeros(0, dtype=np.int32)
@@ -298,7 +298,7 @@ def transfer_overlap(trace: Trace, *, rank: int | None = None, device: int | Non
     uvm_rows = np.flatnonzero(uvm_sel)
     # memcpy/memset events that have no side-table row still count (direction unknown)
     extra = trace.of_kind(Kind.MEMCPY, Kind.MEMSET)
-    extra = extra[~np.isin(extra, ev)]
+    extra = extra[~isin(extra, ev)]
     if rank is not None:
         extra = extra[trace.event_rank[extra] == rank]
     if device is not None:
@@ -332,7 +332,7 @@ def transfer_overlap(trace: Trace, *, rank: int | None = None, device: int | Non
         kd_lane = trace.lane[kd]
         ks = trace.start_ns[kd]
         ke = ks + trace.dur_ns[kd]
-        for ln in np.unique(lanes[here]).tolist():
+        for ln in distinct(lanes[here]).tolist():
             mine = here[lanes[here] == ln]
             other = kd_lane != ln
             us, ue = union(ks[other], ke[other])
@@ -395,11 +395,9 @@ def _flags(
         np.minimum.at(first_k, kl, trace.start_ns[kernels])
         np.maximum.at(last_k, kl, trace.start_ns[kernels] + trace.dur_ns[kernels])
     between = (first_k[lanes] < start) & (last_k[lanes] > end)
-    host_dir = np.isin(direction, np.array([int(k) for k in _HOST_DIRECTIONS], dtype=np.uint8))
+    host_dir = isin(direction, np.array([int(k) for k in _HOST_DIRECTIONS], dtype=np.uint8))
     flags |= ((memcpy & host_dir & between).astype(np.uint8)) << 2
-    pinned_or_managed = np.isin(
-        dst, np.array([MemKind.PINNED, MemKind.MANAGED, MemKind.MANAGED_STATIC], dtype=np.uint8)
-    )
+    pinned_or_managed = isin(dst, np.array([MemKind.PINNED, MemKind.MANAGED, MemKind.MANAGED_STATIC], dtype=np.uint8))
     flags |= ((is_memset & (is_async == 0) & pinned_or_managed).astype(np.uint8)) << 3
     return flags
 

@@ -29,6 +29,7 @@ from gputop_trace.analysis.kernels import GroupBy, kernel_table
 from gputop_trace.analysis.ranges import range_summary
 from gputop_trace.analysis.steps import is_step_name
 from gputop_trace.analysis.transfers import direction_label
+from gputop_trace.model.arrays import distinct
 from gputop_trace.model.kernel_names import normalized_kernel_name
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
@@ -199,7 +200,7 @@ def copy_items(trace: Trace, steps: RunSteps, chosen: I64) -> _Items:
     ev = trace.copies.event
     code = trace.copies.direction.astype(np.int64) * 2 + (trace.kind[ev] == Kind.MEMSET)
     groups: dict[str, list[I64]] = {}
-    for c in np.unique(code).tolist():
+    for c in distinct(code).tolist():
         label = direction_label(c // 2, bool(c % 2))
         groups.setdefault(label, []).append(ev[code == c])
     return _grouped(trace, steps, chosen, dict(sorted(groups.items())), launch=True)

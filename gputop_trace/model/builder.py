@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +32,9 @@ from gputop_trace.model.tables import (
     side_table_dtypes,
 )
 from gputop_trace.model.trace import Trace
+
+if TYPE_CHECKING:  # imported where a build takes workers (with logging: a few ms of every command's start)
+    from concurrent.futures import ThreadPoolExecutor
 
 _T = TypeVar("_T")
 
@@ -225,7 +227,11 @@ class TraceBuilder:
         cores = _usable_cores()
         least = PARALLEL_BUILD_EVENTS_MANY_CORES if cores >= MANY_CORES else PARALLEL_BUILD_EVENTS
         workers = min(cores - 1, MAX_BUILD_WORKERS) if n_total >= least else 0
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build") if workers > 0 else None
+        pool = None
+        if workers > 0:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
         try:
             return self._build(meta, t0_ns, pool)
         finally:

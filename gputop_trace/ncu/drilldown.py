@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.errors import TraceError
+from gputop_trace.model.arrays import distinct
 from gputop_trace.model.kernel_names import function_name
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ def _inside_named_range(trace: Trace, lanes: np.ndarray[Any, Any], times: np.nda
     if name_id is None:
         return out
     ranges = np.flatnonzero((trace.kind == int(Kind.RANGE)) & (trace.name == name_id))
-    for lane in np.unique(trace.lane[ranges]).tolist():
+    for lane in distinct(trace.lane[ranges]).tolist():
         r = ranges[trace.lane[ranges] == lane]
         order = np.argsort(trace.start_ns[r], kind="stable")
         starts = trace.start_ns[r][order]

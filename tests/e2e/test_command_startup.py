@@ -16,7 +16,12 @@ from tests.conftest import corpus_file
 
 #: never on the path of a command that writes JSON
 HEAVY = ("textual", "rich", "pandas", "dask", "pyarrow", "gputop_trace.tui", "subprocess")
+#: nor what a small trace's command does not need: numpy's masked arrays (imported by a plain ``np.unique``,
+#: ``np.isin`` or ``np.percentile``: the model's ``distinct``, ``isin`` and ``percentile`` stand in), the thread
+#: pools of large loads and the logging they bring
+UNNEEDED = ("numpy.ma", "concurrent.futures", "logging")
 EPOCH_TRACE = "external/negative_queue_length_values_check/rank0.json.gz"
+GPT_TRACE = "kineto/h200_gpt_train_small.json.gz"
 
 #: runs the command in-process with stdout captured, then prints the modules it imported as a JSON list
 _PROBE = """
@@ -51,9 +56,11 @@ def _present(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.corpus
-def test_summary_json_imports_nothing_heavy() -> None:
-    mods = _imported("summary", "--json", "--no-cache", corpus_file(EPOCH_TRACE))
+@pytest.mark.parametrize("trace", [EPOCH_TRACE, GPT_TRACE])
+def test_summary_json_imports_nothing_heavy(trace: str) -> None:
+    mods = _imported("summary", "--json", "--no-cache", corpus_file(trace))
     assert _present(mods, HEAVY) == []
+    assert _present(mods, UNNEEDED) == []
     # one rank: no cross-rank matching; no --inductor-dir: no debug-output reader
     assert _present(mods, ("gputop_trace.analysis.stragglers", "gputop_trace.parsers.inductor_debug")) == []
     # the summary's own work was done (a probe that ran nothing would pass the checks above)
@@ -65,6 +72,7 @@ def test_summary_json_imports_nothing_heavy() -> None:
 def test_json_commands_import_only_their_analyses(command: str) -> None:
     mods = _imported(command, "--json", "--no-cache", corpus_file(EPOCH_TRACE))
     assert _present(mods, HEAVY) == []
+    assert _present(mods, UNNEEDED) == []
     # the findings (and with them every detector) belong to `summary`, not to these commands
     assert _present(mods, ("gputop_trace.analysis.findings", "gputop_trace.report.summary")) == []
 
