@@ -23,6 +23,7 @@ recorded fact as any other event's: nothing is cut. Every consumer of steps read
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,6 +111,18 @@ def is_step_name(name: str) -> bool:
 
 
 def recordings(trace: Trace) -> dict[int, Recording]:
+    """See :func:`_recordings`; computed once per trace (a summary asks five times)."""
+    cached = _RECORDINGS.get(trace)
+    if cached is None:
+        cached = _RECORDINGS[trace] = _recordings(trace)
+    return dict(cached)
+
+
+#: recordings() per trace
+_RECORDINGS: weakref.WeakKeyDictionary[Trace, dict[int, Recording]] = weakref.WeakKeyDictionary()
+
+
+def _recordings(trace: Trace) -> dict[int, Recording]:
     """Per rank, where its recording runs (:class:`Recording`). A rank with nothing but annotation ranges is left
     out (nothing to measure them against). Profiler bookkeeping: ``Kind.OVERHEAD`` events and events on lanes of no
     thread or stream (Kineto's ``PyTorch Profiler (0)`` span, which starts with the recording, and its
@@ -213,7 +226,22 @@ def measured_span(trace: Trace) -> int:
 def find_steps(trace: Trace) -> list[Steps]:
     """Step ranges per rank (ranks without any are left out), cut to the recording (see the module). When a rank
     has both ``ProfilerStep#N`` and its own step ranges, the profiler's are used (they tile the timeline
-    exactly)."""
+    exactly). Computed once per trace (a summary asks three times)."""
+    cached = _STEPS.get(trace)
+    if cached is None:
+        cached = _STEPS[trace] = tuple(_find_steps(trace))
+        for st in cached:  # shared by every caller: read-only
+            for a in (st.events, st.start_ns, st.dur_ns, st.range_dur_ns, st.left_out, st.range_start_ns):
+                if a is not None:
+                    a.setflags(write=False)
+    return list(cached)
+
+
+#: find_steps() per trace
+_STEPS: weakref.WeakKeyDictionary[Trace, tuple[Steps, ...]] = weakref.WeakKeyDictionary()
+
+
+def _find_steps(trace: Trace) -> list[Steps]:
     rng = trace.of_kind(Kind.RANGE)
     if not len(rng):
         return []
