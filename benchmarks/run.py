@@ -34,7 +34,14 @@ from harness import ROOT, Result, median, run_child, spread
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
-PLUGINS = ("bench_nsys", "bench_analyses", "bench_tui", "bench_commands", "bench_critical_path")
+PLUGINS = (
+    "bench_nsys",
+    "bench_analyses",
+    "bench_tui",
+    "bench_commands",
+    "bench_critical_path",
+    "bench_large_loads",
+)
 MB = 1_000_000
 
 LOAD_TARGET_MBPS = 150.0
