@@ -74,13 +74,19 @@ def format_ns(ns: float, *, precision: int = 3, sep: str = " ") -> str:
     if ns is None or (isinstance(ns, float) and math.isnan(ns)):
         return "-"
     a = abs(ns)
-    if a < 1_000:
+    if round(a) < 1_000:
         return f"{ns:.0f}{sep}ns"
     for unit, factor in (("µs", 1e3), ("ms", 1e6), ("s", 1e9)):
         if a < factor * 1000 or unit == "s":
             value = ns / factor
             digits = max(0, precision - len(str(int(abs(value)))))
-            return f"{value:.{digits}f}{sep}{unit}"
+            text = f"{value:.{digits}f}"
+            whole = len(str(int(abs(float(text)))))
+            if whole > 3 and unit != "s":  # rounds up to 1000: the next unit ("999.6 µs" is "1.00 ms")
+                continue
+            if digits and whole > len(str(int(abs(value)))):  # rounding added a digit: "9.997 s" is "10.0 s"
+                text = f"{value:.{digits - 1}f}"
+            return f"{text}{sep}{unit}"
     raise AssertionError("unreachable")
 
 

@@ -56,3 +56,21 @@ def test_format_si() -> None:
     assert format_si(1.234e12, "FLOP/s") == "1.23 TFLOP/s"
     assert format_si(512.0, "B") == "512 B"
     assert format_si(float("nan"), "B") == "-"
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [
+        (999, "999 ns"),
+        (999.6, "1.00 µs"),  # rounds to 1000 ns: the next unit
+        (999_600, "1.00 ms"),
+        (999_499, "999 µs"),
+        (9_997_000_000, "10.0 s"),  # rounding added a digit: three significant digits still
+        (9_994_000_000, "9.99 s"),
+        (4_100_000, "4.10 ms"),
+        (-999_600, "-1.00 ms"),
+        (12_345_678_900, "12.3 s"),
+    ],
+)
+def test_format_ns_keeps_three_digits_where_rounding_reaches_the_next_unit(ns: float, text: str) -> None:
+    assert format_ns(ns) == text
