@@ -58,6 +58,8 @@ sys.stdout, real = out, sys.stdout
 code = main(["summary", "--json", "--no-cache", sys.argv[1]])
 sys.stdout = real
 print('{"code": %d}' % code)
+from gputop_trace.cli.process_end import end_process
+end_process(code)  # as the console script ends (gputop_trace.cli.main.entry)
 """
 
 #: HTA's whole process: its imports and ``TraceAnalysis(trace_dir=...)`` on a folder holding only the trace

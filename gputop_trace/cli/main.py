@@ -107,8 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point: the command, then the process ends without Python's teardown where nothing
+    needs it (:mod:`gputop_trace.cli.process_end`)."""
+    code = main()
+    from gputop_trace.cli.process_end import end_process
+
+    end_process(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
