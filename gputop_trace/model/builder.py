@@ -87,6 +87,14 @@ class _Chunk:
     cols: dict[str, np.ndarray[Any, Any]]
 
 
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    """The build's worker threads (``concurrent.futures`` and the ``logging`` it brings imported only here: a
+    few ms of every command's start otherwise)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
+
+
 class TraceBuilder:
     """Collects events column-wise from a parser, then sorts, packs rows and freezes them into a :class:`Trace`.
 
@@ -227,11 +235,7 @@ class TraceBuilder:
         cores = _usable_cores()
         least = PARALLEL_BUILD_EVENTS_MANY_CORES if cores >= MANY_CORES else PARALLEL_BUILD_EVENTS
         workers = min(cores - 1, MAX_BUILD_WORKERS) if n_total >= least else 0
-        pool = None
-        if workers > 0:
-            from concurrent.futures import ThreadPoolExecutor
-
-            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
+        pool = _thread_pool(workers) if workers > 0 else None
         try:
             return self._build(meta, t0_ns, pool)
         finally:

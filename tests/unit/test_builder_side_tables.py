@@ -107,11 +107,11 @@ def test_a_build_of_a_few_million_events_takes_workers_only_with_four_cores_or_m
     monkeypatch.setattr(builder, "_usable_cores", lambda: cores)
     pools: list[int | None] = []
 
-    def spy(max_workers: int | None = None, thread_name_prefix: str = "") -> ThreadPoolExecutor:
-        pools.append(max_workers)
-        return ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=thread_name_prefix)
+    def spy(workers: int) -> ThreadPoolExecutor:
+        pools.append(workers)
+        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
 
-    monkeypatch.setattr(builder, "ThreadPoolExecutor", spy)
+    monkeypatch.setattr(builder, "_thread_pool", spy)
     t = _builder(n, np.random.default_rng(3)).build(TraceMeta(format="test"))
     assert len(t) == n
     assert pools == ([min(cores - 1, builder.MAX_BUILD_WORKERS)] if threaded else [])
