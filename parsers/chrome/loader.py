@@ -22,7 +22,7 @@ from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
-from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
+from gputop_trace.parsers.chrome.classify import classify_all, classify_classes, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
 from gputop_trace.parsers.chrome.document import Chunk, DocumentInfo
@@ -249,16 +249,12 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
     """Give the builder every event (with its kind and lane), the side tables and the launch flows; returns the
     events' kinds (provisional order)."""
     b = st.builder
-    src = st.cols.concat("src", np.int32)
-    cat = st.cols.concat("cat", np.int32)
     name = st.cols.concat("name", np.int32)
-    device = st.cols.concat("device", np.int32)
-    phc = st.cols.concat("phc", np.uint8)
     start = st.cols.concat("start", np.int64)
     dur = st.cols.concat("dur", np.int64)
     corr = st.cols.concat("corr", np.int64)
     ext = st.cols.concat("ext", np.int64)
-    kind, lane = classify_all(st, fmt, rank, src, cat, name, device, phc)
+    kind, lane = _classify(st, fmt, rank, name)
     add_side_tables(st, kind, st.builder.names.strings, name, corr)
     b.add_events(start_ns=start, dur_ns=dur, kind=kind, lane=lane, name=name, corr=corr, ext=ext)
     fsrc, fdst = launch_flows(kind, corr)
@@ -271,6 +267,24 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
         b.add_flows(src, idx, FlowKind.LAUNCH)
         kind = np.concatenate((kind, bands["kind"]))
     return kind
+
+
+def _classify(
+    st: State, fmt: str, rank: int, name: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Kind and lane of every event: by the classes found as the events streamed, or, for a JAX trace (whose
+    classification reads every name), from the whole columns."""
+    c = st.cols
+    if fmt != "jax":
+        return classify_classes(st, fmt, rank, c.concat("cls", np.int32))
+    cols = (
+        c.concat("src", np.int32),
+        c.concat("cat", np.int32),
+        name,
+        c.concat("device", np.int32),
+        c.concat("phc", np.uint8),
+    )
+    return classify_all(st, fmt, rank, *cols)
 
 
 def _add_counters(st: State, rank: int) -> None:

@@ -30,6 +30,7 @@ class _Columns(msgspec.Struct):
     ext: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
     device: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
     phc: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
+    cls: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # int32 ids into ``State.classes``
 
     def concat(self, name: str, dtype: Any) -> np.ndarray[Any, Any]:
         """The column's parts as one array of ``dtype``, cast as they are copied (``astype``'s casting; the parts
@@ -83,6 +84,10 @@ class State:
         #: decoded only the first time they are seen
         self.name_by_text: dict[bytes, int] = {}
         self.srcs: dict[tuple[Any, Any], int] = {}
+        #: the distinct (thread, category, ph class, device, name or -1) rows of the events, numbered in the order
+        #: they first appear (the events' ``cls`` column): what the classification reads, found part by part as
+        #: the events come (classify.event_classes)
+        self.classes: dict[tuple[int, ...], int] = {}
         self.proc_name: dict[Any, str] = {}
         self.proc_labels: dict[Any, str] = {}
         self.proc_sort: dict[Any, int] = {}
@@ -145,14 +150,21 @@ def append_events(
     device: np.ndarray[Any, Any],
     phc: np.ndarray[Any, Any],
 ) -> None:
+    """Append a part's events to the columns (ids cast to the columns' int32 as they are kept), with the class of
+    each one (:func:`~gputop_trace.parsers.chrome.classify.event_classes`)."""
+    # (imported here: classify imports this module)
+    from gputop_trace.parsers.chrome.classify import event_classes
+
     c = st.cols
+    src, cat, name, device = src.astype(np.int32), cat.astype(np.int32), name.astype(np.int32), device.astype(np.int32)
     c.start.append(start)
     c.dur.append(dur)
-    c.src.append(src.astype(np.int32))
-    c.cat.append(cat.astype(np.int32))
-    c.name.append(name.astype(np.int32))
+    c.src.append(src)
+    c.cat.append(cat)
+    c.name.append(name)
     c.corr.append(corr)
     c.ext.append(ext)
     c.device.append(device)
     c.phc.append(phc)
+    c.cls.append(event_classes(st, src, cat, name, device, phc))
     st.n += int(start.shape[0])
