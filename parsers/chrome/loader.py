@@ -41,6 +41,10 @@ from gputop_trace.units import plural
 Progress = Callable[[int, int, int], None]
 
 LOADER_VERSION = 1
+#: bytes of events read before the event columns are sized for the whole file, and the room left beyond the
+#: events expected at that density (pages never written cost no memory)
+ESTIMATE_AFTER = 16 << 20
+ESTIMATE_MARGIN = 1.1
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
@@ -95,10 +99,18 @@ def _stream_into(
     include_python: bool,
 ) -> None:
     """Every chunk of the events array into ``st`` (no chunk is referenced once this returns, so that the memory
-    of the scanner's columns can be freed)."""
+    of the scanner's columns can be freed). In a plain (not gzip) file the event columns are sized once the first
+    :data:`ESTIMATE_AFTER` bytes are read, for as many events as the file holds at that density (and a little
+    more), so that they need not grow (copied) as the events come."""
+    scanned = 0 if not src.gzip and file_size > 2 * ESTIMATE_AFTER else -1
     for chunk in chunks:
         if chunk.fast is not None:
             process_fast(st, chunk.fast, include_python=include_python)
+            if scanned >= 0:
+                scanned += chunk.fast.end
+                if scanned >= ESTIMATE_AFTER:
+                    st.cols.reserve(int(st.n * ESTIMATE_MARGIN * file_size / scanned) + 1024)
+                    scanned = -1
         else:
             process_chunk(st, chunk, include_python=include_python)
         if progress is not None:
@@ -124,7 +136,7 @@ def _finish(
     lost = _warn_about_unread(st, info, gz_truncated, corrupt)
     _refuse_without_events(st, info, path)
     # end of the trace, for B/async events that never ended
-    ends = [int((c_s + c_d).max()) for c_s, c_d in zip(st.cols.start, st.cols.dur, strict=True) if len(c_s)]
+    ends = [st.cols.end] if st.cols.end is not None else []
     be_ts = [r[1] for r in st.be] + [r[4] for r in st.asyncs]
     end_of_trace = max(ends + be_ts, default=0)
     match_begin_end(st, end_of_trace)
@@ -249,11 +261,11 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
     """Give the builder every event (with its kind and lane), the side tables and the launch flows; returns the
     events' kinds (provisional order)."""
     b = st.builder
-    name = st.cols.concat("name", np.int32)
-    start = st.cols.concat("start", np.int64)
-    dur = st.cols.concat("dur", np.int64)
-    corr = st.cols.concat("corr", np.int64)
-    ext = st.cols.concat("ext", np.int64)
+    name = st.cols.column("name")
+    start = st.cols.column("start")
+    dur = st.cols.column("dur")
+    corr = st.cols.column("corr")
+    ext = st.cols.column("ext")
     kind, lane = _classify(st, fmt, rank, name)
     add_side_tables(st, kind, st.builder.names.strings, name, corr)
     b.add_events(start_ns=start, dur_ns=dur, kind=kind, lane=lane, name=name, corr=corr, ext=ext)
@@ -276,15 +288,8 @@ def _classify(
     classification reads every name), from the whole columns."""
     c = st.cols
     if fmt != "jax":
-        return classify_classes(st, fmt, rank, c.concat("cls", np.int32))
-    cols = (
-        c.concat("src", np.int32),
-        c.concat("cat", np.int32),
-        name,
-        c.concat("device", np.int32),
-        c.concat("phc", np.uint8),
-    )
-    return classify_all(st, fmt, rank, *cols)
+        return classify_classes(st, fmt, rank, c.column("cls"))
+    return classify_all(st, fmt, rank, c.column("src"), c.column("cat"), name, c.column("device"), c.column("phc"))
 
 
 def _add_counters(st: State, rank: int) -> None:

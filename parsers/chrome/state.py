@@ -16,29 +16,66 @@ from gputop_trace.parsers.chrome.op_args import OpArgRows
 PH_X, PH_I, PH_BE, PH_ASYNC, PH_ASYNC_I = 0, 1, 2, 3, 4
 
 
+#: the per-event columns and their dtypes (a part's ids come as int64 and are cast as they are copied in, with
+#: ``astype``'s casting)
+COLUMNS: dict[str, Any] = {
+    "start": np.int64,
+    "dur": np.int64,
+    "src": np.int32,
+    "cat": np.int32,
+    "name": np.int32,
+    "corr": np.int64,
+    "ext": np.int64,
+    "device": np.int32,
+    "phc": np.uint8,
+    "cls": np.int32,  # ids into ``State.classes``
+}
+
+
+class _Columns:
+    """Per-event columns in provisional order (file order), each one growing array of its final dtype into which
+    each part's values are copied as it comes: no part's arrays are kept, and nothing is concatenated after the
+    stream (each value is written once, into memory faulted in once; concatenating the parts of a 1 GB trace had
+    faulted in about 100 MB more at the end of the load, on the loading thread). The arrays grow by half again
+    when full, or once to :meth:`reserve`'s estimate; pages past the events are never touched, so they cost no
+    memory."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        #: the latest end (start + dur, ns) of the events so far; None before the first
+        self.end: int | None = None
+        self._a: dict[str, np.ndarray[Any, Any]] = {k: np.empty(0, dtype=dt) for k, dt in COLUMNS.items()}
+
+    def reserve(self, n: int) -> None:
+        """Room for ``n`` events in all."""
+        if n <= self._a["start"].shape[0]:
+            return
+        for k, a in self._a.items():
+            grown = np.empty(n, dtype=a.dtype)
+            grown[: self.n] = a[: self.n]
+            self._a[k] = grown
+
+    def append(self, **parts: np.ndarray[Any, Any]) -> None:
+        """One part's events: a value for each of :data:`COLUMNS`, equally long."""
+        k = parts["start"].shape[0]
+        m = self.n + k
+        cap = self._a["start"].shape[0]
+        if m > cap:
+            self.reserve(max(m, cap + cap // 2, 1 << 14))
+        for key, a in self._a.items():
+            a[self.n : m] = parts[key]
+        if k:
+            last = int((parts["start"] + parts["dur"]).max())
+            self.end = last if self.end is None else max(self.end, last)
+        self.n = m
+
+    def column(self, name: str) -> np.ndarray[Any, Any]:
+        """Column ``name`` of the events so far (a view: valid until the next :meth:`append`)."""
+        return self._a[name][: self.n]
+
+
 # (the record classes of the loader are msgspec Structs, not dataclasses: defining a dataclass runs generated code,
 # about a millisecond each of the import every load pays; a Struct is defined in a few microseconds)
-class _Columns(msgspec.Struct):
-    """Per-event numpy columns gathered chunk by chunk (provisional order = file order)."""
-
-    start: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    dur: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    src: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    cat: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    name: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    corr: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    ext: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    device: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    phc: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    cls: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)  # int32 ids into ``State.classes``
-
-    def concat(self, name: str, dtype: Any) -> np.ndarray[Any, Any]:
-        """The column's parts as one array of ``dtype``, cast as they are copied (``astype``'s casting; the parts
-        of ids are int64, the column int32: no int64 array of the whole trace in between)."""
-        parts: list[np.ndarray[Any, Any]] = getattr(self, name)
-        return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.zeros(0, dtype=dtype)
-
-
 class _Flows(msgspec.Struct):
     """Chrome flow events (``s``/``t``/``f``) other than launch flows, column-wise in file order."""
 
@@ -150,21 +187,14 @@ def append_events(
     device: np.ndarray[Any, Any],
     phc: np.ndarray[Any, Any],
 ) -> None:
-    """Append a part's events to the columns (ids cast to the columns' int32 as they are kept), with the class of
-    each one (:func:`~gputop_trace.parsers.chrome.classify.event_classes`)."""
+    """Append a part's events to the columns (ids cast to the columns' int32 as they are copied), with the class
+    of each one (:func:`~gputop_trace.parsers.chrome.classify.event_classes`)."""
     # (imported here: classify imports this module)
     from gputop_trace.parsers.chrome.classify import event_classes
 
-    c = st.cols
     src, cat, name, device = src.astype(np.int32), cat.astype(np.int32), name.astype(np.int32), device.astype(np.int32)
-    c.start.append(start)
-    c.dur.append(dur)
-    c.src.append(src)
-    c.cat.append(cat)
-    c.name.append(name)
-    c.corr.append(corr)
-    c.ext.append(ext)
-    c.device.append(device)
-    c.phc.append(phc)
-    c.cls.append(event_classes(st, src, cat, name, device, phc))
+    cls = event_classes(st, src, cat, name, device, phc)
+    st.cols.append(
+        start=start, dur=dur, src=src, cat=cat, name=name, corr=corr, ext=ext, device=device, phc=phc, cls=cls
+    )
     st.n += int(start.shape[0])

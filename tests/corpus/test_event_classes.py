@@ -36,8 +36,8 @@ def _by_whole_columns(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The classification as it was before the classes: distinct rows of the concatenated columns."""
     c = st.cols
-    cols = (c.concat("src", np.int32), c.concat("cat", np.int32), name, c.concat("device", np.int32))
-    return classify.classify_all(st, fmt, rank, *cols, c.concat("phc", np.uint8))
+    cols = (c.column("src"), c.column("cat"), name, c.column("device"), c.column("phc"))
+    return classify.classify_all(st, fmt, rank, *cols)
 
 
 def _both_ways(path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace, Trace]:

@@ -1,0 +1,85 @@
+"""The loader's event columns (``state._Columns``): each part copied into one growing array per column, cast to
+the column's dtype as ``np.concatenate(..., casting="unsafe")`` of the parts would; the latest end; and the load's
+sizing of the columns from the first bytes of a plain file, which must not change the model."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gputop_trace.parsers.chrome import loader as chrome
+from gputop_trace.parsers.chrome import stream as chrome_stream
+from gputop_trace.parsers.chrome.state import COLUMNS, _Columns
+from tests.conftest import SAMPLES
+from tests.corpus.test_reference_loader import _edge_files
+from tests.trace_compare import trace_differences
+
+
+def _part(rng: np.random.Generator, n: int) -> dict[str, np.ndarray[Any, Any]]:
+    big = 2**40  # ids beyond int32 wrap as the unsafe cast wraps them
+    return {
+        k: (rng.integers(-big, big, n) if dt != np.uint8 else rng.integers(0, 5, n)).astype(
+            np.int64 if dt != np.uint8 else np.uint8
+        )
+        for k, dt in COLUMNS.items()
+    }
+
+
+@pytest.mark.parametrize("reserve", [None, 10, 5000, 100_000])
+def test_columns_hold_the_parts_in_order(reserve: int | None) -> None:
+    rng = np.random.default_rng(5)
+    cols = _Columns()
+    if reserve is not None:
+        cols.reserve(reserve)
+    parts = [_part(rng, int(n)) for n in rng.integers(0, 3000, 40)]
+    for p in parts:
+        cols.append(**p)
+    assert cols.n == sum(len(p["start"]) for p in parts)
+    for k, dt in COLUMNS.items():
+        got = cols.column(k)
+        want = np.concatenate([p[k] for p in parts], dtype=dt, casting="unsafe")
+        assert got.dtype == want.dtype and np.array_equal(got, want), k
+    ends = [int((p["start"] + p["dur"]).max()) for p in parts if len(p["start"])]
+    assert cols.end == max(ends)
+
+
+def test_no_events_no_end() -> None:
+    cols = _Columns()
+    cols.append(**{k: np.zeros(0, dtype=dt) for k, dt in COLUMNS.items()})
+    assert cols.n == 0 and cols.end is None and cols.column("start").shape == (0,)
+
+
+def test_columns_sized_from_the_first_bytes_give_the_same_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sized after a few KiB (under- and over-estimates both: the samples' density varies along the file) and
+    grown from there, against columns that only grow."""
+    paths = list(_edge_files(tmp_path).values())
+    for p in sorted(SAMPLES.glob("*.json.gz")):  # (the bundled traces, inflated: gzip files are not sized ahead)
+        plain = tmp_path / p.name.removesuffix(".gz")
+        plain.write_bytes(gzip.decompress(p.read_bytes()))
+        paths.append(str(plain))
+    monkeypatch.setattr(chrome_stream, "CHUNK", 4096)
+    sized = 0
+    reserve = chrome.State().cols.reserve.__func__  # type: ignore[attr-defined]
+
+    def counting(self: _Columns, n: int) -> None:
+        nonlocal sized
+        sized += sys._getframe(1).f_code.co_name == "_stream_into"  # (the loader's estimate, not a growth)
+        reserve(self, n)
+
+    for path in paths:
+        monkeypatch.setattr(chrome, "ESTIMATE_AFTER", 1 << 40)  # never sized ahead
+        grown = chrome.load(path)
+        monkeypatch.setattr(chrome, "ESTIMATE_AFTER", 2048)
+        monkeypatch.setattr(_Columns, "reserve", counting)
+        ahead = chrome.load(path)
+        monkeypatch.setattr(_Columns, "reserve", reserve)
+        diffs = trace_differences(ahead, grown)
+        assert not diffs, f"{path}: {diffs[:5]}"
+    assert sized >= 5
