@@ -34,6 +34,7 @@ from gputop_trace.parsers.chrome.opening import Opened, open_trace
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.values import int_or, stable_int
+from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.source import ByteStream
 from gputop_trace.units import plural
 
@@ -45,6 +46,9 @@ LOADER_VERSION = 1
 #: events expected at that density (pages never written cost no memory)
 ESTIMATE_AFTER = 16 << 20
 ESTIMATE_MARGIN = 1.1
+#: usable cores from which the columns' memory is faulted in ahead on a thread of its own (where fewer, that thread
+#: would take a core the scanning threads use, for work the loading thread does anyway)
+FAULT_IN_CORES = 4
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
@@ -101,20 +105,26 @@ def _stream_into(
     """Every chunk of the events array into ``st`` (no chunk is referenced once this returns, so that the memory
     of the scanner's columns can be freed). In a plain (not gzip) file the event columns are sized once the first
     :data:`ESTIMATE_AFTER` bytes are read, for as many events as the file holds at that density (and a little
-    more), so that they need not grow (copied) as the events come."""
+    more), so that they need not grow (copied) as the events come; where there are :data:`FAULT_IN_CORES` cores or
+    more, their memory is faulted in meanwhile on a thread of its own."""
     scanned = 0 if not src.gzip and file_size > 2 * ESTIMATE_AFTER else -1
-    for chunk in chunks:
-        if chunk.fast is not None:
-            process_fast(st, chunk.fast, include_python=include_python)
-            if scanned >= 0:
-                scanned += chunk.fast.end
-                if scanned >= ESTIMATE_AFTER:
-                    st.cols.reserve(int(st.n * ESTIMATE_MARGIN * file_size / scanned) + 1024)
-                    scanned = -1
-        else:
-            process_chunk(st, chunk, include_python=include_python)
-        if progress is not None:
-            progress(src.bytes_in, file_size, st.n)
+    try:
+        for chunk in chunks:
+            if chunk.fast is not None:
+                process_fast(st, chunk.fast, include_python=include_python)
+                if scanned >= 0:
+                    scanned += chunk.fast.end
+                    if scanned >= ESTIMATE_AFTER:
+                        expect = int(st.n * file_size / scanned)
+                        spare = usable_cores() >= FAULT_IN_CORES
+                        st.cols.reserve(int(expect * ESTIMATE_MARGIN) + 1024, fault_in=expect if spare else 0)
+                        scanned = -1
+            else:
+                process_chunk(st, chunk, include_python=include_python)
+            if progress is not None:
+                progress(src.bytes_in, file_size, st.n)
+    finally:
+        st.cols.settle()
 
 
 def _finish(

@@ -3,6 +3,7 @@ provisional event index, and the B/E, async, flow and counter events that are ma
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from typing import Any
 
@@ -32,28 +33,72 @@ COLUMNS: dict[str, Any] = {
 }
 
 
+#: events kept clear between the end of the events written and the memory the fault-in thread writes (far more than
+#: a part holds; a part that holds more stops that thread before it is copied in)
+FAULT_IN_GAP = 1 << 20
+#: events whose pages the fault-in thread writes at a time (in each column)
+FAULT_IN_BLOCK = 1 << 19
+
+
 class _Columns:
     """Per-event columns in provisional order (file order), each one growing array of its final dtype into which
     each part's values are copied as it comes: no part's arrays are kept, and nothing is concatenated after the
     stream (each value is written once, into memory faulted in once; concatenating the parts of a 1 GB trace had
     faulted in about 100 MB more at the end of the load, on the loading thread). The arrays grow by half again
     when full, or once to :meth:`reserve`'s estimate; pages past the events are never touched, so they cost no
-    memory."""
+    memory, unless :meth:`reserve` is asked to fault them in on a thread of its own."""
 
     def __init__(self) -> None:
         self.n = 0
         #: the latest end (start + dur, ns) of the events so far; None before the first
         self.end: int | None = None
         self._a: dict[str, np.ndarray[Any, Any]] = {k: np.empty(0, dtype=dt) for k, dt in COLUMNS.items()}
+        # the fault-in thread writes only events from ``_front`` on, and lowers ``_front`` block by block while
+        # it stays :data:`FAULT_IN_GAP` events above ``_writing`` (the end of the events being copied in, set
+        # before they are): so what it writes and what :meth:`append` writes never meet (see _fault_in)
+        self._writing = 0
+        self._front = 0
+        self._stop = False
+        self._thread: threading.Thread | None = None
 
-    def reserve(self, n: int) -> None:
-        """Room for ``n`` events in all."""
-        if n <= self._a["start"].shape[0]:
-            return
-        for k, a in self._a.items():
-            grown = np.empty(n, dtype=a.dtype)
-            grown[: self.n] = a[: self.n]
-            self._a[k] = grown
+    def reserve(self, n: int, *, fault_in: int = 0) -> None:
+        """Room for ``n`` events in all. ``fault_in``: the pages of the events up to that one are written on a
+        thread of their own (numpy releases the GIL as it fills them), from the last back towards the events
+        copied in so far, so that the loading thread finds them in memory as it copies parts in instead of
+        faulting each page in (for where there is a core to spare: a page fault costs the thread that writes
+        first)."""
+        self.settle()
+        if n > self._a["start"].shape[0]:
+            for k, a in self._a.items():
+                grown = np.empty(n, dtype=a.dtype)
+                grown[: self.n] = a[: self.n]
+                self._a[k] = grown
+        fault_in = min(fault_in, self._a["start"].shape[0])
+        if fault_in > self.n + FAULT_IN_GAP:
+            self._front, self._stop = fault_in, False
+            self._thread = threading.Thread(target=self._fault_in, name="gputop-fault-in", daemon=True)
+            self._thread.start()
+
+    def _fault_in(self) -> None:
+        arrays = list(self._a.values())
+        while not self._stop:
+            end = self._front
+            start = max(end - FAULT_IN_BLOCK, 0)
+            # (read after append set ``_writing`` for its part, or before: then that part ends below the previous
+            # ``_writing`` + one part, which the gap exceeds; append stops this thread where a part would reach
+            # ``_front`` or holds more than the gap)
+            if start < self._writing + FAULT_IN_GAP:
+                return
+            self._front = start
+            for a in arrays:
+                a[start:end] = 0
+
+    def settle(self) -> None:
+        """Stop the fault-in thread and wait for it (before the arrays are read whole or replaced)."""
+        if self._thread is not None:
+            self._stop = True
+            self._thread.join()
+            self._thread = None
 
     def append(self, **parts: np.ndarray[Any, Any]) -> None:
         """One part's events: a value for each of :data:`COLUMNS`, equally long."""
@@ -62,6 +107,9 @@ class _Columns:
         cap = self._a["start"].shape[0]
         if m > cap:
             self.reserve(max(m, cap + cap // 2, 1 << 14))
+        self._writing = m
+        if self._thread is not None and (m > self._front or k > FAULT_IN_GAP):
+            self.settle()
         for key, a in self._a.items():
             a[self.n : m] = parts[key]
         if k:
@@ -70,7 +118,8 @@ class _Columns:
         self.n = m
 
     def column(self, name: str) -> np.ndarray[Any, Any]:
-        """Column ``name`` of the events so far (a view: valid until the next :meth:`append`)."""
+        """Column ``name`` of the events so far (a view: valid until the next :meth:`append`; call :meth:`settle`
+        first)."""
         return self._a[name][: self.n]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gputop_trace.parsers.chrome import loader as chrome
+from gputop_trace.parsers.chrome import state
 from gputop_trace.parsers.chrome import stream as chrome_stream
 from gputop_trace.parsers.chrome.state import COLUMNS, _Columns
 from tests.conftest import SAMPLES
@@ -31,14 +32,20 @@ def _part(rng: np.random.Generator, n: int) -> dict[str, np.ndarray[Any, Any]]:
 
 
 @pytest.mark.parametrize("reserve", [None, 10, 5000, 100_000])
-def test_columns_hold_the_parts_in_order(reserve: int | None) -> None:
+@pytest.mark.parametrize("fault_in", [False, True], ids=["", "faulted-in"])
+def test_columns_hold_the_parts_in_order(reserve: int | None, fault_in: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also with the fault-in thread writing the memory ahead (a gap of 4000 events: the parts of up to 3000
+    events come close to it, and one of 5000 stops it)."""
+    monkeypatch.setattr(state, "FAULT_IN_GAP", 4000)
+    monkeypatch.setattr(state, "FAULT_IN_BLOCK", 64)
     rng = np.random.default_rng(5)
     cols = _Columns()
     if reserve is not None:
-        cols.reserve(reserve)
-    parts = [_part(rng, int(n)) for n in rng.integers(0, 3000, 40)]
+        cols.reserve(reserve, fault_in=reserve if fault_in else 0)
+    parts = [_part(rng, int(n)) for n in [*rng.integers(0, 3000, 40), 5000, 10]]
     for p in parts:
         cols.append(**p)
+    cols.settle()
     assert cols.n == sum(len(p["start"]) for p in parts)
     for k, dt in COLUMNS.items():
         got = cols.column(k)
@@ -46,6 +53,25 @@ def test_columns_hold_the_parts_in_order(reserve: int | None) -> None:
         assert got.dtype == want.dtype and np.array_equal(got, want), k
     ends = [int((p["start"] + p["dur"]).max()) for p in parts if len(p["start"])]
     assert cols.end == max(ends)
+
+
+def test_the_fault_in_thread_never_writes_over_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many loads' worth of small parts copied in while the thread writes blocks of 8 events 16 above them."""
+    monkeypatch.setattr(state, "FAULT_IN_GAP", 16)
+    monkeypatch.setattr(state, "FAULT_IN_BLOCK", 8)
+    rng = np.random.default_rng(9)
+    for _ in range(100):
+        cols = _Columns()
+        cols.reserve(4000, fault_in=4000)
+        parts = [_part(rng, int(n)) for n in rng.integers(1, 12, 300)]
+        for p in parts:
+            cols.append(**p)
+        cols.settle()
+        assert cols._thread is None
+        for k in COLUMNS:
+            assert np.array_equal(
+                cols.column(k), np.concatenate([p[k] for p in parts], dtype=COLUMNS[k], casting="unsafe")
+            )
 
 
 def test_no_events_no_end() -> None:
@@ -68,11 +94,14 @@ def test_columns_sized_from_the_first_bytes_give_the_same_model(
     sized = 0
     reserve = chrome.State().cols.reserve.__func__  # type: ignore[attr-defined]
 
-    def counting(self: _Columns, n: int) -> None:
+    def counting(self: _Columns, n: int, fault_in: int = 0) -> None:
         nonlocal sized
         sized += sys._getframe(1).f_code.co_name == "_stream_into"  # (the loader's estimate, not a growth)
-        reserve(self, n)
+        reserve(self, n, fault_in=fault_in)
 
+    monkeypatch.setattr(chrome, "FAULT_IN_CORES", 1)  # faulted in ahead, whatever the cores
+    monkeypatch.setattr(state, "FAULT_IN_GAP", 256)
+    monkeypatch.setattr(state, "FAULT_IN_BLOCK", 32)
     for path in paths:
         monkeypatch.setattr(chrome, "ESTIMATE_AFTER", 1 << 40)  # never sized ahead
         grown = chrome.load(path)
