@@ -34,7 +34,7 @@ COLUMNS: dict[str, Any] = {
 
 
 #: events kept clear between the end of the events written and the memory the fault-in thread writes (far more than
-#: a part holds; a part that holds more stops that thread before it is copied in)
+#: a part holds, so that the thread is rarely stopped by a part that reaches its memory)
 FAULT_IN_GAP = 1 << 20
 #: events whose pages the fault-in thread writes at a time (in each column)
 FAULT_IN_BLOCK = 1 << 19
@@ -53,12 +53,15 @@ class _Columns:
         #: the latest end (start + dur, ns) of the events so far; None before the first
         self.end: int | None = None
         self._a: dict[str, np.ndarray[Any, Any]] = {k: np.empty(0, dtype=dt) for k, dt in COLUMNS.items()}
-        # the fault-in thread writes only events from ``_front`` on, and lowers ``_front`` block by block while
-        # it stays :data:`FAULT_IN_GAP` events above ``_writing`` (the end of the events being copied in, set
-        # before they are): so what it writes and what :meth:`append` writes never meet (see _fault_in)
+        # the fault-in thread writes only events from ``_front`` on: under ``_lock`` it lowers ``_front`` by a
+        # block while that stays :data:`FAULT_IN_GAP` events above ``_writing`` (the end of the events being copied
+        # in), then fills the block; :meth:`append`, under the same lock, sets ``_writing`` and stops the thread
+        # (waiting for the block it fills) where its part would reach ``_front``. So what the thread writes and
+        # what append writes never meet, however the threads are scheduled
         self._writing = 0
         self._front = 0
         self._stop = False
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def reserve(self, n: int, *, fault_in: int = 0) -> None:
@@ -81,15 +84,13 @@ class _Columns:
 
     def _fault_in(self) -> None:
         arrays = list(self._a.values())
-        while not self._stop:
-            end = self._front
-            start = max(end - FAULT_IN_BLOCK, 0)
-            # (read after append set ``_writing`` for its part, or before: then that part ends below the previous
-            # ``_writing`` + one part, which the gap exceeds; append stops this thread where a part would reach
-            # ``_front`` or holds more than the gap)
-            if start < self._writing + FAULT_IN_GAP:
-                return
-            self._front = start
+        while True:
+            with self._lock:
+                end = self._front
+                start = max(end - FAULT_IN_BLOCK, 0)
+                if self._stop or start < self._writing + FAULT_IN_GAP:
+                    return
+                self._front = start
             for a in arrays:
                 a[start:end] = 0
 
@@ -107,8 +108,10 @@ class _Columns:
         cap = self._a["start"].shape[0]
         if m > cap:
             self.reserve(max(m, cap + cap // 2, 1 << 14))
-        self._writing = m
-        if self._thread is not None and (m > self._front or k > FAULT_IN_GAP):
+        with self._lock:
+            self._writing = m
+            clash = self._thread is not None and m > self._front
+        if clash:
             self.settle()
         for key, a in self._a.items():
             a[self.n : m] = parts[key]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,42 @@ def test_the_fault_in_thread_never_writes_over_events(monkeypatch: pytest.Monkey
             assert np.array_equal(
                 cols.column(k), np.concatenate([p[k] for p in parts], dtype=COLUMNS[k], casting="unsafe")
             )
+
+
+class _SlowFill(np.ndarray):  # type: ignore[type-arg]
+    """An array whose fills (the fault-in thread's ``a[i:j] = 0``) take a while, so that parts are copied in while
+    the thread is in the middle of one."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(value, int):
+            time.sleep(0.0005)
+        super().__setitem__(key, value)
+
+
+class _NumpyWithSlowFills:
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(n: int, dtype: Any) -> np.ndarray[Any, Any]:
+        return np.empty(n, dtype=dtype).view(_SlowFill)
+
+
+def test_parts_copied_in_while_the_thread_fills_stay_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state, "np", _NumpyWithSlowFills())
+    monkeypatch.setattr(state, "FAULT_IN_GAP", 40)
+    monkeypatch.setattr(state, "FAULT_IN_BLOCK", 16)
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        cols = _Columns()
+        cols.reserve(3000, fault_in=3000)
+        parts = [_part(rng, int(n)) for n in rng.integers(1, 30, 200)]
+        for p in parts:
+            cols.append(**p)
+        cols.settle()
+        for k in COLUMNS:
+            want = np.concatenate([p[k] for p in parts], dtype=COLUMNS[k], casting="unsafe")
+            assert np.array_equal(np.asarray(cols.column(k)), want), k
 
 
 def test_no_events_no_end() -> None:
