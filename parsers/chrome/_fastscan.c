@@ -1392,9 +1392,132 @@ fail:
     return NULL;
 }
 
+/* classes(src, cat, phc, device, name, mtia, table) -> bytes of n int32: the class of each of a part's events (the
+ * Chrome loader's classify.event_classes): its row (src, cat, phc, device, name_key) as a tuple of ints, looked up
+ * in ``table`` (a dict) and added with the id ``len(table)`` where it is not there, new rows in the order they
+ * first appear. ``name_key`` is the event's name where its category is 0 (none) or ``mtia``, else -1. ``src``,
+ * ``cat``, ``device`` and ``name`` are contiguous int32 buffers, ``phc`` uint8, all of n items. A part holds a few
+ * distinct rows: each is found in a small hash table of its own, and the dict is asked once per distinct row. */
+typedef struct {
+    int32_t k[5];
+    int32_t id; /* the class; -1: an empty slot */
+} ClassSlot;
+
+static uint64_t class_hash(const int32_t *k) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int j = 0; j < 5; j++) {
+        h ^= (uint32_t)k[j];
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+static PyObject *classes(PyObject *self, PyObject *args) {
+    PyObject *objs[5], *table;
+    long long mtia;
+    if (!PyArg_ParseTuple(args, "OOOOOLO!", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &mtia, &PyDict_Type,
+                          &table))
+        return NULL;
+    Py_buffer v[5];
+    int got = 0;
+    PyObject *out = NULL;
+    ClassSlot *slots = NULL;
+    static const Py_ssize_t itemsize[5] = {4, 4, 1, 4, 4};
+    for (; got < 5; got++)
+        if (PyObject_GetBuffer(objs[got], &v[got], PyBUF_C_CONTIGUOUS)) goto done;
+    Py_ssize_t n = v[0].len / 4;
+    for (int j = 0; j < 5; j++)
+        if (v[j].len != n * itemsize[j]) {
+            PyErr_SetString(PyExc_ValueError, "classes: columns of other lengths or item sizes");
+            goto done;
+        }
+    out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!out) goto done;
+    int32_t *cls = (int32_t *)PyBytes_AS_STRING(out);
+    const int32_t *src = v[0].buf, *cat = v[1].buf, *dev = v[3].buf, *name = v[4].buf;
+    const uint8_t *phc = v[2].buf;
+    size_t cap = 64, used = 0;
+    slots = malloc(cap * sizeof(ClassSlot));
+    if (!slots) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t u = 0; u < cap; u++) slots[u].id = -1;
+    int32_t last[5] = {0, 0, 0, 0, 0}, last_id = -1; /* runs of one row are common: no look-up for them */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t k[5] = {src[i], cat[i], (int32_t)phc[i], dev[i], (cat[i] == 0 || cat[i] == mtia) ? name[i] : -1};
+        if (last_id >= 0 && !memcmp(k, last, sizeof k)) {
+            cls[i] = last_id;
+            continue;
+        }
+        size_t at = (size_t)class_hash(k) & (cap - 1);
+        while (slots[at].id >= 0 && memcmp(slots[at].k, k, sizeof k)) at = (at + 1) & (cap - 1);
+        if (slots[at].id < 0) { /* first time in this part: the trace's id from the table */
+            PyObject *key = Py_BuildValue("(iiiii)", k[0], k[1], k[2], k[3], k[4]);
+            if (!key) goto fail;
+            PyObject *g = PyDict_GetItemWithError(table, key); /* borrowed */
+            long long id;
+            if (g) {
+                id = PyLong_AsLongLong(g);
+            } else if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                goto fail;
+            } else {
+                PyObject *made = PyLong_FromSsize_t(PyDict_Size(table));
+                if (!made || PyDict_SetItem(table, key, made)) {
+                    Py_XDECREF(made);
+                    Py_DECREF(key);
+                    goto fail;
+                }
+                id = PyLong_AsLongLong(made);
+                Py_DECREF(made);
+            }
+            Py_DECREF(key);
+            if (id < 0 || id > INT32_MAX) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "classes: an id outside int32 in the table");
+                goto fail;
+            }
+            memcpy(slots[at].k, k, sizeof k);
+            slots[at].id = (int32_t)id;
+            if (2 * ++used > cap) { /* grow: rehash into twice the slots */
+                size_t cap2 = 2 * cap;
+                ClassSlot *s2 = malloc(cap2 * sizeof(ClassSlot));
+                if (!s2) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                for (size_t u = 0; u < cap2; u++) s2[u].id = -1;
+                for (size_t u = 0; u < cap; u++) {
+                    if (slots[u].id < 0) continue;
+                    size_t b = (size_t)class_hash(slots[u].k) & (cap2 - 1);
+                    while (s2[b].id >= 0) b = (b + 1) & (cap2 - 1);
+                    s2[b] = slots[u];
+                }
+                free(slots);
+                slots = s2;
+                cap = cap2;
+                at = (size_t)class_hash(k) & (cap - 1);
+                while (memcmp(slots[at].k, k, sizeof k)) at = (at + 1) & (cap - 1);
+            }
+        }
+        memcpy(last, k, sizeof k);
+        last_id = cls[i] = slots[at].id;
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    free(slots);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"map_ids", map_ids, METH_VARARGS,
      "map_ids(local, itemsize, keys, table, new=None) -> int64 bytes: local ids -> the table's, new keys in order"},
+    {"classes", classes, METH_VARARGS,
+     "classes(src, cat, phc, device, name, mtia, table) -> int32 bytes: each event's class, new rows in order"},
     {"is_object", is_object, METH_O, "is_object(text) -> whether text is one strict JSON object"},
     {"trim", trim, METH_NOARGS, "trim(): free the column memory kept for reuse between scans"},
     {"pooled", pooled, METH_NOARGS, "pooled() -> bytes of column memory kept for reuse between scans"},

@@ -21,12 +21,15 @@ import threading
 from collections.abc import Generator
 from typing import Any
 
+from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.document import Chunk, DocumentInfo
+from gputop_trace.parsers.chrome.parallel_scan import scan_threads
 from gputop_trace.parsers.chrome.stream import stream_events
 from gputop_trace.parsers.handoff import put_unless_stopped
 from gputop_trace.parsers.source import ByteStream
 
-#: chunks (of ~1 MiB of JSON each) that may wait between the producer and the loader
+#: chunks (of up to 4 MiB of JSON each) that may wait between the producer and the loader; at least two windows'
+#: parts where a window is scanned in more parts than that (:func:`depth`)
 DEPTH = 4
 READ_AHEAD_ENV = "GPUTOP_READ_AHEAD"
 
@@ -34,6 +37,14 @@ READ_AHEAD_ENV = "GPUTOP_READ_AHEAD"
 def enabled() -> bool:
     """Whether chunks are read ahead on a second thread (default: yes; ``GPUTOP_READ_AHEAD=0``: no)."""
     return os.environ.get(READ_AHEAD_ENV, "1") not in ("0", "false", "no")
+
+
+def depth() -> int:
+    """How many chunks may wait: :data:`DEPTH`, or two windows' parts (one per scanning thread) where that is more.
+    The producer puts a window's parts in the queue, then reads and scans the next window; with room for only
+    four of eight parts it could start on the next window only once the loader had taken half of them, and the
+    loader, whose thread is the limit there, would wait for it at every window."""
+    return max(DEPTH, 2 * scan_threads()) if scanner.enabled() else DEPTH
 
 
 class ReadAhead:
@@ -45,7 +56,7 @@ class ReadAhead:
     def __init__(self, src: ByteStream, info: DocumentInfo) -> None:
         self.src = src
         self.info = info
-        self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=DEPTH)
+        self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth())
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if enabled():

@@ -11,6 +11,7 @@ import numpy as np
 from gputop_trace.model import devices
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane
+from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.conventions import (
     CAT_KIND,
     CUDA_API_NAME,
@@ -248,6 +249,68 @@ class _Classifier:
         if not isinstance(pid, int):
             return kind, self.other_lane(pid, tid)
         return kind, self.cpu_lane(pid, tid)
+
+
+def event_classes(
+    st: State,
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    device: np.ndarray[Any, Any],
+    phc: np.ndarray[Any, Any],
+) -> np.ndarray[Any, Any]:
+    """The class of each of a part's events (int32 ids into ``st.classes``, new ones added in the order they first
+    appear): its distinct (thread, category, ph class, device, name) row, the name only where a Kineto or generic
+    trace's classification reads it (no category, or MTIA's device category; a JAX trace's reads every name, and is
+    classified from the whole columns instead, :func:`classify_all`). Found part by part as the events stream, on
+    arrays of a part's size (in one pass in C on the compiled path), so that classifying a trace makes no
+    trace-long temporaries. ``src``, ``cat``, ``name`` and ``device`` are int32, ``phc`` uint8."""
+    if not src.shape[0]:
+        return np.zeros(0, dtype=np.int32)
+    mtia = st.cats.get(MTIA_DEVICE_CAT, -1)  # (interned by now if any of these events has it)
+    got = scanner.classes(src, cat, phc, device, name, mtia, st.classes)
+    if got is not None:
+        return np.frombuffer(got, dtype=np.int32)
+    use_name = cat == 0
+    if mtia >= 0:
+        use_name |= cat == mtia
+    name_key = np.where(use_name, name, -1)
+    first, inverse = _distinct_rows([src, cat, phc, device, name_key])
+    classes = st.classes
+    ids = np.empty(len(first), dtype=np.int32)
+    for j in np.argsort(first).tolist():  # (new rows numbered in the order they first appear, as in C)
+        i = int(first[j])
+        key = (int(src[i]), int(cat[i]), int(phc[i]), int(device[i]), int(name_key[i]))
+        ids[j] = classes.setdefault(key, len(classes))
+    out: np.ndarray[Any, Any] = ids[inverse]
+    return out
+
+
+def classify_classes(
+    st: State, fmt: str, rank: int, cls: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Kind and lane of every event of a Kineto or generic trace from its class (``cls``: :func:`event_classes`),
+    each class classified once, in the order of its row (lanes are numbered as they are first asked for, so the
+    same order as :func:`classify_all`'s distinct rows: the same model). A row without its name (-1) is classified
+    with the name "": a Kineto or generic trace's classification reads the name only where the row holds it."""
+    if fmt == "jax":
+        raise ValueError("a JAX trace's classification reads every name: classify_all")
+    n = cls.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int32)
+    keys = list(st.classes)
+    src_keys = list(st.srcs)
+    cat_names = list(st.cats)
+    names = st.builder.names.strings
+    c = _Classifier(st, fmt, rank)
+    kinds = np.empty(len(keys), dtype=np.uint8)
+    lanes = np.empty(len(keys), dtype=np.int32)
+    for j in sorted(range(len(keys)), key=keys.__getitem__):
+        src, cat, phc, device, name = keys[j]
+        pid, tid = src_keys[src]
+        # (the name is read only where it is in the row: no category, or MTIA's, whose events all have a name)
+        kinds[j], lanes[j] = c.classify(pid, tid, cat_names[cat], names[name] if name >= 0 else "", device, phc)
+    return kinds[cls], lanes[cls]
 
 
 def classify_all(

@@ -22,7 +22,7 @@ from gputop_trace.model import devices
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import CounterSeries, GpuInfo, TraceMeta
 from gputop_trace.model.trace import INDUCTOR_LAUNCHERS, PYTHON_LEFT_OUT, Trace
-from gputop_trace.parsers.chrome.classify import classify_all, detect_accelerator, detect_format
+from gputop_trace.parsers.chrome.classify import classify_all, classify_classes, detect_accelerator, detect_format
 from gputop_trace.parsers.chrome.columns import process_chunk
 from gputop_trace.parsers.chrome.conventions import JAX_GPU_PROC
 from gputop_trace.parsers.chrome.document import Chunk, DocumentInfo
@@ -34,6 +34,7 @@ from gputop_trace.parsers.chrome.opening import Opened, open_trace
 from gputop_trace.parsers.chrome.side_tables import add_side_tables
 from gputop_trace.parsers.chrome.state import State
 from gputop_trace.parsers.chrome.values import int_or, stable_int
+from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.source import ByteStream
 from gputop_trace.units import plural
 
@@ -41,6 +42,13 @@ from gputop_trace.units import plural
 Progress = Callable[[int, int, int], None]
 
 LOADER_VERSION = 1
+#: bytes of events read before the event columns are sized for the whole file, and the room left beyond the
+#: events expected at that density (pages never written cost no memory)
+ESTIMATE_AFTER = 16 << 20
+ESTIMATE_MARGIN = 1.1
+#: usable cores from which the columns' memory is faulted in ahead on a thread of its own (where fewer, that thread
+#: would take a core the scanning threads use, for work the loading thread does anyway)
+FAULT_IN_CORES = 4
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
@@ -95,14 +103,28 @@ def _stream_into(
     include_python: bool,
 ) -> None:
     """Every chunk of the events array into ``st`` (no chunk is referenced once this returns, so that the memory
-    of the scanner's columns can be freed)."""
-    for chunk in chunks:
-        if chunk.fast is not None:
-            process_fast(st, chunk.fast, include_python=include_python)
-        else:
-            process_chunk(st, chunk, include_python=include_python)
-        if progress is not None:
-            progress(src.bytes_in, file_size, st.n)
+    of the scanner's columns can be freed). In a plain (not gzip) file the event columns are sized once the first
+    :data:`ESTIMATE_AFTER` bytes are read, for as many events as the file holds at that density (and a little
+    more), so that they need not grow (copied) as the events come; where there are :data:`FAULT_IN_CORES` cores or
+    more, their memory is faulted in meanwhile on a thread of its own."""
+    scanned = 0 if not src.gzip and file_size > 2 * ESTIMATE_AFTER else -1
+    try:
+        for chunk in chunks:
+            if chunk.fast is not None:
+                process_fast(st, chunk.fast, include_python=include_python)
+                if scanned >= 0:
+                    scanned += chunk.fast.end
+                    if scanned >= ESTIMATE_AFTER:
+                        expect = int(st.n * file_size / scanned)
+                        spare = usable_cores() >= FAULT_IN_CORES
+                        st.cols.reserve(int(expect * ESTIMATE_MARGIN) + 1024, fault_in=expect if spare else 0)
+                        scanned = -1
+            else:
+                process_chunk(st, chunk, include_python=include_python)
+            if progress is not None:
+                progress(src.bytes_in, file_size, st.n)
+    finally:
+        st.cols.settle()
 
 
 def _finish(
@@ -124,7 +146,7 @@ def _finish(
     lost = _warn_about_unread(st, info, gz_truncated, corrupt)
     _refuse_without_events(st, info, path)
     # end of the trace, for B/async events that never ended
-    ends = [int((c_s + c_d).max()) for c_s, c_d in zip(st.cols.start, st.cols.dur, strict=True) if len(c_s)]
+    ends = [st.cols.end] if st.cols.end is not None else []
     be_ts = [r[1] for r in st.be] + [r[4] for r in st.asyncs]
     end_of_trace = max(ends + be_ts, default=0)
     match_begin_end(st, end_of_trace)
@@ -249,16 +271,12 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
     """Give the builder every event (with its kind and lane), the side tables and the launch flows; returns the
     events' kinds (provisional order)."""
     b = st.builder
-    src = st.cols.concat("src", np.int32)
-    cat = st.cols.concat("cat", np.int32)
-    name = st.cols.concat("name", np.int32)
-    device = st.cols.concat("device", np.int32)
-    phc = st.cols.concat("phc", np.uint8)
-    start = st.cols.concat("start", np.int64)
-    dur = st.cols.concat("dur", np.int64)
-    corr = st.cols.concat("corr", np.int64)
-    ext = st.cols.concat("ext", np.int64)
-    kind, lane = classify_all(st, fmt, rank, src, cat, name, device, phc)
+    name = st.cols.column("name")
+    start = st.cols.column("start")
+    dur = st.cols.column("dur")
+    corr = st.cols.column("corr")
+    ext = st.cols.column("ext")
+    kind, lane = _classify(st, fmt, rank, name)
     add_side_tables(st, kind, st.builder.names.strings, name, corr)
     b.add_events(start_ns=start, dur_ns=dur, kind=kind, lane=lane, name=name, corr=corr, ext=ext)
     fsrc, fdst = launch_flows(kind, corr)
@@ -271,6 +289,17 @@ def _add_events(st: State, fmt: str, rank: int) -> np.ndarray[Any, Any]:
         b.add_flows(src, idx, FlowKind.LAUNCH)
         kind = np.concatenate((kind, bands["kind"]))
     return kind
+
+
+def _classify(
+    st: State, fmt: str, rank: int, name: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Kind and lane of every event: by the classes found as the events streamed, or, for a JAX trace (whose
+    classification reads every name), from the whole columns."""
+    c = st.cols
+    if fmt != "jax":
+        return classify_classes(st, fmt, rank, c.column("cls"))
+    return classify_all(st, fmt, rank, c.column("src"), c.column("cat"), name, c.column("device"), c.column("phc"))
 
 
 def _add_counters(st: State, rank: int) -> None:

@@ -112,6 +112,19 @@ def map_ids(
     return got
 
 
+def classes(
+    src: Any, cat: Any, phc: Any, device: Any, name: Any, mtia: int, table: dict[tuple[int, ...], int]
+) -> bytes | None:
+    """Each event's class (int32 bytes; see :func:`~gputop_trace.parsers.chrome.classify.event_classes`) in one
+    pass in C: its row ``(src, cat, phc, device, name or -1)`` looked up in (and added to) ``table``, new rows in the
+    order they first appear. The columns are contiguous int32 (``phc`` uint8). None where the compiled scanner is
+    off (the caller finds them with numpy)."""
+    if not enabled():
+        return None
+    got: bytes = _fastscan.classes(src, cat, phc, device, name, mtia, table)
+    return got
+
+
 def release_memory() -> None:
     """Free the column memory the scanner keeps for reuse from one chunk to the next (once a file is read)."""
     if _fastscan is not None:
@@ -122,6 +135,7 @@ __all__ = [
     "ARGS_KEYS",
     "PURE_PYTHON_ENV",
     "available",
+    "classes",
     "enabled",
     "is_json_object",
     "raw_scan",

@@ -3,6 +3,7 @@ provisional event index, and the B/E, async, flow and counter events that are ma
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from typing import Any
 
@@ -16,28 +17,117 @@ from gputop_trace.parsers.chrome.op_args import OpArgRows
 PH_X, PH_I, PH_BE, PH_ASYNC, PH_ASYNC_I = 0, 1, 2, 3, 4
 
 
+#: the per-event columns and their dtypes (a part's ids come as int64 and are cast as they are copied in, with
+#: ``astype``'s casting)
+COLUMNS: dict[str, Any] = {
+    "start": np.int64,
+    "dur": np.int64,
+    "src": np.int32,
+    "cat": np.int32,
+    "name": np.int32,
+    "corr": np.int64,
+    "ext": np.int64,
+    "device": np.int32,
+    "phc": np.uint8,
+    "cls": np.int32,  # ids into ``State.classes``
+}
+
+
+#: events kept clear between the end of the events written and the memory the fault-in thread writes (far more than
+#: a part holds, so that the thread is rarely stopped by a part that reaches its memory)
+FAULT_IN_GAP = 1 << 20
+#: events whose pages the fault-in thread writes at a time (in each column)
+FAULT_IN_BLOCK = 1 << 19
+
+
+class _Columns:
+    """Per-event columns in provisional order (file order), each one growing array of its final dtype into which
+    each part's values are copied as it comes: no part's arrays are kept, and nothing is concatenated after the
+    stream (each value is written once, into memory faulted in once; concatenating the parts of a 1 GB trace had
+    faulted in about 100 MB more at the end of the load, on the loading thread). The arrays grow by half again
+    when full, or once to :meth:`reserve`'s estimate; pages past the events are never touched, so they cost no
+    memory, unless :meth:`reserve` is asked to fault them in on a thread of its own."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        #: the latest end (start + dur, ns) of the events so far; None before the first
+        self.end: int | None = None
+        self._a: dict[str, np.ndarray[Any, Any]] = {k: np.empty(0, dtype=dt) for k, dt in COLUMNS.items()}
+        # the fault-in thread writes only events from ``_front`` on: under ``_lock`` it lowers ``_front`` by a
+        # block while that stays :data:`FAULT_IN_GAP` events above ``_writing`` (the end of the events being copied
+        # in), then fills the block; :meth:`append`, under the same lock, sets ``_writing`` and stops the thread
+        # (waiting for the block it fills) where its part would reach ``_front``. So what the thread writes and
+        # what append writes never meet, however the threads are scheduled
+        self._writing = 0
+        self._front = 0
+        self._stop = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def reserve(self, n: int, *, fault_in: int = 0) -> None:
+        """Room for ``n`` events in all. ``fault_in``: the pages of the events up to that one are written on a
+        thread of their own (numpy releases the GIL as it fills them), from the last back towards the events
+        copied in so far, so that the loading thread finds them in memory as it copies parts in instead of
+        faulting each page in (for where there is a core to spare: a page fault costs the thread that writes
+        first)."""
+        self.settle()
+        if n > self._a["start"].shape[0]:
+            for k, a in self._a.items():
+                grown = np.empty(n, dtype=a.dtype)
+                grown[: self.n] = a[: self.n]
+                self._a[k] = grown
+        fault_in = min(fault_in, self._a["start"].shape[0])
+        if fault_in > self.n + FAULT_IN_GAP:
+            self._front, self._stop = fault_in, False
+            self._thread = threading.Thread(target=self._fault_in, name="gputop-fault-in", daemon=True)
+            self._thread.start()
+
+    def _fault_in(self) -> None:
+        arrays = list(self._a.values())
+        while True:
+            with self._lock:
+                end = self._front
+                start = max(end - FAULT_IN_BLOCK, 0)
+                if self._stop or start < self._writing + FAULT_IN_GAP:
+                    return
+                self._front = start
+            for a in arrays:
+                a[start:end] = 0
+
+    def settle(self) -> None:
+        """Stop the fault-in thread and wait for it (before the arrays are read whole or replaced)."""
+        if self._thread is not None:
+            self._stop = True
+            self._thread.join()
+            self._thread = None
+
+    def append(self, **parts: np.ndarray[Any, Any]) -> None:
+        """One part's events: a value for each of :data:`COLUMNS`, equally long."""
+        k = parts["start"].shape[0]
+        m = self.n + k
+        cap = self._a["start"].shape[0]
+        if m > cap:
+            self.reserve(max(m, cap + cap // 2, 1 << 14))
+        with self._lock:
+            self._writing = m
+            clash = self._thread is not None and m > self._front
+        if clash:
+            self.settle()
+        for key, a in self._a.items():
+            a[self.n : m] = parts[key]
+        if k:
+            last = int((parts["start"] + parts["dur"]).max())
+            self.end = last if self.end is None else max(self.end, last)
+        self.n = m
+
+    def column(self, name: str) -> np.ndarray[Any, Any]:
+        """Column ``name`` of the events so far (a view: valid until the next :meth:`append`; call :meth:`settle`
+        first)."""
+        return self._a[name][: self.n]
+
+
 # (the record classes of the loader are msgspec Structs, not dataclasses: defining a dataclass runs generated code,
 # about a millisecond each of the import every load pays; a Struct is defined in a few microseconds)
-class _Columns(msgspec.Struct):
-    """Per-event numpy columns gathered chunk by chunk (provisional order = file order)."""
-
-    start: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    dur: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    src: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    cat: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    name: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    corr: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    ext: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    device: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-    phc: list[np.ndarray[Any, Any]] = msgspec.field(default_factory=list)
-
-    def concat(self, name: str, dtype: Any) -> np.ndarray[Any, Any]:
-        """The column's parts as one array of ``dtype``, cast as they are copied (``astype``'s casting; the parts
-        of ids are int64, the column int32: no int64 array of the whole trace in between)."""
-        parts: list[np.ndarray[Any, Any]] = getattr(self, name)
-        return np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.zeros(0, dtype=dtype)
-
-
 class _Flows(msgspec.Struct):
     """Chrome flow events (``s``/``t``/``f``) other than launch flows, column-wise in file order."""
 
@@ -83,6 +173,10 @@ class State:
         #: decoded only the first time they are seen
         self.name_by_text: dict[bytes, int] = {}
         self.srcs: dict[tuple[Any, Any], int] = {}
+        #: the distinct (thread, category, ph class, device, name or -1) rows of the events, numbered in the order
+        #: they first appear (the events' ``cls`` column): what the classification reads, found part by part as
+        #: the events come (classify.event_classes)
+        self.classes: dict[tuple[int, ...], int] = {}
         self.proc_name: dict[Any, str] = {}
         self.proc_labels: dict[Any, str] = {}
         self.proc_sort: dict[Any, int] = {}
@@ -145,14 +239,14 @@ def append_events(
     device: np.ndarray[Any, Any],
     phc: np.ndarray[Any, Any],
 ) -> None:
-    c = st.cols
-    c.start.append(start)
-    c.dur.append(dur)
-    c.src.append(src.astype(np.int32))
-    c.cat.append(cat.astype(np.int32))
-    c.name.append(name.astype(np.int32))
-    c.corr.append(corr)
-    c.ext.append(ext)
-    c.device.append(device)
-    c.phc.append(phc)
+    """Append a part's events to the columns (ids cast to the columns' int32 as they are copied), with the class
+    of each one (:func:`~gputop_trace.parsers.chrome.classify.event_classes`)."""
+    # (imported here: classify imports this module)
+    from gputop_trace.parsers.chrome.classify import event_classes
+
+    src, cat, name, device = src.astype(np.int32), cat.astype(np.int32), name.astype(np.int32), device.astype(np.int32)
+    cls = event_classes(st, src, cat, name, device, phc)
+    st.cols.append(
+        start=start, dur=dur, src=src, cat=cat, name=name, corr=corr, ext=ext, device=device, phc=phc, cls=cls
+    )
     st.n += int(start.shape[0])

@@ -36,6 +36,11 @@ from gputop_trace.parsers.source import ByteStream
 #: fastest here (1 MiB: about 30 % slower on the shared epoch trace; 8 MiB and more leave too few chunks to
 #: overlap on a trace of tens of MB), and keeps the window (two chunks) and the queued chunks to a few tens of MB.
 CHUNK = 4 << 20
+#: chunks per part where a window is scanned by :data:`BIG_PARTS_FROM` threads or more: each part costs the loading
+#: thread a fixed ~0.45 ms (its calls, column arrays and id mappings), and with that many threads the loading thread
+#: is what limits the load (a 1 GB trace: 121 parts of 8 MiB instead of 242 of 4 MiB)
+BIG_PART_CHUNKS = 2
+BIG_PARTS_FROM = 4
 #: decompressed bytes read first, to find the events array (the header before it is read further when larger)
 HEAD = 64 << 10
 #: room in the window beyond its span, for the bytes of an element cut by the window's end (a window grows for an
@@ -148,7 +153,8 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
         raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
     info.consumed = pos
     threads = scan_threads() if scanner.enabled() else 1
-    win = _Window(src, buf, pos, 0, CHUNK * threads)
+    part = CHUNK * (BIG_PART_CHUNKS if threads >= BIG_PARTS_FROM else 1)
+    win = _Window(src, buf, pos, 0, part * threads)
     del buf
     pos = 1
     try:

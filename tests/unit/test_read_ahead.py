@@ -76,3 +76,17 @@ def test_a_consumer_that_stops_early_stops_the_producer(tmp_path: Path, monkeypa
         next(it)
         it.close()  # the generator's finally: stop, join
     assert threading.active_count() == before
+
+
+def test_two_windows_of_parts_may_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With eight scanning threads a window is eight parts: sixteen may wait, so that the producer scans the next
+    window while the loader works through this one; four (the least) with fewer threads or no compiled scanner."""
+    from gputop_trace.parsers.chrome import parallel_scan, scanner
+
+    monkeypatch.setenv(parallel_scan.SCAN_THREADS_ENV, "8")
+    assert ahead.depth() == (16 if scanner.enabled() else 4)
+    monkeypatch.setenv(parallel_scan.SCAN_THREADS_ENV, "2")
+    assert ahead.depth() == 4
+    monkeypatch.setenv(parallel_scan.SCAN_THREADS_ENV, "8")
+    monkeypatch.setenv(scanner.PURE_PYTHON_ENV, "1")
+    assert ahead.depth() == 4

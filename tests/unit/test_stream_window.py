@@ -34,3 +34,38 @@ def test_elements_longer_than_the_window_and_its_slack_load_whole(
     assert long_name in names and sorted(n for n in names if n.startswith("op")) == sorted(
         f"op{i}" for i in range(3000) if i != 1500
     )
+
+
+def test_parts_of_two_chunks_where_four_threads_or_more_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 4 scanning threads or more a window is cut into parts of two chunks (half as many parts for the loading
+    thread to turn into columns), with 2 into parts of one; the model is the same."""
+    from gputop_trace.parsers.chrome import fast, parallel_scan
+    from tests.conftest import require_compiled
+    from tests.trace_compare import trace_differences
+
+    require_compiled(fast.available(), "the compiled scanner (_fastscan)")
+    monkeypatch.delenv(fast.PURE_PYTHON_ENV, raising=False)
+    evs = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": f"k{i % 7}",
+            "pid": 0,
+            "tid": 7,
+            "ts": i,
+            "dur": 1,
+            "args": {"correlation": i},
+        }
+        for i in range(40_000)
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": evs}))
+    monkeypatch.setattr(stream, "CHUNK", 64 << 10)
+    got = {}
+    for threads in (2, 4):
+        monkeypatch.setenv(parallel_scan.SCAN_THREADS_ENV, str(threads))
+        before = parallel_scan.stats["parts"]
+        got[threads] = chrome.load(str(path)), parallel_scan.stats["parts"] - before
+    size = path.stat().st_size
+    assert got[2][1] >= 0.8 * size / (64 << 10) and got[4][1] <= 0.65 * got[2][1], (size, got[2][1], got[4][1])
+    assert not trace_differences(got[4][0], got[2][0])
