@@ -91,21 +91,24 @@ def read_runtime(ctx: Context) -> None:
     procs, proc_of_thread = factorize(threads & GPID_MASK)
     key = ctx.join_key_codes(procs, proc_of_thread[thread_code], corr)
     order = np.argsort(key, kind="stable")
-    ctx.add(
-        Batch(
-            table=t,
-            start=start,
-            dur=dur,
-            kind=kind_array(Kind.API, start.shape[0]),
-            lane=lane,
-            name=name,
-            corr=corr,
-            api_key=key,
-            api_name=name,
-            api_order=order,
-        )
+    batch = Batch(
+        table=t,
+        start=start,
+        dur=dur,
+        kind=kind_array(Kind.API, start.shape[0]),
+        lane=lane,
+        name=name,
+        corr=corr,
+        api_name=name,
+        api_order=order,
+        api_sorted=key[order],
     )
-    ctx.api_lookup = (key[order], lane[order])
+    del key
+    ctx.add(batch)
+    batch.api_name = batch.name  # the store's copy: the reader's arrays are freed
+    assert batch.api_sorted is not None
+    # the lanes stay in file order (read_sync looks up a few rows through ``order``): no sorted copy of 16.8 M
+    ctx.api_lookup = (batch.api_sorted, batch.lane, order)
 
 
 def read_sync(ctx: Context) -> None:
@@ -125,12 +128,12 @@ def read_sync(ctx: Context) -> None:
     gpid = gpid & GPID_MASK
     lane = np.full(start.shape[0], -1, dtype=np.int32)
     if ctx.api_lookup is not None and start.shape[0]:
-        keys, lanes = ctx.api_lookup
+        keys, lanes, order = ctx.api_lookup
         want = ctx.join_key(gpid, corr)
         pos = np.searchsorted(keys, want)
         hit = pos < keys.shape[0]
         hit[hit] = keys[pos[hit]] == want[hit]
-        lane[hit] = lanes[pos[hit]]
+        lane[hit] = lanes[order[pos[hit]]]
     missing = lane < 0
     if missing.any():
         lane[missing] = ctx.lanes_by(gpid[missing], lambda g: ctx.process_other_lane(g, "CUDA synchronization"))
