@@ -176,10 +176,12 @@ class ColumnReader:
         decode: Callable[[P], T],
         *,
         where: str = "",
+        restart: Callable[[], None] | None = None,
     ) -> list[T]:
         """As :meth:`read_decoded`, with ``prepare`` applied to each chunk first on the worker thread that read it:
         the pure part of decoding (numpy on the chunk's own arrays; no shared state), so that this thread is left
-        only the part that registers names and lanes."""
+        only the part that registers names and lanes. ``restart()`` is called before the table is decoded again
+        from the safe reader (after chunks were decoded)."""
         try:
             bounds = rowid_bounds(self.conn, table)
         except sqlite3.OperationalError:
@@ -193,6 +195,8 @@ class ColumnReader:
             return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs), prepare)]
         except _MismatchError:
             self.slow_tables.append(table)
+            if restart is not None:
+                restart()
             return [decode(prepare(self._read_slow(table, exprs, where, order_by_rowid=True)))]
 
     def _chunk_sql(self, table: str, exprs: Sequence[str], where: str) -> str:

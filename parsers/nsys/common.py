@@ -201,11 +201,25 @@ class EventStore:
     grow when the tables yield more. Code that changes a batch's event columns must do it in place (``b.dur[m] =
     0``); :meth:`Batch.keep` copies, and :meth:`columns` then tells the caller to concatenate the batches instead."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, plausible: int | None = None) -> None:
         self.capacity = max(int(capacity), 1)
+        #: the most rows one table may reserve (:meth:`reserve`)
+        self.plausible = self.capacity if plausible is None else plausible
         self.cols: dict[str, npt.NDArray[Any]] = {k: np.empty(self.capacity, dtype=dt) for k, dt in STORE_COLUMNS}
         self.n = 0
         self.batches: list[Batch] = []
+
+    def plausible_rows(self) -> int:
+        """The most rows :meth:`reserve` should be asked for (a damaged rowid may make a table's span 2**62)."""
+        return self.plausible
+
+    def reserve(self, m: int) -> dict[str, npt.NDArray[Any]]:
+        """Views of the next ``m`` rows of every column, for a reader to write a table's rows into before it adds
+        them (as one batch whose columns are these views or their first rows: :meth:`put` then copies nothing).
+        Nothing else may be put in between."""
+        if self.n + m > self.capacity:
+            self._grow(max(self.n + m, self.capacity + self.capacity // 2))
+        return {k: v[self.n : self.n + m] for k, v in self.cols.items()}
 
     def put(self, batch: Batch) -> None:
         """Copy the batch's event columns into the next rows and point the batch at them."""
@@ -220,7 +234,7 @@ class EventStore:
             dst = self.cols[k][at:end]
             if v is None:
                 dst.fill(-1)
-            else:
+            elif v.base is not self.cols[k] or v.ctypes.data != dst.ctypes.data or v.shape != dst.shape:
                 dst[...] = v
                 setattr(batch, k, dst)
         batch.slot = at

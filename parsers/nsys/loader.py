@@ -103,6 +103,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
             progress(done[0], total, done[0])
 
     reader = ColumnReader(path, conn, on_rows=on_rows)
+    plausible = _file_bytes(path) // 16 + 4096  # more rows than any table of the file can hold
     ctx = Context(
         path=path,
         conn=conn,
@@ -113,7 +114,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
         builder=builder,
         strings=Strings(conn, schema, builder),
         rank=rank,
-        store=EventStore(min(total, _file_bytes(path) // 16 + 4096)),  # a damaged rowid may span 2**62
+        store=EventStore(min(total, plausible), plausible),  # a damaged rowid may make a span of 2**62 rows
     )
     try:
         nsys_cpu.read_names(ctx)

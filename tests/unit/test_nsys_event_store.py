@@ -12,6 +12,7 @@ import pytest
 
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.nsys import columns as nsys_columns
 from gputop_trace.parsers.nsys import loader as nsys
 from gputop_trace.parsers.nsys.common import Batch, EventStore, kind_array
 from tests.conftest import CORPUS
@@ -68,7 +69,7 @@ def _damaged() -> SynthExport:
 
 def _without_store(monkeypatch: pytest.MonkeyPatch, path: str) -> Trace:
     with monkeypatch.context() as m:
-        m.setattr(nsys, "EventStore", lambda capacity: None)
+        m.setattr(nsys, "EventStore", lambda capacity, plausible: None)
         return nsys.load(path)
 
 
@@ -99,7 +100,7 @@ def test_a_damaged_export_whose_rows_are_dropped_gives_the_model_the_batches_giv
 
 def test_a_store_that_must_grow_gives_the_same_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(_damaged().write(tmp_path / "damaged.sqlite"))
-    monkeypatch.setattr(nsys, "EventStore", lambda capacity: EventStore(3))
+    monkeypatch.setattr(nsys, "EventStore", lambda capacity, plausible: EventStore(3, plausible))
     grown = nsys.load(path)
     monkeypatch.undo()
     _same(grown, nsys.load(path))
@@ -124,3 +125,36 @@ def test_every_export_gives_the_same_model_with_and_without_the_store(
     monkeypatch.undo()
     assert whole in ([True], [])  # the builder was given whole columns (no batches: nothing to give)
     _same(stored, _without_store(monkeypatch, path))
+
+
+def test_runtime_chunks_read_again_the_safe_way_give_the_model_of_one_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime table is placed chunk by chunk; a value no integer reader takes (a REAL) found after some
+    chunks were placed makes the reader start the table again the safe way, and the rows start again at its
+    first row: the model is the one a single chunk gives, with every call on its thread, named and linked."""
+    ex = SynthExport()
+    ex.process("python3")
+    ex.gpu(0)
+    for i in range(30):
+        tid = PID if i % 3 else PID + 1 + i % 2
+        ex.runtime(1000 + 100 * i, 1050 + 100 * i, tid=tid, corr=i + 1, name=f"cudaCall{i % 4}_v7000")
+        ex.kernel(5000 + 100 * i, 5080 + 100 * i, corr=i + 1)
+    ex.runtime(990, 1010, tid=PID, corr=7, name="cudaCall3", event_class=67)  # a --cudabacktrace wrapper
+    first = ex.rows["CUPTI_ACTIVITY_KIND_RUNTIME"][0]["globalTid"]
+    odd = {"eventClass": 0, "globalTid": first, "correlationId": 500, "nameId": ex.sid("cudaOdd"), "returnValue": 0}
+    ex.add("CUPTI_ACTIVITY_KIND_RUNTIME", start=9000.5, end=9100, **odd)  # a REAL: no integer reader takes it
+    path = str(ex.write(tmp_path / "odd.sqlite"))
+
+    monkeypatch.setattr(nsys_columns, "CHUNK_ROWS", 4)
+    chunked = nsys.load(path)
+    monkeypatch.setattr(nsys_columns, "CHUNK_ROWS", 1 << 16)
+    _same(chunked, nsys.load(path))
+    assert chunked.meta.properties["tables_read_row_by_row"] == ["CUPTI_ACTIVITY_KIND_RUNTIME"]
+    assert chunked.meta.properties["cuda_backtrace_rows_skipped"] == 1
+    api = chunked.of_kind(Kind.API)
+    names = sorted(chunked.names[int(chunked.name[i])] for i in api)
+    assert len(api) == 31 and names.count("cudaCall3") == 7 and "cudaOdd" in names
+    assert int(chunked.flows.src.shape[0]) == 30  # every kernel linked to its call
+    tids = {chunked.lanes[int(chunked.lane[i])].tid for i in api}
+    assert tids == {PID, PID + 1, PID + 2}
