@@ -51,8 +51,11 @@ CHUNK_ROWS = 1 << 16
 CHUNKS_AHEAD = 4
 #: Rowid spans up to the file's size in bytes / this are read in fixed rowid steps without counting their rows.
 SPAN_BYTES_PER_ROWID = 32
-#: Threads reading chunks (each on its own connection).
-WORKERS = min(2, usable_cores())
+#: Threads reading chunks (each on its own connection): two where there are two cores (the loading thread's own
+#: work is small while a large table is read: the kernels' registration took 0.4 s of the 5.5 s the reader threads
+#: took on nsys_10m.sqlite's 10 M kernels), up to six where the process may use more (the reader threads, SQLite's
+#: record decoding and each chunk's numpy preparation, bound the kernel and runtime phases there).
+WORKERS = min(usable_cores(), max(2, min(6, usable_cores() - 1)))
 
 
 def _same(cols: list[I64]) -> list[I64]:
