@@ -380,8 +380,8 @@ def _side_columns(cls: type, cols: dict[str, npt.ArrayLike]) -> dict[str, np.nda
         if isinstance(dt, tuple):
             v = cols.get(name)
             a = np.zeros((n, dt[1]), dtype=dt[0]) if v is None else np.asarray(v, dtype=dt[0]).reshape(n, dt[1])
-        else:
-            a = _broadcast(cols.get(name, _SIDE_DEFAULTS.get(name, 0)), n, dt)
+        else:  # a column not given is its default broadcast (no memory; :func:`_build_side` fills it at the end)
+            a = _broadcast(cols.get(name, _SIDE_DEFAULTS.get(name, 0)), n, dt, lazy=name not in cols)
         out[name] = a
     return out
 
@@ -422,6 +422,12 @@ def _build_side(
         if k == "event":
             continue
         first = parts[0][k]
+        if all(_is_constant(p[k]) for p in parts) and len({p[k][:1].tobytes() for p in parts}) == 1:
+            cols[k] = np.full(m, first[0], dtype=first.dtype)  # one value in every part (a default): no scatter
+            if consume:
+                for p in parts:
+                    del p[k]
+            continue
         out = np.empty((m, *first.shape[1:]), dtype=first.dtype)
         del first
         at = 0
