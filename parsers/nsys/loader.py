@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import TraceMeta
 from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.nsys import cpu as nsys_cpu
 from gputop_trace.parsers.nsys import gpu as nsys_gpu
 from gputop_trace.parsers.nsys.columns import ColumnReader
@@ -186,6 +188,9 @@ def _device_used(ctx: Context, device: int) -> bool:
     return any(ln.device == device for ln in ctx.builder.lanes)
 
 
+#: threads linking GPU batches to their launching calls (:func:`_add_batches`), the loading thread's included
+LINK_WORKERS = min(4, usable_cores())
+
 #: the largest |time| and duration (ns) an export row may have: about 73 years, so that any difference of two
 #: times and any end still fits int64 (epoch-normalized times are about 2**60.6 in 2026)
 MAX_ABS_NS = 2**61
@@ -324,25 +329,40 @@ def _add_batches(ctx: Context) -> None:
         call_names = np.concatenate([a.api_name for a, _ in apis if a.api_name is not None])
     is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
     lookup = _SortedKeys(keys)
-    linked = 0
-    for batch, idx in pending:
-        if batch.launch_key is None and batch.kernel is None and batch.copy is None:
-            continue  # CPU rows: nothing to link or to add (their launch arrays would be filled and dropped)
+
+    def link(batch: Batch, idx: I64) -> tuple[I64, I64, npt.NDArray[np.bool_] | None]:
+        """(launching call's event, its name id, which rows have one) of a GPU batch: pure numpy, so the batches
+        are linked on worker threads where there are cores for them (numpy releases the GIL in the searches)."""
         call = np.full(idx.shape[0], -1, dtype=np.int64)
         call_name = np.full(idx.shape[0], -1, dtype=np.int64)
-        if batch.launch_key is not None and keys.shape[0]:
-            hit, pos = lookup.find(batch.launch_key)
-            row = perm[pos[hit]]
-            call[hit] = calls[row]
-            call_name[hit] = call_names[row]
-            if hit.any():
+        if batch.launch_key is None or not keys.shape[0]:
+            return call, call_name, None
+        hit, pos = lookup.find(batch.launch_key)
+        row = perm[pos[hit]]
+        call[hit] = calls[row]
+        call_name[hit] = call_names[row]
+        return call, call_name, hit
+
+    gpu = [(batch, idx) for batch, idx in pending if batch.launch_key is not None or batch.kernel is not None
+           or batch.copy is not None]  # fmt: skip
+    # CPU rows have nothing to link or to add (their launch arrays would be filled and dropped)
+    workers = min(LINK_WORKERS, len(gpu) // 8)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="link") if workers > 1 else None
+    try:
+        links = pool.map(lambda p: link(*p), gpu) if pool is not None else (link(*p) for p in gpu)
+        linked = 0
+        for (batch, idx), (call, call_name, hit) in zip(gpu, links, strict=True):  # in order: ids as before
+            if hit is not None and hit.any():
                 b.add_flows(call[hit], idx[hit], FlowKind.LAUNCH)
                 linked += int(hit.sum())
-        if batch.kernel is not None:
-            b.add_kernels(event=idx, **batch.kernel)
-        if batch.copy is not None:
-            is_async = np.where(call_name >= 0, is_async_name[np.maximum(call_name, 0)].astype(np.int8), -1)
-            b.add_copies(event=idx, is_async=is_async, **batch.copy)
+            if batch.kernel is not None:
+                b.add_kernels(event=idx, **batch.kernel)
+            if batch.copy is not None:
+                is_async = np.where(call_name >= 0, is_async_name[np.maximum(call_name, 0)].astype(np.int8), -1)
+                b.add_copies(event=idx, is_async=is_async, **batch.copy)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     ctx.properties["launch_links"] = linked
 
 
