@@ -58,7 +58,14 @@ def main() -> None:
     ap.add_argument("--profile", help="write a cProfile of the load here")
     ap.add_argument("--label", default="")
     ap.add_argument("--nsys-from", help="a folder holding another tree's parsers/nsys (as nsys/), loaded instead")
+    ap.add_argument(
+        "--model-from", help="a folder holding another tree's gputop_trace/model (as model/), loaded instead"
+    )
     a = ap.parse_args()
+    if a.model_from:
+        import gputop_trace.model
+
+        gputop_trace.model.__path__.insert(0, os.path.join(a.model_from, "model"))
     if a.nsys_from:
         import gputop_trace.parsers
 
@@ -95,9 +102,11 @@ def main() -> None:
         "kernel_rows_per_s_M": round(kernels / wall / 1e6, 3),
         "load_avg_1m": [round(load1, 2), round(os.getloadavg()[0], 2)],
     }
+    import gputop_trace.model.builder
     import gputop_trace.parsers.nsys
 
     res["nsys_from"] = gputop_trace.parsers.nsys.__path__[0]
+    res["model_from"] = os.path.dirname(gputop_trace.model.builder.__file__)
     if a.hash:
         res["hashes"] = column_hashes(trace)
     print(json.dumps(res))

@@ -167,8 +167,8 @@ class TraceBuilder:
             "kind": _broadcast(kind, n, np.uint8),
             "lane": _broadcast(lane, n, np.int32),
             "name": _broadcast(name, n, np.int32),
-            "corr": _broadcast(-1 if corr is None else corr, n, np.int64),
-            "ext": _broadcast(-1 if ext is None else ext, n, np.int64),
+            "corr": _broadcast(-1 if corr is None else corr, n, np.int64, lazy=corr is None),
+            "ext": _broadcast(-1 if ext is None else ext, n, np.int64, lazy=ext is None),
         }
         for k, v in cols.items():
             if v.shape != (n,):
@@ -212,17 +212,24 @@ class TraceBuilder:
     # build ------------------------------------------------------------------------------------------------
     def _column(self, key: str, dtype: Any) -> np.ndarray[Any, Any]:
         """One column of every event added (one chunk of events, the usual case, as it is: :meth:`build` makes
-        every column it keeps anew)."""
+        every column it keeps anew). A column no chunk was given (``corr``, ``ext``: :func:`_broadcast`'s
+        ``lazy``) comes back as one value broadcast, with no memory behind it."""
         if len(self._events) == 1:
             return self._events[0].cols[key]
         if not self._events:
             return np.zeros(0, dtype=dtype)
-        return np.concatenate([c.cols[key] for c in self._events])
+        parts = [c.cols[key] for c in self._events]
+        if all(_is_constant(p) for p in parts) and len({p[0] for p in parts if p.shape[0]}) <= 1:
+            n = sum(p.shape[0] for p in parts)
+            return np.broadcast_to(next((p[:1] for p in parts if p.shape[0]), np.zeros(1, dtype=dtype)), (n,))
+        return np.concatenate(parts)
 
-    def build(self, meta: TraceMeta, *, t0_ns: int | None = None) -> Trace:
+    def build(self, meta: TraceMeta, *, t0_ns: int | None = None, consume: bool = False) -> Trace:
         """Sort, make times relative, pack rows, re-key side tables, and freeze.
 
-        ``t0_ns`` (file time of relative 0) defaults to the earliest event start.
+        ``t0_ns`` (file time of relative 0) defaults to the earliest event start. ``consume``: the builder lets go
+        of each column it was given once it has made the trace's from it (a lower peak of memory where the caller
+        holds no other reference); it is spent after that.
 
         On a trace of :data:`PARALLEL_BUILD_EVENTS` events or more (:data:`PARALLEL_BUILD_EVENTS_MANY_CORES` where the
         process may use :data:`MANY_CORES` cores or more), where the process may use two cores or more, the
@@ -237,12 +244,16 @@ class TraceBuilder:
         workers = min(cores - 1, MAX_BUILD_WORKERS) if n_total >= least else 0
         pool = _thread_pool(workers) if workers > 0 else None
         try:
-            return self._build(meta, t0_ns, pool)
+            # the order's sort in lane groups on the workers too, where they have cores of their own (on two busy
+            # cores it measured slower: 3.6 -> 5.0 s of wall for the 29.5 M events of nsys_10m.sqlite)
+            return self._build(meta, t0_ns, pool, workers + 1 if cores >= MANY_CORES else 1, consume)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def _build(self, meta: TraceMeta, t0_ns: int | None, pool: ThreadPoolExecutor | None) -> Trace:
+    def _build(
+        self, meta: TraceMeta, t0_ns: int | None, pool: ThreadPoolExecutor | None, threads: int, consume: bool
+    ) -> Trace:
         def later(fn: Callable[..., _T], *args: Any) -> Callable[[], _T]:
             """``fn(*args)`` on a worker (its result when asked for), or here and now without workers."""
             if pool is None:
@@ -252,26 +263,42 @@ class TraceBuilder:
 
         pending = {k: later(self._column, k, dt) for k, dt in EVENT_COLUMNS.items() if k != "depth"}
         cols = {k: get() for k, get in pending.items()}
+        if consume:
+            self._events = []
         n = cols["start_ns"].shape[0]
         if t0_ns is None:
             t0_ns = int(cols["start_ns"].min()) if n else 0
         n_lanes = len(self.lanes)
         # by (lane, start, -dur), ties in file order (a shift of every start orders alike: file times go in)
-        order = event_order(cols["lane"], cols["start_ns"], cols["dur_ns"])
+        order = event_order(cols["lane"], cols["start_ns"], cols["dur_ns"], pool=pool, threads=threads)
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n, dtype=np.int64)
-        gathered = {k: later(np.take, v, order, 0) for k, v in cols.items() if k not in ("start_ns", "dur_ns", "lane")}
-        sides = {
-            "kernels": later(_build_side, KernelTable, self._kernels, inverse),
-            "copies": later(_build_side, CopyTable, self._copies, inverse),
-            "flows": later(_build_flows, self._flows, inverse),
-            "collectives": later(_build_side, CollectiveTable, self._collectives, inverse),
-            "op_args": later(_build_side, OpArgTable, self._op_args, inverse),
-            "memory": later(_build_side, MemoryTable, self._memory, inverse),
+        gathered = {
+            k: later(_constant, v, n) if _is_constant(v) else later(np.take, v, order, 0)
+            for k, v in cols.items()
+            if k not in ("start_ns", "dur_ns", "lane")
         }
+        if consume:  # each worker's task holds its column until gathered
+            cols = {k: cols[k] for k in ("start_ns", "dur_ns", "lane")}
+            parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
+            self._kernels, self._copies, self._flows = [], [], []
+            self._collectives, self._op_args, self._memory = [], [], []
+        else:
+            parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
+        sides = {
+            "kernels": later(_build_side, KernelTable, parts[0], inverse, consume),
+            "copies": later(_build_side, CopyTable, parts[1], inverse, consume),
+            "flows": later(_build_flows, parts[2], inverse),
+            "collectives": later(_build_side, CollectiveTable, parts[3], inverse, consume),
+            "op_args": later(_build_side, OpArgTable, parts[4], inverse, consume),
+            "memory": later(_build_side, MemoryTable, parts[5], inverse, consume),
+        }
+        del parts
         lane_sorted = _frozen(cols["lane"][order])
         dur_sorted = _frozen(cols["dur_ns"][order])
         start = cols["start_ns"][order]
+        if consume:
+            del cols
         start -= np.int64(t0_ns)
         lane_offsets = np.searchsorted(lane_sorted, np.arange(n_lanes + 1), side="left").astype(np.int64)
         depth = assign_depths(start, dur_sorted, lane_offsets)
@@ -311,9 +338,23 @@ class TraceBuilder:
         )
 
 
-def _broadcast(v: npt.ArrayLike, n: int, dtype: Any) -> np.ndarray[Any, Any]:
+def _broadcast(v: npt.ArrayLike, n: int, dtype: Any, *, lazy: bool = False) -> np.ndarray[Any, Any]:
+    """``v`` as a column of ``n`` values; a scalar repeated (``lazy``: as a read-only broadcast view with no memory
+    behind it, which :meth:`TraceBuilder.build` turns into a column only at the end)."""
     a = np.asarray(v, dtype=dtype)
-    return np.full(n, a, dtype=dtype) if a.ndim == 0 else a
+    if a.ndim:
+        return a
+    return np.broadcast_to(a.reshape(1), (n,)) if lazy else np.full(n, a, dtype=dtype)
+
+
+def _is_constant(a: np.ndarray[Any, Any]) -> bool:
+    """Whether ``a`` is one value broadcast (a column :func:`_broadcast` made ``lazy``)."""
+    return a.ndim == 1 and a.shape[0] > 1 and a.strides == (0,)
+
+
+def _constant(a: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
+    """The column of :func:`_is_constant` ``a`` in any order: its value ``n`` times."""
+    return np.full(n, a[0], dtype=a.dtype)
 
 
 _SIDE_DEFAULTS: dict[str, Any] = {
@@ -349,8 +390,8 @@ def _side_columns(cls: type, cols: dict[str, npt.ArrayLike]) -> dict[str, np.nda
         if isinstance(dt, tuple):
             v = cols.get(name)
             a = np.zeros((n, dt[1]), dtype=dt[0]) if v is None else np.asarray(v, dtype=dt[0]).reshape(n, dt[1])
-        else:
-            a = _broadcast(cols.get(name, _SIDE_DEFAULTS.get(name, 0)), n, dt)
+        else:  # a column not given is its default broadcast (no memory; :func:`_build_side` fills it at the end)
+            a = _broadcast(cols.get(name, _SIDE_DEFAULTS.get(name, 0)), n, dt, lazy=name not in cols)
         out[name] = a
     return out
 
@@ -361,9 +402,12 @@ def _concat_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]]) ->
     return {k: np.concatenate([p[k] for p in parts]) for k in side_table_dtypes(cls)}
 
 
-def _build_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64) -> Any:
+def _build_side(
+    cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64, consume: bool = False
+) -> Any:
     """The side table of ``parts`` (rows keyed by provisional event indices) with ``event`` mapped through
-    ``inverse`` and its rows in event order.
+    ``inverse`` and its rows in event order (``consume``: each column of the parts is dropped from them once it is
+    in place, so that the parts' memory is freed column by column).
 
     Each event has at most one row, so the order is found without a sort: every row's new event index is marked in
     an array as long as the trace, and the marks read back in event order (the one order a stable argsort gives
@@ -388,12 +432,20 @@ def _build_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]], inv
         if k == "event":
             continue
         first = parts[0][k]
+        if all(_is_constant(p[k]) for p in parts) and len({p[k][:1].tobytes() for p in parts}) == 1:
+            cols[k] = np.full(m, first[0], dtype=first.dtype)  # one value in every part (a default): no scatter
+            if consume:
+                for p in parts:
+                    del p[k]
+            continue
         out = np.empty((m, *first.shape[1:]), dtype=first.dtype)
+        del first
         at = 0
         for p in parts:
-            v = p[k]
+            v = p.pop(k) if consume else p[k]
             out[rank[at : at + v.shape[0]]] = v
             at += v.shape[0]
+            del v
         cols[k] = out
     return cls(**{k: _frozen(v) for k, v in cols.items()})
 

@@ -51,8 +51,11 @@ CHUNK_ROWS = 1 << 16
 CHUNKS_AHEAD = 4
 #: Rowid spans up to the file's size in bytes / this are read in fixed rowid steps without counting their rows.
 SPAN_BYTES_PER_ROWID = 32
-#: Threads reading chunks (each on its own connection).
-WORKERS = min(2, usable_cores())
+#: Threads reading chunks (each on its own connection): two where there are two cores (the loading thread's own
+#: work is small while a large table is read: the kernels' registration took 0.4 s of the 5.5 s the reader threads
+#: took on nsys_10m.sqlite's 10 M kernels), up to six where the process may use more (the reader threads, SQLite's
+#: record decoding and each chunk's numpy preparation, bound the kernel and runtime phases there).
+WORKERS = min(usable_cores(), max(2, min(6, usable_cores() - 1)))
 
 
 def _same(cols: list[I64]) -> list[I64]:
@@ -176,10 +179,12 @@ class ColumnReader:
         decode: Callable[[P], T],
         *,
         where: str = "",
+        restart: Callable[[], None] | None = None,
     ) -> list[T]:
         """As :meth:`read_decoded`, with ``prepare`` applied to each chunk first on the worker thread that read it:
         the pure part of decoding (numpy on the chunk's own arrays; no shared state), so that this thread is left
-        only the part that registers names and lanes."""
+        only the part that registers names and lanes. ``restart()`` is called before the table is decoded again
+        from the safe reader (after chunks were decoded)."""
         try:
             bounds = rowid_bounds(self.conn, table)
         except sqlite3.OperationalError:
@@ -193,6 +198,8 @@ class ColumnReader:
             return [decode(part) for part in self._run_chunks(sql, ranges, len(exprs), prepare)]
         except _MismatchError:
             self.slow_tables.append(table)
+            if restart is not None:
+                restart()
             return [decode(prepare(self._read_slow(table, exprs, where, order_by_rowid=True)))]
 
     def _chunk_sql(self, table: str, exprs: Sequence[str], where: str) -> str:

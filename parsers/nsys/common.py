@@ -53,17 +53,18 @@ def factorize(values: I64) -> tuple[I64, I64]:
     if lo == hi:
         return np.array([lo], dtype=np.int64), np.zeros(n, dtype=np.int64)
     if hi - lo < 1 << 22:
+        off = values - lo
         present = np.zeros(hi - lo + 1, dtype=bool)
-        present[values - lo] = True
+        present[off] = True
         uniq = np.flatnonzero(present)
         lut = np.zeros(hi - lo + 1, dtype=np.int64)
         lut[uniq] = np.arange(uniq.shape[0], dtype=np.int64)
-        return uniq.astype(np.int64) + lo, lut[values - lo]
+        return uniq.astype(np.int64) + lo, lut[off]
     sample = np.unique(np.concatenate([values[:256], values[:: max(1, n // 1024)], values[-256:]]))
     pos = np.searchsorted(sample, values)
     np.minimum(pos, sample.shape[0] - 1, out=pos)
     if np.array_equal(sample[pos], values):
-        return sample.astype(np.int64), pos.astype(np.int64)
+        return sample.astype(np.int64), pos.astype(np.int64, copy=False)
     uniq, inverse = np.unique(values, return_inverse=True)
     return uniq.astype(np.int64), np.asarray(inverse).reshape(-1).astype(np.int64)
 
@@ -130,7 +131,8 @@ class Batch:
     ``open_ended`` marks rows whose missing end means "until the end of the profile" (NVTX ranges); other
     rows with a missing end get zero length. ``kernel``/``copy`` are side-table columns (without ``event``).
     ``launch_key`` (dense process index << 32 | correlationId) links GPU ops to the API calls of ``api_key``;
-    ``api_order`` is the stable argsort of ``api_key`` when the reader already made it (dropped by :meth:`keep`).
+    ``api_order`` is the stable argsort of ``api_key`` when the reader already made it (dropped by :meth:`keep`);
+    a reader that made it may keep the keys sorted (``api_sorted``) instead of in row order (``api_key`` None).
     """
 
     table: str
@@ -147,14 +149,28 @@ class Batch:
     api_key: I64 | None = None
     api_name: I32 | None = None
     api_order: I64 | None = None
+    #: ``api_key[api_order]`` when the reader made it (dropped by :meth:`keep`)
+    api_sorted: I64 | None = None
+    #: the batch's first row in :class:`EventStore` (its event columns are views of the store's), -1: not stored
+    slot: int = -1
 
     def __len__(self) -> int:
         return int(self.start.shape[0])
 
+    def join_keys(self) -> I64 | None:
+        """``api_key`` in row order (made from ``api_sorted`` and ``api_order`` where the reader kept only those)."""
+        if self.api_key is None and self.api_sorted is not None and self.api_order is not None:
+            key = np.empty_like(self.api_sorted)
+            key[self.api_order] = self.api_sorted
+            return key
+        return self.api_key
+
     def keep(self, mask: npt.NDArray[np.bool_]) -> None:
         """Keep only the rows where ``mask`` is True (every per-row column and side-table column)."""
         n = len(self)
-        self.api_order = None  # a permutation of the rows: no longer one once rows are dropped
+        self.api_key = self.join_keys()
+        self.api_order = self.api_sorted = None  # a permutation of the rows and the keys in it: no longer right
+        self.slot = -1  # its columns become copies: no longer the store's rows
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray) and v.shape[:1] == (n,):
@@ -162,6 +178,102 @@ class Batch:
             elif isinstance(v, dict):
                 setattr(self, f.name, {k: a[mask] if isinstance(a, np.ndarray) and a.shape[:1] == (n,) else a
                                        for k, a in v.items()})  # fmt: skip
+
+
+#: the event columns :class:`EventStore` holds, with the builder's dtypes (``corr`` -1 where a batch has none)
+STORE_COLUMNS: tuple[tuple[str, type[np.generic]], ...] = (
+    ("start", np.int64),
+    ("dur", np.int64),
+    ("kind", np.uint8),
+    ("lane", np.int32),
+    ("name", np.int32),
+    ("corr", np.int64),
+)
+
+
+class EventStore:
+    """Every batch's event columns in one array per column, batches in the order they were added: what the builder
+    would concatenate at the end. A batch is copied into its slot when it is added and keeps views of it, so the
+    readers' chunk arrays are freed while the next chunks are read (their memory is reused at once instead of
+    every chunk staying alive until the build, then being copied), and the builder is handed whole columns.
+
+    The arrays are allocated for ``capacity`` rows (the export's row span: pages never written take no memory) and
+    grow when the tables yield more. Code that changes a batch's event columns must do it in place (``b.dur[m] =
+    0``); :meth:`Batch.keep` copies, and :meth:`columns` then tells the caller to concatenate the batches instead."""
+
+    def __init__(self, capacity: int, plausible: int | None = None) -> None:
+        self.capacity = max(int(capacity), 1)
+        #: the most rows one table may reserve (:meth:`reserve`)
+        self.plausible = self.capacity if plausible is None else plausible
+        self.cols: dict[str, npt.NDArray[Any]] = {k: np.empty(self.capacity, dtype=dt) for k, dt in STORE_COLUMNS}
+        self.n = 0
+        self.batches: list[Batch] = []
+
+    def plausible_rows(self) -> int:
+        """The most rows :meth:`reserve` should be asked for (a damaged rowid may make a table's span 2**62)."""
+        return self.plausible
+
+    def reserve(self, m: int) -> dict[str, npt.NDArray[Any]]:
+        """Views of the next ``m`` rows of every column, for a reader to write a table's rows into before it adds
+        them (as one batch whose columns are these views or their first rows: :meth:`put` then copies nothing).
+        Nothing else may be put in between."""
+        if self.n + m > self.capacity:
+            self._grow(max(self.n + m, self.capacity + self.capacity // 2))
+        return {k: v[self.n : self.n + m] for k, v in self.cols.items()}
+
+    def put(self, batch: Batch) -> None:
+        """Copy the batch's event columns into the next rows and point the batch at them."""
+        m = len(batch)
+        if not m:
+            return
+        if self.n + m > self.capacity:
+            self._grow(max(self.n + m, self.capacity + self.capacity // 2))
+        at, end = self.n, self.n + m
+        for k, _ in STORE_COLUMNS:
+            v = getattr(batch, k)
+            dst = self.cols[k][at:end]
+            if v is None:
+                dst.fill(-1)
+            elif v.base is not self.cols[k] or v.ctypes.data != dst.ctypes.data or v.shape != dst.shape:
+                dst[...] = v
+                setattr(batch, k, dst)
+        batch.slot = at
+        self.n = end
+        self.batches.append(batch)
+
+    def _grow(self, capacity: int) -> None:
+        old = self.cols
+        self.cols = {k: np.empty(capacity, dtype=dt) for k, dt in STORE_COLUMNS}
+        for k, _ in STORE_COLUMNS:
+            self.cols[k][: self.n] = old[k][: self.n]
+        for b in self.batches:
+            if b.slot < 0:
+                continue
+            for k, _ in STORE_COLUMNS:
+                v = getattr(b, k)
+                if v is not None and v.base is old[k]:
+                    setattr(b, k, self.cols[k][b.slot : b.slot + len(b)])
+        self.capacity = capacity
+
+    def columns(self) -> dict[str, npt.NDArray[Any]] | None:
+        """The stored rows' columns (``n`` rows each), or ``None`` where a batch's columns are no longer its rows
+        of the store (rows dropped, a column replaced): the caller then concatenates the batches."""
+        at = 0
+        for b in self.batches:
+            m = len(b)
+            if b.slot != at or not m:
+                return None
+            for k, _ in STORE_COLUMNS:
+                v = getattr(b, k)
+                if v is None:
+                    continue
+                arr = self.cols[k]
+                if v.base is not arr or v.shape != (m,) or v.ctypes.data != arr.ctypes.data + at * arr.itemsize:
+                    return None
+            at += m
+        if at != self.n:
+            return None
+        return {k: v[: self.n] for k, v in self.cols.items()}
 
 
 @dataclass
@@ -185,8 +297,11 @@ class Context:
     counts: dict[str, int] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
     gpu_spans: dict[tuple[int, int], tuple[int, int, int]] = field(default_factory=dict)
-    api_lookup: tuple[I64, I32] | None = None
+    #: the API calls' join keys sorted, their lanes (unsorted), and the permutation that sorts them
+    api_lookup: tuple[I64, I32, I64] | None = None
     cpu_lane_gtid: dict[int, int] = field(default_factory=dict)
+    #: where :meth:`add` copies the batches' event columns (``None``: batches keep their own arrays)
+    store: EventStore | None = None
     _process_index: dict[int, int] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
@@ -424,6 +539,8 @@ class Context:
 
     def add(self, batch: Batch) -> None:
         """Queue a batch of events (added to the builder once every table is read)."""
+        if self.store is not None:
+            self.store.put(batch)
         self.batches.append(batch)
         self.counts[batch.table] = self.counts.get(batch.table, 0) + len(batch)
 

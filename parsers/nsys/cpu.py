@@ -9,6 +9,8 @@ is unknown (a per-process lane).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +20,7 @@ from gputop_trace.model.kinds import Kind
 from gputop_trace.parsers.nsys.columns import read_text_by_rowid
 from gputop_trace.parsers.nsys.common import DUR_SQL, GPID_MASK, Batch, Context, col_or, factorize, kind_array
 from gputop_trace.parsers.nsys.gpu import add_gpu_busy_overhead
-from gputop_trace.parsers.nsys.schema import as_text
+from gputop_trace.parsers.nsys.schema import as_text, row_span
 
 I32 = npt.NDArray[np.int32]
 
@@ -61,6 +63,12 @@ def read_runtime(ctx: Context) -> None:
 
     Rows of the CUDA-backtrace event class (``--cudabacktrace``) duplicate the API call they wrap with the same
     correlation id; they are left out so that every GPU op joins exactly one call.
+
+    Read in chunks (16.8 M rows in a large export): each chunk's backtrace rows are dropped and its threads and
+    names factorized on the reader thread that read it; here the chunk's times and correlation ids are copied into
+    the table's rows of the event store. Names, lanes and processes are then registered once, from every chunk's
+    distinct values together in sorted order (the order one factorization of the whole table gives, so ids are
+    numbered as before), and each chunk's lane, name and join key written into place: no table-long temporaries.
     """
     t = ctx.event_table("CUPTI_ACTIVITY_KIND_RUNTIME")
     if t is None:
@@ -74,38 +82,136 @@ def read_runtime(ctx: Context) -> None:
         f"ifnull({col_or(s, t, '-1', 'nameId')}, -1)",
         f"ifnull({col_or(s, t, '-1', 'eventClass')}, -1)",
     ]
-    start, dur, gtid, corr, name_sid, event_class = ctx.reader.read(t, exprs)
     backtrace = ctx.enums.event_class_value("TRACE_PROCESS_EVENT_CUDABACKTRACE")
-    if backtrace is not None:
-        keep = event_class != backtrace
-        dropped = int((~keep).sum())
-        if dropped:
-            ctx.properties["cuda_backtrace_rows_skipped"] = dropped
-            start, dur, gtid, corr, name_sid = start[keep], dur[keep], gtid[keep], corr[keep], name_sid[keep]
-    name = ctx.strings.intern(name_sid, missing="(unknown CUDA API)", transform=api_display_name)
-    # one factorization of the threads serves both the lanes and the processes of the join keys (a second one of
-    # the 16.8 M globalPids of a large export took 0.6 s of the loading thread)
-    threads, thread_code = factorize(gtid)
-    lane_ids = np.array([ctx.cpu_lane(int(g)) for g in threads.tolist()], dtype=np.int32)
-    lane = lane_ids[thread_code] if threads.shape[0] else np.zeros(0, dtype=np.int32)
-    procs, proc_of_thread = factorize(threads & GPID_MASK)
-    key = ctx.join_key_codes(procs, proc_of_thread[thread_code], corr)
-    order = np.argsort(key, kind="stable")
-    ctx.add(
-        Batch(
-            table=t,
-            start=start,
-            dur=dur,
-            kind=kind_array(Kind.API, start.shape[0]),
-            lane=lane,
-            name=name,
-            corr=corr,
-            api_key=key,
-            api_name=name,
-            api_order=order,
+    rows = _Rows(ctx, row_span(ctx.conn, t))
+
+    def prepare(cols: list[I64]) -> _RuntimeChunk:
+        start, dur, gtid, corr, name_sid, event_class = cols
+        dropped = 0
+        if backtrace is not None:
+            keep = event_class != backtrace
+            dropped = int(start.shape[0] - np.count_nonzero(keep))
+            if dropped:
+                start, dur, gtid, corr, name_sid = start[keep], dur[keep], gtid[keep], corr[keep], name_sid[keep]
+        names, name_code = factorize(name_sid)
+        threads, thread_code = factorize(gtid)
+        small = np.int32 if start.shape[0] < 2**31 else np.int64
+        return _RuntimeChunk(
+            start, dur, corr, names, name_code.astype(small), threads, thread_code.astype(small), dropped
         )
+
+    chunks = ctx.reader.read_prepared(t, exprs, prepare, rows.take, restart=rows.restart)
+    n = rows.at
+    start, dur, corr, lane, name = rows.columns()
+    dropped = sum(c.dropped for c in chunks)
+    if dropped:
+        ctx.properties["cuda_backtrace_rows_skipped"] = dropped
+    # registration in the order one factorization of the whole table gives: names, lanes, then processes
+    empty = np.zeros(0, dtype=np.int64)
+    all_names = np.unique(np.concatenate([c.names for c in chunks])) if chunks else empty
+    name_ids = ctx.strings.intern_codes(
+        all_names, np.arange(all_names.shape[0]), missing="(unknown CUDA API)", transform=api_display_name
     )
-    ctx.api_lookup = (key[order], lane[order])
+    threads = np.unique(np.concatenate([c.threads for c in chunks])) if chunks else empty
+    lane_ids = np.array([ctx.cpu_lane(int(g)) for g in threads.tolist()], dtype=np.int32)
+    procs, proc_of_thread = factorize(threads & GPID_MASK)
+    thread_key = ctx.process_index_codes(procs, proc_of_thread) << 32  # per distinct thread: its process << 32
+    key = np.empty(n, dtype=np.int64)
+    for c in chunks:
+        a, b = c.at, c.at + c.start_rows
+        name[a:b] = name_ids[np.searchsorted(all_names, c.names)][c.name_code]
+        thread = np.searchsorted(threads, c.threads)
+        lane[a:b] = lane_ids[thread][c.thread_code]
+        np.bitwise_and(corr[a:b], 0xFFFFFFFF, out=key[a:b])
+        key[a:b] |= thread_key[thread][c.thread_code]
+    del chunks
+    order = np.argsort(key, kind="stable")
+    batch = Batch(
+        table=t,
+        start=start,
+        dur=dur,
+        kind=kind_array(Kind.API, n),
+        lane=lane,
+        name=name,
+        corr=corr,
+        api_name=name,
+        api_order=order,
+        api_sorted=key[order],
+    )
+    del key
+    ctx.add(batch)
+    batch.api_name = batch.name  # the store's rows (the same arrays where the rows were read into the store)
+    assert batch.api_sorted is not None
+    # the lanes stay in file order (read_sync looks up a few rows through ``order``): no sorted copy of 16.8 M
+    ctx.api_lookup = (batch.api_sorted, batch.lane, order)
+
+
+@dataclass
+class _RuntimeChunk:
+    """One chunk of the runtime table, prepared on a reader thread: its kept rows' columns, the distinct names and
+    threads with each row's code, the backtrace rows dropped, and (set here) its first row in the table."""
+
+    start: I64
+    dur: I64
+    corr: I64
+    names: I64
+    name_code: npt.NDArray[np.signedinteger[Any]]
+    threads: I64
+    thread_code: npt.NDArray[np.signedinteger[Any]]
+    dropped: int
+    at: int = 0
+    start_rows: int = 0
+
+
+class _Rows:
+    """The runtime table's event columns, filled chunk by chunk: the table's rows of the event store reserved for
+    them (at most ``span`` rows), or, without a store or for a span the file cannot hold (a damaged rowid),
+    collected and concatenated."""
+
+    def __init__(self, ctx: Context, span: int) -> None:
+        self.at = 0
+        self.parts: list[tuple[I64, I64, I64]] = []
+        self.cols: dict[str, npt.NDArray[Any]] | None = None
+        if ctx.store is not None and span <= ctx.store.plausible_rows():
+            self.cols = ctx.store.reserve(span)
+
+    def restart(self) -> None:
+        """The reader drops the chunks taken so far and reads the table again (one chunk, the safe way)."""
+        self.at = 0
+        self.parts.clear()
+
+    def take(self, c: _RuntimeChunk) -> _RuntimeChunk:
+        """Place one chunk's times and correlation ids (this thread, in table order); keep its codes only."""
+        m = int(c.start.shape[0])
+        c.at, c.start_rows = self.at, m
+        if self.cols is not None:
+            for k, v in (("start", c.start), ("dur", c.dur), ("corr", c.corr)):
+                self.cols[k][self.at : self.at + m] = v
+        else:
+            self.parts.append((c.start, c.dur, c.corr))
+        self.at += m
+        c.start = c.dur = c.corr = _NONE
+        return c
+
+    def columns(self) -> tuple[I64, I64, I64, I32, I32]:
+        """start, dur, corr of every row taken, and lane and name columns to fill."""
+        n = self.at
+        if self.cols is not None:
+            return (
+                self.cols["start"][:n],
+                self.cols["dur"][:n],
+                self.cols["corr"][:n],
+                self.cols["lane"][:n],
+                self.cols["name"][:n],
+            )
+        start, dur, corr = (
+            np.concatenate([p[i] for p in self.parts]) if self.parts else np.zeros(0, dtype=np.int64) for i in range(3)
+        )
+        self.parts.clear()
+        return start, dur, corr, np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+
+
+_NONE: I64 = np.zeros(0, dtype=np.int64)
 
 
 def read_sync(ctx: Context) -> None:
@@ -125,12 +231,12 @@ def read_sync(ctx: Context) -> None:
     gpid = gpid & GPID_MASK
     lane = np.full(start.shape[0], -1, dtype=np.int32)
     if ctx.api_lookup is not None and start.shape[0]:
-        keys, lanes = ctx.api_lookup
+        keys, lanes, order = ctx.api_lookup
         want = ctx.join_key(gpid, corr)
         pos = np.searchsorted(keys, want)
         hit = pos < keys.shape[0]
         hit[hit] = keys[pos[hit]] == want[hit]
-        lane[hit] = lanes[pos[hit]]
+        lane[hit] = lanes[order[pos[hit]]]
     missing = lane < 0
     if missing.any():
         lane[missing] = ctx.lanes_by(gpid[missing], lambda g: ctx.process_other_lane(g, "CUDA synchronization"))

@@ -170,7 +170,10 @@ def _prepare_kernels(cols: list[I64]) -> dict[str, Any]:
     block[:, 0], block[:, 1], block[:, 2] = gz[:, 1], gz[:, 2], gz[:, 3]
     graph_id = dyn[:, 1].astype(np.int64)
     graph_id[graph_id == _NO_STRING] = -1
-    graph_node = np.where(graph_id >= 0, cols[9], -1).astype(np.int64)  # nsys writes 0 outside graphs
+    if (graph_id >= 0).any():
+        graph_node = np.where(graph_id >= 0, cols[9], -1).astype(np.int64)  # nsys writes 0 outside graphs
+    else:  # no kernel of the chunk ran in a graph (the usual case): both columns -1, kept as one value broadcast
+        graph_id = graph_node = np.broadcast_to(np.int64(-1), (n,))
     procs, proc_code = factorize(gpid)
     return {
         "start": start,

@@ -12,8 +12,10 @@ when it is installed (:mod:`.nsys_report`).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,10 +27,11 @@ from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kinds import FlowKind, Kind
 from gputop_trace.model.tables import TraceMeta
 from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.nsys import cpu as nsys_cpu
 from gputop_trace.parsers.nsys import gpu as nsys_gpu
 from gputop_trace.parsers.nsys.columns import ColumnReader
-from gputop_trace.parsers.nsys.common import NULL_DUR, Batch, Context, Strings
+from gputop_trace.parsers.nsys.common import NULL_DUR, Batch, Context, EventStore, Strings
 from gputop_trace.parsers.nsys.graph_events import read_graph_events
 from gputop_trace.parsers.nsys.schema import (
     EXPORT_HINT,
@@ -102,6 +105,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
             progress(done[0], total, done[0])
 
     reader = ColumnReader(path, conn, on_rows=on_rows)
+    plausible = _file_bytes(path) // 16 + 4096  # more rows than any table of the file can hold
     ctx = Context(
         path=path,
         conn=conn,
@@ -112,6 +116,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
         builder=builder,
         strings=Strings(conn, schema, builder),
         rank=rank,
+        store=EventStore(min(total, plausible), plausible),  # a damaged rowid may make a span of 2**62 rows
     )
     try:
         nsys_cpu.read_names(ctx)
@@ -150,7 +155,19 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     )
     if progress is not None:
         progress(total, total, builder.n_events)
-    return builder.build(meta)
+    # the builder now holds the only references to the event columns and side tables: it may drop each as it has
+    # used it (the batches' views of the store, the API calls' sorted keys would keep them all alive)
+    ctx.batches.clear()
+    ctx.store = None
+    ctx.api_lookup = None
+    return builder.build(meta, consume=True)
+
+
+def _file_bytes(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _warn_about_views(conn: sqlite3.Connection, schema: Schema, builder: TraceBuilder) -> None:
@@ -171,6 +188,9 @@ def _device_used(ctx: Context, device: int) -> bool:
     return any(ln.device == device for ln in ctx.builder.lanes)
 
 
+#: threads linking GPU batches to their launching calls (:func:`_add_batches`), the loading thread's included
+LINK_WORKERS = min(4, usable_cores())
+
 #: the largest |time| and duration (ns) an export row may have: about 73 years, so that any difference of two
 #: times and any end still fits int64 (epoch-normalized times are about 2**60.6 in 2026)
 MAX_ABS_NS = 2**61
@@ -190,7 +210,7 @@ def _drop_impossible_times(ctx: Context) -> None:
         long = (b.dur > MAX_ABS_NS) | ((b.dur < -MAX_ABS_NS) & (b.dur != NULL_DUR))
         if long.any():
             too_long += int(long.sum())
-            b.dur = np.where(long, 0, b.dur)
+            b.dur[long] = 0  # in place: the batch's rows of the event store
     if dropped:
         ctx.warn(
             f"{_rows_have(dropped)} start times beyond ±73 years (damaged or edited values); "
@@ -228,15 +248,16 @@ def _fix_durations(ctx: Context) -> None:
             continue
         null = b.dur == NULL_DUR
         neg = (b.dur < 0) & ~null
+        # changed in place: the batch's rows of the event store
         if null.any():
             if b.open_ended:
-                b.dur = np.where(null, np.maximum(last - b.start, 0), b.dur)
+                b.dur[null] = np.maximum(last - b.start[null], 0)
                 open_ranges += int(null.sum())
             else:
-                b.dur = np.where(null, 0, b.dur)
+                b.dur[null] = 0
                 lost_ends += int(null.sum())
         if neg.any():
-            b.dur = np.where(neg, 0, b.dur)
+            b.dur[neg] = 0
             negative += int(neg.sum())
     if open_ranges:
         ctx.warn(
@@ -258,58 +279,90 @@ def _add_batches(ctx: Context) -> None:
     """Hand every batch to the builder, then add kernel/copy side tables and launch flows."""
     _fix_durations(ctx)
     b = ctx.builder
-    api_keys: list[I64] = []
-    api_idx: list[I64] = []
-    api_names: list[npt.NDArray[np.int32]] = []
-    api_orders: list[I64 | None] = []
+    apis: list[tuple[Batch, I64]] = []
     pending: list[tuple[Batch, I64]] = []
+    whole = ctx.store.columns() if ctx.store is not None else None
+    if whole is not None:  # every batch's rows in one array per column, in batch order: one call, no copy
+        every = b.add_events(
+            start_ns=whole["start"],
+            dur_ns=whole["dur"],
+            kind=whole["kind"],
+            lane=whole["lane"],
+            name=whole["name"],
+            corr=whole["corr"],
+        )
     for batch in ctx.batches:
         if not len(batch):
             continue
-        idx = b.add_events(
-            start_ns=batch.start,
-            dur_ns=batch.dur,
-            kind=batch.kind,
-            lane=batch.lane,
-            name=batch.name,
-            corr=batch.corr,
-        )
-        if batch.api_key is not None and batch.api_name is not None:
-            api_keys.append(batch.api_key)
-            api_idx.append(idx)
-            api_names.append(batch.api_name)
-            api_orders.append(batch.api_order)
+        if whole is not None:
+            idx = every[batch.slot : batch.slot + len(batch)]
+        else:
+            idx = b.add_events(
+                start_ns=batch.start,
+                dur_ns=batch.dur,
+                kind=batch.kind,
+                lane=batch.lane,
+                name=batch.name,
+                corr=batch.corr,
+            )
+        if batch.api_name is not None and (batch.api_key is not None or batch.api_sorted is not None):
+            apis.append((batch, idx))
         pending.append((batch, idx))
-    if api_keys:
-        keys = np.concatenate(api_keys) if len(api_keys) > 1 else api_keys[0]
-        known = api_orders[0] if len(api_orders) == 1 else None  # the runtime reader sorted its keys already
-        order = known if known is not None else np.argsort(keys, kind="stable")
-        calls = np.concatenate(api_idx) if len(api_idx) > 1 else api_idx[0]
-        names = np.concatenate(api_names) if len(api_names) > 1 else api_names[0]
-        keys, calls, call_names = keys[order], calls[order], names[order]
-    else:
-        keys = calls = np.zeros(0, dtype=np.int64)
-        call_names = np.zeros(0, dtype=np.int32)
+    # the API calls' join keys sorted (``keys``), and for each sorted key the call's row (``perm``) in ``calls``
+    # (event indices) and ``call_names`` (name ids), which stay in row order: no sorted copies of 16.8 M calls
+    calls: I64 = np.zeros(0, dtype=np.int64)
+    call_names: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+    keys: I64 = np.zeros(0, dtype=np.int64)
+    perm: I64 = keys
+    one = apis[0][0] if len(apis) == 1 else None
+    if one is not None and one.api_sorted is not None and one.api_order is not None:
+        calls = apis[0][1]  # the runtime reader sorted its keys already
+        keys, perm = one.api_sorted, one.api_order
+        call_names = one.api_name if one.api_name is not None else call_names
+    elif apis:
+        rows = [a.join_keys() for a, _ in apis]
+        all_keys = np.concatenate([r for r in rows if r is not None])
+        known = apis[0][0].api_order if len(apis) == 1 else None
+        perm = known if known is not None else np.argsort(all_keys, kind="stable")
+        keys = all_keys[perm]
+        calls = np.concatenate([i for _, i in apis])
+        call_names = np.concatenate([a.api_name for a, _ in apis if a.api_name is not None])
     is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
     lookup = _SortedKeys(keys)
-    linked = 0
-    for batch, idx in pending:
-        if batch.launch_key is None and batch.kernel is None and batch.copy is None:
-            continue  # CPU rows: nothing to link or to add (their launch arrays would be filled and dropped)
+
+    def link(batch: Batch, idx: I64) -> tuple[I64, I64, npt.NDArray[np.bool_] | None]:
+        """(launching call's event, its name id, which rows have one) of a GPU batch: pure numpy, so the batches
+        are linked on worker threads where there are cores for them (numpy releases the GIL in the searches)."""
         call = np.full(idx.shape[0], -1, dtype=np.int64)
         call_name = np.full(idx.shape[0], -1, dtype=np.int64)
-        if batch.launch_key is not None and keys.shape[0]:
-            hit, pos = lookup.find(batch.launch_key)
-            call[hit] = calls[pos[hit]]
-            call_name[hit] = call_names[pos[hit]]
-            if hit.any():
+        if batch.launch_key is None or not keys.shape[0]:
+            return call, call_name, None
+        hit, pos = lookup.find(batch.launch_key)
+        row = perm[pos[hit]]
+        call[hit] = calls[row]
+        call_name[hit] = call_names[row]
+        return call, call_name, hit
+
+    gpu = [(batch, idx) for batch, idx in pending if batch.launch_key is not None or batch.kernel is not None
+           or batch.copy is not None]  # fmt: skip
+    # CPU rows have nothing to link or to add (their launch arrays would be filled and dropped)
+    workers = min(LINK_WORKERS, len(gpu) // 8)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="link") if workers > 1 else None
+    try:
+        links = pool.map(lambda p: link(*p), gpu) if pool is not None else (link(*p) for p in gpu)
+        linked = 0
+        for (batch, idx), (call, call_name, hit) in zip(gpu, links, strict=True):  # in order: ids as before
+            if hit is not None and hit.any():
                 b.add_flows(call[hit], idx[hit], FlowKind.LAUNCH)
                 linked += int(hit.sum())
-        if batch.kernel is not None:
-            b.add_kernels(event=idx, **batch.kernel)
-        if batch.copy is not None:
-            is_async = np.where(call_name >= 0, is_async_name[np.maximum(call_name, 0)].astype(np.int8), -1)
-            b.add_copies(event=idx, is_async=is_async, **batch.copy)
+            if batch.kernel is not None:
+                b.add_kernels(event=idx, **batch.kernel)
+            if batch.copy is not None:
+                is_async = np.where(call_name >= 0, is_async_name[np.maximum(call_name, 0)].astype(np.int8), -1)
+                b.add_copies(event=idx, is_async=is_async, **batch.copy)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     ctx.properties["launch_links"] = linked
 
 

@@ -81,3 +81,25 @@ def test_rows_never_overlap_and_nesting_is_depth(seed: int, radix: bool, monkeyp
     assert not _rows_overlap(start, dur, rows)
     if separate:  # nothing overlaps without nesting: every row is the nesting depth
         assert np.array_equal(rows, want_depth)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_order_sorted_in_lane_groups_on_threads_is_the_same(
+    seed: int, threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gputop_trace.model import order as order_mod
+
+    monkeypatch.setattr(order_mod, "PARALLEL_SORT_EVENTS", 1)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 20_000))
+    lanes = int(rng.integers(1, 12))
+    # one lane may hold most events (groups of unequal size), lanes may be unused, starts and durations repeat
+    lane = np.where(rng.random(n) < 0.6, lanes // 2, rng.integers(0, lanes, n)).astype(np.int32) + 3
+    start = rng.integers(-50, int(rng.integers(1, 800)), n).astype(np.int64)
+    dur = rng.integers(0, 4, n).astype(np.int64)
+    with ThreadPoolExecutor(max_workers=threads - 1) as pool:
+        got = event_order(lane, start, dur, pool=pool, threads=threads)
+    assert np.array_equal(got, np.lexsort((-dur, start, lane)))
