@@ -474,13 +474,20 @@ class GputopApp(App[int]):
         if message.token != self.load_token:
             return
         if message.name == "done":
-            self.analyses_done = True
-            gc.freeze()  # the analyses' results too (see _first_screen_shown)
+            main = self.main_screen
+            if main is not None and main.is_mounted:
+                main.when_panels(self._analyses_finished)  # once the panels show every result
+            else:
+                self._analyses_finished()
             return
         self.results[message.name] = message.result
         main = self.main_screen
         if main is not None and main.is_mounted:
             main.on_analysis_ready(message)
+
+    def _analyses_finished(self) -> None:
+        self.analyses_done = True
+        gc.freeze()  # the analyses' results too (see _first_screen_shown)
 
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
         if message.token != self.load_token:

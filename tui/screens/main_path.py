@@ -59,7 +59,7 @@ class PathKeys(MainState):
         app: Any = self.app
         want = getattr(app, "want_critical_path", None)
         if self.step_paths is None and callable(want) and want():
-            self.query_one(CriticalPathPanel).show_computing()
+            self.when_panels(lambda: self.query_one(CriticalPathPanel).show_computing())
 
     # ---- panel 9 -------------------------------------------------------------------------------------------
     def show_panel(self, name: str) -> None:
