@@ -76,6 +76,67 @@ def test_view_starts_the_load_before_the_app_and_the_app_takes_it_over(monkeypat
             await wait_loaded(app, pilot, analyses=False)
             assert calls == ["gputop-trace load"]  # once, on the load started by view
             assert app.trace is background.result()
+            # the timeline was prepared on that thread too, while the app started: the app shows what it made
+            prepared = background.then_result()
+            assert prepared is not None and app.data is prepared.data and prepared.trace is app.trace
+
+    run(body())
+
+
+def test_a_trace_loaded_before_the_app_starts_opens_straight_on_the_same_first_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trace that ``view`` loaded and prepared before the app was imported (a small file) opens on the main screen
+    without a frame of the loading screen, and that first screen reads exactly as the one the app's own load
+    shows; q still quits with 0."""
+    from gputop_trace.cli.view import make_app
+
+    shown: list[str] = []
+    real_init = LoadingScreen.__init__
+
+    def spy(self: LoadingScreen, paths: list[str]) -> None:
+        shown.append(paths[0])
+        real_init(self, paths)
+
+    monkeypatch.setattr(LoadingScreen, "__init__", spy)
+
+    async def first_screen(app: GputopApp) -> str:
+        app.run_analyses_after_load = False  # the first screen before any analysis arrives
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_loaded(app, pilot, analyses=False)
+            await wait_until(pilot, lambda: app.first_screen_at is not None)
+            text = screen_text(app)
+            await pilot.press("q")
+        assert app.return_code == 0
+        return text
+
+    async def body() -> None:
+        early = make_app([default_sample()], use_cache=False)
+        assert isinstance(early, GputopApp) and early._background is not None
+        assert early._background.wait(60)  # loaded and prepared before the app runs
+        direct = await first_screen(early)
+        assert shown == []  # no loading screen
+        own = await first_screen(GputopApp([default_sample()], use_cache=False))
+        assert shown == [default_sample()]
+        assert direct == own and "win " in direct and " ev" in direct
+
+    run(body())
+
+
+def test_a_bad_inductor_dir_given_to_view_is_the_command_lines_error(tmp_path: Any) -> None:
+    """``view --inductor-dir`` on a folder without torch.compile output: the load's thread raises the command
+    line's message, and the app shows it in its error dialog (closing it exits 2)."""
+    from gputop_trace.cli.view import make_app
+    from gputop_trace.tui.screens.dialogs import ErrorDialog
+
+    async def body() -> None:
+        app = make_app([default_sample()], use_cache=False, inductor_dir=str(tmp_path))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
+            assert "output_code.py" in screen_text(app)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 2
 
     run(body())
 
