@@ -25,20 +25,20 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
-from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.commands import TraceCommands, system_commands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
-from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
+    from gputop_trace.fleet.parquet import FleetFile
     from gputop_trace.load.background import BackgroundLoad
+    from gputop_trace.tui.screens.fleet import FleetScreen
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 #: how often the loading screen shows progress, in seconds: each update is redrawn on the UI thread, which holds
@@ -150,6 +150,8 @@ class GputopApp(App[int]):
     def get_default_screen(self) -> Screen[Any]:
         """The fleet screen at the bottom of the stack when there is a fleet (Esc there quits)."""
         if self.fleet is not None:
+            from gputop_trace.tui.screens.fleet import FleetScreen
+
             return FleetScreen(self.fleet, mono=self.mono)
         return super().get_default_screen()
 
@@ -209,7 +211,11 @@ class GputopApp(App[int]):
 
     def back_to_fleet(self) -> bool:
         """Close the rank's trace and show the fleet screen again (False when there is no fleet)."""
-        if self.fleet is None or not any(isinstance(s, FleetScreen) for s in self.screen_stack):
+        if self.fleet is None:
+            return False
+        from gputop_trace.tui.screens.fleet import FleetScreen
+
+        if not any(isinstance(s, FleetScreen) for s in self.screen_stack):
             return False
         self._forget_trace()
         self.paths = []
