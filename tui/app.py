@@ -235,7 +235,6 @@ class GputopApp(App[int]):
         before the app, when it is for these paths), prepare the timeline, index launch flows; post the result or
         the error. Progress is read from the load every :data:`PROGRESS_INTERVAL_S`."""
         from gputop_trace.load.background import BackgroundLoad
-        from gputop_trace.tui.view.prepared import PreparedView, prepare_view
 
         worker = get_current_worker()
         token = self.load_token
@@ -269,6 +268,9 @@ class GputopApp(App[int]):
                 trace = pending.result()
                 # prepared on the load's thread by ``view`` (cli/view.py), with this app's inductor_dir
                 ready = pending.then_result()
+            # imported once the load has finished: while it runs, its threads import the parser (see prepared.py)
+            from gputop_trace.tui.view.prepared import PreparedView, prepare_view
+
             if not isinstance(ready, PreparedView):
                 counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
                 ready = prepare_view(trace, self.inductor_dir, step=step)
