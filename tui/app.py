@@ -25,20 +25,20 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
-from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.commands import TraceCommands, system_commands
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
-from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
+    from gputop_trace.fleet.parquet import FleetFile
     from gputop_trace.load.background import BackgroundLoad
+    from gputop_trace.tui.screens.fleet import FleetScreen
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 #: how often the loading screen shows progress, in seconds: each update is redrawn on the UI thread, which holds
@@ -150,13 +150,18 @@ class GputopApp(App[int]):
     def get_default_screen(self) -> Screen[Any]:
         """The fleet screen at the bottom of the stack when there is a fleet (Esc there quits)."""
         if self.fleet is not None:
+            from gputop_trace.tui.screens.fleet import FleetScreen
+
             return FleetScreen(self.fleet, mono=self.mono)
         return super().get_default_screen()
 
     def on_mount(self) -> None:
         if self.fleet is not None:
             return
-        self.push_screen(LoadingScreen(self.paths))
+        # no progress screen for a trace that ``view`` has already loaded and prepared while the app was imported
+        # (its frame only delayed the first screen); the main screen (or the error) takes the default screen's place
+        if self._background is None or not self._background.wait(0):
+            self.push_screen(LoadingScreen(self.paths))
         self.load_trace()
 
     def _forget_trace(self) -> None:
@@ -206,7 +211,11 @@ class GputopApp(App[int]):
 
     def back_to_fleet(self) -> bool:
         """Close the rank's trace and show the fleet screen again (False when there is no fleet)."""
-        if self.fleet is None or not any(isinstance(s, FleetScreen) for s in self.screen_stack):
+        if self.fleet is None:
+            return False
+        from gputop_trace.tui.screens.fleet import FleetScreen
+
+        if not any(isinstance(s, FleetScreen) for s in self.screen_stack):
             return False
         self._forget_trace()
         self.paths = []
@@ -226,9 +235,6 @@ class GputopApp(App[int]):
         before the app, when it is for these paths), prepare the timeline, index launch flows; post the result or
         the error. Progress is read from the load every :data:`PROGRESS_INTERVAL_S`."""
         from gputop_trace.load.background import BackgroundLoad
-        from gputop_trace.load.inductor import attach_inductor_dir
-        from gputop_trace.tui.view.navigation import FlowIndex
-        from gputop_trace.tui.view.timeline_data import prepare_timeline
 
         worker = get_current_worker()
         token = self.load_token
@@ -243,25 +249,31 @@ class GputopApp(App[int]):
         t0 = time.perf_counter()
         pending, self._background = self._background, None
         try:
+            ready: object = None
             if self._given_trace is not None:
                 trace = self._given_trace
             else:
-                opts = {"use_cache": self.use_cache, "include_python": self.include_python}
-                if pending is None or not pending.matches(paths, **opts):
+                use_cache, include_python = self.use_cache, self.include_python
+                if pending is None or not pending.matches(paths, use_cache=use_cache, include_python=include_python):
                     if pending is not None:
                         pending.cancel()
-                    pending = BackgroundLoad(paths, max_memory=self.max_memory, **opts)
+                    pending = BackgroundLoad(
+                        paths, max_memory=self.max_memory, use_cache=use_cache, include_python=include_python
+                    )
                 while not pending.wait(PROGRESS_INTERVAL_S):
                     if worker.is_cancelled:
                         pending.cancel()
                         return
                     self.post_message(LoadProgress(*pending.progress, "reading"))
                 trace = pending.result()
-            trace = attach_inductor_dir(trace, self.inductor_dir)
-            counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
-            data = prepare_timeline(trace, step=step)
-            step("launch flows")
-            flows = FlowIndex(trace)
+                # prepared on the load's thread by ``view`` (cli/view.py), with this app's inductor_dir
+                ready = pending.then_result()
+            # imported once the load has finished: while it runs, its threads import the parser (see prepared.py)
+            from gputop_trace.tui.view.prepared import PreparedView, prepare_view
+
+            if not isinstance(ready, PreparedView):
+                counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
+                ready = prepare_view(trace, self.inductor_dir, step=step)
         except LoadCancelled:
             return
         except TraceError as e:
@@ -277,7 +289,7 @@ class GputopApp(App[int]):
                 traceback.print_exc()
             self.post_message(LoadFailed(cli_error_text(internal_error_message(e)), EXIT_INTERNAL, token))
             return
-        self.post_message(TraceLoaded(trace, data, flows, time.perf_counter() - t0, token))
+        self.post_message(TraceLoaded(ready.trace, ready.data, ready.flows, time.perf_counter() - t0, token))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         screen = self.screen
@@ -304,7 +316,11 @@ class GputopApp(App[int]):
         loading_below = any(isinstance(s, LoadingScreen) for s in self.screen_stack)
         while loading_below and not isinstance(self.screen, LoadingScreen):
             self.pop_screen()
-        self.switch_screen(MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono))
+        main = MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono)
+        if loading_below:
+            self.switch_screen(main)
+        else:  # loaded before the app started (on_mount): nothing to replace
+            self.push_screen(main)
         self.call_after_refresh(self._first_screen_shown)
         self._notify_loaded(message.trace)
 
@@ -474,13 +490,20 @@ class GputopApp(App[int]):
         if message.token != self.load_token:
             return
         if message.name == "done":
-            self.analyses_done = True
-            gc.freeze()  # the analyses' results too (see _first_screen_shown)
+            main = self.main_screen
+            if main is not None and main.is_mounted:
+                main.when_panels(self._analyses_finished)  # once the panels show every result
+            else:
+                self._analyses_finished()
             return
         self.results[message.name] = message.result
         main = self.main_screen
         if main is not None and main.is_mounted:
             main.on_analysis_ready(message)
+
+    def _analyses_finished(self) -> None:
+        self.analyses_done = True
+        gc.freeze()  # the analyses' results too (see _first_screen_shown)
 
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
         if message.token != self.load_token:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from gputop_trace.model.trace import Trace
-from gputop_trace.ncu.drilldown import DrilldownRequest
-from gputop_trace.tui.view.navigation import FlowIndex
-from gputop_trace.tui.view.timeline_data import TimelineData
+if TYPE_CHECKING:
+    from gputop_trace.model.trace import Trace
+    from gputop_trace.ncu.drilldown import DrilldownRequest
+    from gputop_trace.tui.view.navigation import FlowIndex
+    from gputop_trace.tui.view.timeline_data import TimelineData
 
 
 class LoadProgress(Message):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gputop_trace.cli import common
@@ -52,8 +53,9 @@ def make_app(
     ``trace``: already loaded from ``paths``). A Parquet file that is not a fleet, or one given with other paths, is
     a :class:`TraceError`.
 
-    The load starts here, on a thread, before the app is imported: reading the trace then overlaps the app's own
-    start (its imports take about a second), and the app takes the load over (:class:`BackgroundLoad`)."""
+    The load starts here, on a thread, before the app is imported: reading the trace, then preparing the timeline
+    (:func:`gputop_trace.tui.view.prepared.prepare_view`, on the same thread), overlaps the app's own start (its
+    imports take a few tenths of a second), and the app takes the load over (:class:`BackgroundLoad`)."""
     from gputop_trace.fleet.parquet import is_fleet_parquet
 
     fleets = [p for p in paths if is_fleet_parquet(p)]
@@ -67,7 +69,13 @@ def make_app(
     if not fleets and trace is None:
         from gputop_trace.load.background import BackgroundLoad
 
-        background = BackgroundLoad(paths, max_memory=max_memory, use_cache=use_cache, include_python=include_python)
+        background = BackgroundLoad(
+            paths,
+            max_memory=max_memory,
+            use_cache=use_cache,
+            include_python=include_python,
+            then=partial(_prepare_view, inductor_dir=inductor_dir),
+        )
     from gputop_trace.tui.app import GputopApp
 
     if fleets:
@@ -83,6 +91,13 @@ def make_app(
         inductor_dir=inductor_dir,
         background=background,
     )
+
+
+def _prepare_view(trace: Trace, *, inductor_dir: str | None) -> Any:
+    """The timeline of a trace the background load just read, prepared on the load's thread (no Textual)."""
+    from gputop_trace.tui.view.prepared import prepare_view
+
+    return prepare_view(trace, inductor_dir)
 
 
 def run(args: argparse.Namespace) -> int:

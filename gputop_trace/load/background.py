@@ -10,7 +10,8 @@ interface with updates (each one redrawn on the UI thread, which holds the GIL t
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from gputop_trace.errors import LoadCancelled
 from gputop_trace.model.trace import Trace
@@ -21,7 +22,11 @@ class BackgroundLoad:
 
     ``progress`` is ``(bytes_done, bytes_total, events_so_far)``; :meth:`cancel` stops the parse at its next
     progress report; :meth:`result` gives the trace or raises what the load raised (a :class:`TraceError`, a
-    :class:`MemoryError`, :class:`LoadCancelled` once cancelled)."""
+    :class:`MemoryError`, :class:`LoadCancelled` once cancelled).
+
+    ``then(trace)``, when given, runs on the same thread once the trace is loaded: what the caller needs next that
+    can be computed before anyone asks (``view`` prepares the timeline there while the app is still being
+    imported); :meth:`then_result` gives what it returned, and what it raises, :meth:`result` raises."""
 
     def __init__(
         self,
@@ -30,6 +35,7 @@ class BackgroundLoad:
         max_memory: int | None = None,
         use_cache: bool = True,
         include_python: bool = True,
+        then: Callable[[Trace], Any] | None = None,
     ) -> None:
         self.paths = list(paths)
         self.max_memory = max_memory
@@ -39,6 +45,8 @@ class BackgroundLoad:
         self._cancelled = threading.Event()
         self._done = threading.Event()
         self._trace: Trace | None = None
+        self._then = then
+        self._then_result: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="gputop-trace load", daemon=True)
         self._thread.start()
@@ -58,6 +66,12 @@ class BackgroundLoad:
         self.progress = (done, total, events)
 
     def _run(self) -> None:
+        # msgspec first, whole: the Chrome parser reads the keys before the events on its read-ahead thread while
+        # this thread imports the parser, and there took msgspec from sys.modules half-initialized now and then
+        # (AttributeError: partially initialized module 'msgspec' has no attribute 'json'; about 1 view in 20 of
+        # a small trace once the app's start left this thread more of the CPU)
+        import msgspec  # noqa: F401
+
         from gputop_trace.load.loader import load_paths
         from gputop_trace.load.resources import check_paths
 
@@ -66,6 +80,8 @@ class BackgroundLoad:
             self._trace = load_paths(
                 self.paths, progress=self._report, use_cache=self.use_cache, include_python=self.include_python
             )
+            if self._then is not None and not self._cancelled.is_set():
+                self._then_result = self._then(self._trace)
         except BaseException as e:  # handed to whoever waits, on its own thread
             self._error = e
         finally:
@@ -88,3 +104,7 @@ class BackgroundLoad:
         assert self._trace is not None
         self.progress = (self.progress[0], self.progress[1], len(self._trace))
         return self._trace
+
+    def then_result(self) -> Any:
+        """What ``then`` returned, once :meth:`result` returned the trace (None without ``then``)."""
+        return self._then_result

@@ -13,6 +13,7 @@ import pytest
 from rich.style import Style
 
 from gputop_trace.analysis import critical_path as cp_module
+from gputop_trace.analysis import findings as _findings  # noqa: F401  (see _patch_paths)
 from gputop_trace.analysis.critical_path import StepPath, critical_paths
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
@@ -64,6 +65,8 @@ def _bg_columns(tl: Timeline, line: int, colour: str) -> list[int]:
 
 
 def _patch_paths(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
+    """The app's critical path (panel 9, p) is ``make(trace)``; the findings' critical-path finding keeps the real
+    analysis (the findings module, imported at the top, holds its own reference)."""
     monkeypatch.setattr(cp_module, "critical_paths", lambda trace, **kw: make(trace))
 
 

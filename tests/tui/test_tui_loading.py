@@ -76,6 +76,67 @@ def test_view_starts_the_load_before_the_app_and_the_app_takes_it_over(monkeypat
             await wait_loaded(app, pilot, analyses=False)
             assert calls == ["gputop-trace load"]  # once, on the load started by view
             assert app.trace is background.result()
+            # the timeline was prepared on that thread too, while the app started: the app shows what it made
+            prepared = background.then_result()
+            assert prepared is not None and app.data is prepared.data and prepared.trace is app.trace
+
+    run(body())
+
+
+def test_a_trace_loaded_before_the_app_starts_opens_straight_on_the_same_first_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trace that ``view`` loaded and prepared before the app was imported (a small file) opens on the main screen
+    without a frame of the loading screen, and that first screen reads exactly as the one the app's own load
+    shows; q still quits with 0."""
+    from gputop_trace.cli.view import make_app
+
+    shown: list[str] = []
+    real_init = LoadingScreen.__init__
+
+    def spy(self: LoadingScreen, paths: list[str]) -> None:
+        shown.append(paths[0])
+        real_init(self, paths)
+
+    monkeypatch.setattr(LoadingScreen, "__init__", spy)
+
+    async def first_screen(app: GputopApp) -> str:
+        app.run_analyses_after_load = False  # the first screen before any analysis arrives
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_loaded(app, pilot, analyses=False)
+            await wait_until(pilot, lambda: app.first_screen_at is not None)
+            text = screen_text(app)
+            await pilot.press("q")
+        assert app.return_code == 0
+        return text
+
+    async def body() -> None:
+        early = make_app([default_sample()], use_cache=False)
+        assert isinstance(early, GputopApp) and early._background is not None
+        assert early._background.wait(60)  # loaded and prepared before the app runs
+        direct = await first_screen(early)
+        assert shown == []  # no loading screen
+        own = await first_screen(GputopApp([default_sample()], use_cache=False))
+        assert shown == [default_sample()]
+        assert direct == own and "win " in direct and " ev" in direct
+
+    run(body())
+
+
+def test_a_bad_inductor_dir_given_to_view_is_the_command_lines_error(tmp_path: Any) -> None:
+    """``view --inductor-dir`` on a folder without torch.compile output: the load's thread raises the command
+    line's message, and the app shows it in its error dialog (closing it exits 2)."""
+    from gputop_trace.cli.view import make_app
+    from gputop_trace.tui.screens.dialogs import ErrorDialog
+
+    async def body() -> None:
+        app = make_app([default_sample()], use_cache=False, inductor_dir=str(tmp_path))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
+            await wait_text(pilot, app, "output_code.py")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 2
 
     run(body())
 
@@ -131,5 +192,52 @@ def test_analyses_start_once_the_first_screen_is_drawn(monkeypatch: pytest.Monke
             await wait_loaded(app, pilot)
             assert len(started) == 1 and started[0] is not None
             assert "Where the time went" in screen_text(app)
+
+    run(body())
+
+
+def test_panels_are_built_after_the_first_screen_and_what_asked_for_them_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first screen is drawn before panels 1-9 exist (the details pane shows what it always shows there); a
+    panel key and the analyses' results that arrive before the panels are mounted are not lost: once they are, the
+    key's panel is shown with the results in it, in the order they came."""
+    from gputop_trace.tui.screens.main import MainScreen
+    from gputop_trace.tui.widgets.kernels_panel import KernelsPanel, KernelTable
+    from gputop_trace.units import plural
+
+    real = MainScreen.mount_panels
+    held: list[MainScreen] = []
+
+    def hold(self: MainScreen) -> None:  # the panels wait until the test lets them be built
+        held.append(self)
+
+    monkeypatch.setattr(MainScreen, "mount_panels", hold)
+
+    async def body() -> None:
+        app = GputopApp([default_sample()])
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.first_screen_at is not None)
+            main = app.screen
+            assert isinstance(main, MainScreen) and not main.panels_ready
+            assert not main.query(KernelsPanel)  # not built yet
+            text = screen_text(app)
+            assert "win " in text and " ev" in text and "Kernels" in text  # status bar and the panel tabs
+            await wait_until(pilot, lambda: "kernels" in app.results)  # an analysis result before the panels
+            await pilot.press("1")
+            await pilot.pause()
+            assert main.panel == "details" and not app.analyses_done  # both wait for the panels
+            assert held == [main]
+            main.call_later(real, main)
+            await wait_until(pilot, lambda: main.panels_ready and main.panel == "kernels")
+            await wait_until(pilot, lambda: app.analyses_done)
+            panel = main.query_one(KernelsPanel)
+            assert (
+                panel.display and app.focused is not None and panel in app.focused.ancestors
+            )  # its table has the keys
+            table = main.query_one(KernelTable)
+            kernels = app.results["kernels"]
+            assert kernels and table.items == kernels and table.table.row_count == len(kernels)
+            assert plural(len(kernels), "kernel") in screen_text(app)
 
     run(body())

@@ -7,15 +7,15 @@ Esc, the rank comparison and the help."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-from gputop_trace.analysis.job import job_coverage
 from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
 from gputop_trace.tui.messages import (
     AnalysisFailed,
@@ -24,25 +24,44 @@ from gputop_trace.tui.messages import (
     JumpToInterval,
     JumpToRank,
 )
-from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowRank
-from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.screens.main_keys import TimelineKeys
 from gputop_trace.tui.screens.main_panels import PanelKeys
 from gputop_trace.tui.screens.main_path import PathKeys
-from gputop_trace.tui.view.analysis_views import gap_details
-from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
-from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel
 from gputop_trace.tui.widgets.details_pane import DetailsPane
-from gputop_trace.tui.widgets.drilldown import DrilldownPanel
-from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 from gputop_trace.tui.widgets.footer import FittingFooter
-from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
-from gputop_trace.tui.widgets.ops_panel import OpsPanel
 from gputop_trace.tui.widgets.panel_tabs import PanelTabs
-from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from gputop_trace.tui.widgets.status_bar import StatusBar
 from gputop_trace.tui.widgets.timeline import Timeline
 from gputop_trace.tui.widgets.timeline_canvas import Interval
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.screens.compare import CompareScreen
+    from gputop_trace.tui.screens.help import HelpSection
+
+
+def panel_widgets() -> list[Widget]:
+    """Panels 1–9, in the switcher's order after the details, each with its content id (``panel_tabs.PANELS``).
+    Their modules are imported here, not with the screen: they are created after the first screen is drawn
+    (:meth:`MainScreen.mount_panels`)."""
+    from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
+    from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel
+    from gputop_trace.tui.widgets.drilldown import DrilldownPanel
+    from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+    from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
+    from gputop_trace.tui.widgets.ops_panel import OpsPanel
+    from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+
+    return [
+        KernelsPanel(id="kernels"),
+        GapsPanel(id="gaps"),
+        TransfersPanel(id="transfers"),
+        RangesPanel(id="ranges"),
+        DrilldownPanel(id="drilldown"),
+        FindingsPanel(id="findings"),
+        RanksPanel(id="ranks"),
+        OpsPanel(id="ops"),
+        CriticalPathPanel(id="path"),
+    ]
 
 
 class MainScreen(TimelineKeys, PathKeys, PanelKeys):
@@ -65,15 +84,6 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
             yield PanelTabs(id="tabs")
             with ContentSwitcher(initial="details", id="switcher"):
                 yield DetailsPane(id="details")
-                yield KernelsPanel(id="kernels")
-                yield GapsPanel(id="gaps")
-                yield TransfersPanel(id="transfers")
-                yield RangesPanel(id="ranges")
-                yield DrilldownPanel(id="drilldown")
-                yield FindingsPanel(id="findings")
-                yield RanksPanel(id="ranks")
-                yield OpsPanel(id="ops")
-                yield CriticalPathPanel(id="path")
         yield StatusBar(id="status")
         yield FittingFooter()
 
@@ -82,24 +92,46 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         self.query_one(PanelTabs).show(self.panel)
         self.refresh_status()
         self.refresh_details()
-        for panel in (self.query_one(GapsPanel), self.query_one(TransfersPanel), self.query_one(RangesPanel)):
-            panel.set_message(Text("analysing…", style="dim"))
-        self.query_one(FindingsPanel).show(
-            [], self.trace.meta.warnings, "analysing… (the loader's warnings are below)", self._job_note()
-        )
-        self.query_one(RanksPanel).set_message(Text("comparing ranks…", style="dim"))
-        self.query_one(CriticalPathPanel).set_message(
-            Text("The critical path of each step is worked out when you first ask: p or this panel.", style="dim")
-        )
-        # results that arrived before this screen was mounted
+        # results that arrived before this screen was mounted (they wait for the panels, see when_panels)
         app: Any = self.app
         for name, result in dict(getattr(app, "results", {})).items():
             self.on_analysis_ready(AnalysisReady(name, result))
         for name, text in dict(getattr(app, "failures", {})).items():
             self.on_analysis_failed(AnalysisFailed(name, text))
+        self.call_after_refresh(self.mount_panels)
+
+    async def mount_panels(self) -> None:
+        """Create panels 1–9 once the first screen is drawn: composing and mounting them (tables, plots, the
+        drill-down's form) and importing their modules took about 0.2 s before the first frame. What asked for
+        a panel in the meantime (a key, a result) runs once they are mounted (:meth:`when_panels`)."""
+        from gputop_trace.analysis.job import job_coverage
+        from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
+        from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel
+        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+        from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+
+        panels = panel_widgets()
+        for panel in panels:
+            panel.display = False  # the switcher shows the details until a panel is asked for
+        await self.query_one("#switcher", ContentSwitcher).mount_all(panels)
+        if not self.is_attached:
+            return
+        for analysing in (self.query_one(GapsPanel), self.query_one(TransfersPanel), self.query_one(RangesPanel)):
+            analysing.set_message(Text("analysing…", style="dim"))
+        job = job_coverage(self.trace.meta)
+        self.query_one(FindingsPanel).show(
+            [], self.trace.meta.warnings, "analysing… (the loader's warnings are below)", job.note if job else None
+        )
+        self.query_one(RanksPanel).set_message(Text("comparing ranks…", style="dim"))
+        self.query_one(CriticalPathPanel).set_message(
+            Text("The critical path of each step is worked out when you first ask: p or this panel.", style="dim")
+        )
+        self.panels_mounted()
 
     def _job_note(self) -> str | None:
         """What the findings cannot see: the ranks of the job that were not loaded (None when all were)."""
+        from gputop_trace.analysis.job import job_coverage
+
         job = job_coverage(self.trace.meta)
         return job.note if job is not None else None
 
@@ -114,6 +146,16 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
 
     # ---- worker results --------------------------------------------------------------------------------------
     def on_analysis_ready(self, message: AnalysisReady) -> None:
+        if not self.panels_ready:
+            self.when_panels(partial(self.on_analysis_ready, message))
+            return
+        from gputop_trace.tui.view.analysis_views import gap_details
+        from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
+        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+        from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
+        from gputop_trace.tui.widgets.ops_panel import OpsPanel
+        from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+
         self.results[message.name] = message.result
         if message.name == "names":
             self.names = message.result
@@ -154,6 +196,15 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
                 compare.set_view(message.result)
 
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
+        if not self.panels_ready:
+            self.when_panels(partial(self.on_analysis_failed, message))
+            return
+        from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
+        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+        from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
+        from gputop_trace.tui.widgets.ops_panel import OpsPanel
+        from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+
         panels: dict[str, Any] = {
             "gaps": GapsPanel,
             "transfers": TransfersPanel,
@@ -196,10 +247,14 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
     @property
     def compare_screen(self) -> CompareScreen | None:
         """The rank comparison, while it is open."""
+        from gputop_trace.tui.screens.compare import CompareScreen
+
         return next((s for s in self.app.screen_stack if isinstance(s, CompareScreen)), None)
 
     def action_compare_ranks(self) -> None:
         """R: the step under the cursor on every rank, side by side (needs two ranks or more)."""
+        from gputop_trace.tui.screens.compare import CompareAnchor, CompareScreen, ShowRank
+
         ranks = sorted({ln.rank for ln in self.trace.lanes})
         if len(ranks) < 2:
             self.notify(
@@ -249,4 +304,6 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
 
     def action_help(self) -> None:
         """?: the keys of the focused pane and the screen, generated from the bindings."""
+        from gputop_trace.tui.screens.help import HelpScreen
+
         self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))

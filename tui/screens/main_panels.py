@@ -11,10 +11,8 @@ from textual.widgets import ContentSwitcher
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kinds import Kind
 from gputop_trace.tui.messages import DrilldownRequested
-from gputop_trace.tui.screens.dialogs import PromptScreen
 from gputop_trace.tui.screens.main_state import MainState
 from gputop_trace.tui.widgets.details_pane import DetailsPane
-from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
 
 
@@ -23,7 +21,11 @@ class PanelKeys(MainState):
 
     # ---- panels ----------------------------------------------------------------------------------------------
     def show_panel(self, name: str) -> None:
-        """Show a panel (or the details) below the timeline and give it the keyboard."""
+        """Show a panel (or the details) below the timeline and give it the keyboard (a panel asked for before
+        the panels are mounted is shown once they are)."""
+        if name != "details" and not self.panels_ready:
+            self.when_panels(lambda: self.show_panel(name))
+            return
         self.panel = name
         self.query_one("#bottom").set_class(name != "details", "-panel")
         self.query_one("#switcher", ContentSwitcher).current = name
@@ -48,7 +50,7 @@ class PanelKeys(MainState):
 
         found = [f for f in (self.overview.findings if self.overview is not None else []) if f.priority > 0]
         if 0 <= index < len(found):
-            self.query_one(FindingsPanel).activate(found[index])
+            self.when_panels(lambda: self.query_one(FindingsPanel).activate(found[index]))
 
     def action_panel(self, name: str) -> None:
         """Show panel ``name``; pressing its number again goes back to the details."""
@@ -84,6 +86,7 @@ class PanelKeys(MainState):
 
     def action_export(self) -> None:
         """e: write the findings as Markdown or JSON."""
+        from gputop_trace.tui.screens.dialogs import PromptScreen
         from gputop_trace.tui.view.export import DEFAULT_EXPORT, export_path
 
         confirmed: list[str] = []  # the existing path the user has agreed to overwrite (Enter twice)
@@ -133,5 +136,10 @@ class PanelKeys(MainState):
 
     def on_drilldown_requested(self, message: DrilldownRequested) -> None:
         """Show panel 5 and let the drill-down confirm and run ncu for the requested launch."""
-        self.show_panel("drilldown")
-        self.query_one(DrilldownPanel).start(message.request)
+        from gputop_trace.tui.widgets.drilldown import DrilldownPanel
+
+        def start() -> None:
+            self.show_panel("drilldown")
+            self.query_one(DrilldownPanel).start(message.request)
+
+        self.when_panels(start)

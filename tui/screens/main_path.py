@@ -6,28 +6,23 @@ path as soon as they do. A failure is shown in a dialog and in the panel."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gputop_trace.analysis.critical_path import StepPath
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.main_state import MainState
-from gputop_trace.tui.view.critical_path_view import (
-    breakdown_items,
-    category_title,
-    event_rows,
-    format_pct,
-    path_at,
-    path_marks,
-    pct,
-    segment_rows,
-    segment_status,
-    segment_words,
-    step_title,
-    walk,
-)
-from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel, PathSegmentChosen, PathStepChosen
 from gputop_trace.tui.widgets.timeline_canvas import Interval
 from gputop_trace.units import format_ns
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.critical_path import StepPath
+    from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel, PathSegmentChosen, PathStepChosen
+
+
+def _panel(screen: MainState) -> CriticalPathPanel:
+    """Panel 9 (its module, with the critical path's, is imported when the path is first asked for)."""
+    from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel
+
+    return screen.query_one(CriticalPathPanel)
 
 
 class PathKeys(MainState):
@@ -59,7 +54,7 @@ class PathKeys(MainState):
         app: Any = self.app
         want = getattr(app, "want_critical_path", None)
         if self.step_paths is None and callable(want) and want():
-            self.query_one(CriticalPathPanel).show_computing()
+            self.when_panels(lambda: _panel(self).show_computing())
 
     # ---- panel 9 -------------------------------------------------------------------------------------------
     def show_panel(self, name: str) -> None:
@@ -73,7 +68,7 @@ class PathKeys(MainState):
         asked for it."""
         self.step_paths = list(paths)
         self.path_index = self._step_under_cursor()
-        self.query_one(CriticalPathPanel).show_paths(self.step_paths, self.path_index)
+        _panel(self).show_paths(self.step_paths, self.path_index)
         if self.path_pending:
             self.path_pending = False
             self._show_path(announce=True)
@@ -81,10 +76,12 @@ class PathKeys(MainState):
     def path_failed(self, text: str) -> None:
         """The analysis failed: the reason in the panel, and in a dialog."""
         self.path_pending = False
-        self.query_one(CriticalPathPanel).show_error(text)
+        _panel(self).show_error(text)
         self.app.push_screen(ErrorDialog("Could not work out the critical path", text))
 
     def _step_under_cursor(self) -> int:
+        from gputop_trace.tui.view.critical_path_view import path_at
+
         line = self.timeline.current_line
         rank = line.rank if line is not None and line.rank >= 0 else None
         return path_at(self.step_paths or [], rank, self.timeline.cursor_t)
@@ -113,11 +110,20 @@ class PathKeys(MainState):
             )
             return
         self.path_index = self._step_under_cursor()
-        self.query_one(CriticalPathPanel).show_step(self.path_index)
+        _panel(self).show_step(self.path_index)
         self._show_path(announce=True)
 
     def _show_path(self, *, announce: bool) -> None:
         """Draw the current step's path; bring the step into view when the window shows none of it."""
+        from gputop_trace.tui.view.critical_path_view import (
+            breakdown_items,
+            category_title,
+            format_pct,
+            path_marks,
+            pct,
+            step_title,
+        )
+
         path = self.current_path
         if path is None:
             return
@@ -142,6 +148,8 @@ class PathKeys(MainState):
     # ---- n / N ---------------------------------------------------------------------------------------------
     def walk_path(self, direction: int) -> bool:
         """n / N while the path is shown: the next / previous segment. False when the path is not shown."""
+        from gputop_trace.tui.view.critical_path_view import walk
+
         path = self.current_path
         if not self.path_shown or path is None:
             return False
@@ -155,6 +163,8 @@ class PathKeys(MainState):
     def go_to_segment(self, i: int) -> None:
         """Select segment ``i`` of the current path: its event (or, for idle time, its span on the GPU busy strip),
         centred on the timeline, what it is in the details and the status bar."""
+        from gputop_trace.tui.view.critical_path_view import segment_rows, segment_words
+
         path = self.current_path
         if path is None or not 0 <= i < len(path.segments):
             return
@@ -211,6 +221,8 @@ class PathKeys(MainState):
         path = self.current_path
         if not self.path_shown or path is None:
             return own
+        from gputop_trace.tui.view.critical_path_view import segment_status
+
         where = (
             segment_status(path, self.path_segment)
             if 0 <= self.path_segment < len(path.segments)
@@ -224,6 +236,8 @@ class PathKeys(MainState):
         path = self.current_path
         if not self.path_shown or path is None:
             return []
+        from gputop_trace.tui.view.critical_path_view import event_rows, segment_rows
+
         i = self.path_segment
         if 0 <= i < len(path.segments) and path.segments[i].event == event:
             return segment_rows(path, i, multi_rank=self.multi_rank_paths)

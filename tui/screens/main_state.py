@@ -4,7 +4,8 @@ the details pane up to date; the key actions and the screen itself build on it (
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
@@ -13,12 +14,14 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, position_in
-from gputop_trace.tui.view.overview import Overview, overview_text
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Timeline
 from gputop_trace.units import format_ns
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.view.overview import Overview
 
 
 class MainState(Screen[None]):
@@ -40,6 +43,9 @@ class MainState(Screen[None]):
         self.match_starts: I64 | None = None
         self.results: dict[str, Any] = {}
         self.overview: Overview | None = None
+        #: whether panels 1–9 are mounted (they are created after the first screen is drawn)
+        self.panels_ready = False
+        self._after_panels: list[Callable[[], None]] = []
 
     @property
     def timeline(self) -> Timeline:
@@ -48,6 +54,21 @@ class MainState(Screen[None]):
     def show_panel(self, name: str) -> None:
         """Show a panel or the details below the timeline (``main_panels.PanelKeys``)."""
         raise NotImplementedError
+
+    def when_panels(self, call: Callable[[], None]) -> None:
+        """Run ``call`` (something that uses panels 1–9) now when the panels are mounted, else once they are, in
+        the order asked."""
+        if self.panels_ready:
+            call()
+        else:
+            self._after_panels.append(call)
+
+    def panels_mounted(self) -> None:
+        """The panels are mounted: run what waited for them."""
+        self.panels_ready = True
+        waiting, self._after_panels = self._after_panels, []
+        for call in waiting:
+            call()
 
     def select_and_show(self, event: int, *, rezoom: bool = False) -> None:
         """Select ``event`` from a timeline key or the palette: centred on the timeline, its details below (the
@@ -111,7 +132,11 @@ class MainState(Screen[None]):
             line = tl.current_line
             multi = len({ln.rank for ln in self.trace.lanes}) > 1
             width = max(20, (pane.size.width or self.size.width or 80) - 3)  # the pane's padding and scroll bar
-            top = overview_text(self.overview, multi_rank=multi, width=width) if self.overview is not None else None
+            top = None
+            if self.overview is not None:
+                from gputop_trace.tui.view.overview import overview_text
+
+                top = overview_text(self.overview, multi_rank=multi, width=width)
             if info is None or line is None:
                 pane.show_hint(None, overview=top)
             elif line.kind == RowKind.UTIL:

@@ -10,6 +10,7 @@ its launch partners, the selected interval, the time cursor) are drawn fresh. Se
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.segment import Segment
@@ -18,7 +19,6 @@ from textual import events
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from gputop_trace.tui.view.critical_path_view import PathMarks
 from gputop_trace.tui.view.kernel_names import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
 from gputop_trace.tui.view.memory_lane import memory_row_cells
@@ -29,6 +29,9 @@ from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label, ruler_line
 from gputop_trace.tui.widgets.plot_base import PlotWidget
 from gputop_trace.units import format_bytes
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.view.critical_path_view import PathMarks
 
 CACHE_LINES = 512
 CURSOR_LINE = "┆"
