@@ -66,12 +66,6 @@ class BackgroundLoad:
         self.progress = (done, total, events)
 
     def _run(self) -> None:
-        # msgspec first, whole: the Chrome parser reads the keys before the events on its read-ahead thread while
-        # this thread imports the parser, and there took msgspec from sys.modules half-initialized now and then
-        # (AttributeError: partially initialized module 'msgspec' has no attribute 'json'; about 1 view in 20 of
-        # a small trace once the app's start left this thread more of the CPU)
-        import msgspec  # noqa: F401
-
         from gputop_trace.load.loader import load_paths
         from gputop_trace.load.resources import check_paths
 

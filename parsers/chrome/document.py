@@ -129,9 +129,11 @@ def decode_header(text: bytes) -> Any:
     By msgspec where it is imported already (the keys after the events array, read once the parser is), else by
     the standard library's ``json``, which reads the lenient forms too. Both give the same values for strict JSON.
     Not an import of msgspec here: the keys before the events are read on the read-ahead thread while the loading
-    thread imports the parser, msgspec among it, and waiting for that import would hold the first window back."""
+    thread imports the parser, msgspec among it, and waiting for that import would hold the first window back; a
+    msgspec that is in ``sys.modules`` but still being imported there (half made, no ``json`` yet) is not used."""
     msgspec = sys.modules.get("msgspec")
-    if msgspec is not None:
+    spec = getattr(msgspec, "__spec__", None)
+    if msgspec is not None and not getattr(spec, "_initializing", False):  # not while another thread imports it
         try:
             return msgspec.json.decode(text)
         except (msgspec.DecodeError, RecursionError):

@@ -91,3 +91,22 @@ def test_a_load_of_a_strict_trace_imports_no_json(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_a_msgspec_another_thread_is_still_importing_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-ahead thread decodes the keys before the events while the loading thread may still be importing
+    msgspec: a module in sys.modules that is half made (its spec initializing, no ``json`` yet) is left alone and
+    the standard library decodes them."""
+    import importlib.machinery
+    import types
+
+    from gputop_trace.parsers.chrome.document import decode_header
+
+    half = types.ModuleType("msgspec")
+    half.__spec__ = importlib.machinery.ModuleSpec("msgspec", None)
+    half.__spec__._initializing = True  # type: ignore[attr-defined]  # as importlib marks a module mid-import
+    monkeypatch.setitem(sys.modules, "msgspec", half)
+    assert decode_header(b'{"schemaVersion": 1, "deviceProperties": []}') == {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+    }
