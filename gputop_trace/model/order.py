@@ -3,12 +3,15 @@ with it), then file order; what ``np.lexsort((-dur, start, lane))`` gives, found
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.model.arrays import I64
+
+if TYPE_CHECKING:  # (concurrent.futures, and the logging it brings, only where a build takes workers)
+    from concurrent.futures import Executor
 
 #: events from which :func:`event_order` sorts lane groups on the pool it is given, one group per thread
 PARALLEL_SORT_EVENTS = 1 << 21
