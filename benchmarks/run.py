@@ -569,12 +569,20 @@ def write_report(run: Run, notes: str) -> str:
     lines.append("")
     if run.skipped:
         lines += ["## Not measured", ""] + [f"- {s}" for s in run.skipped] + [""]
-    if notes:
-        lines += ["## Notes", "", notes.strip(), ""]
+    lines += [
+        "## Notes",
+        "",
+        "Every figure above comes from this one command, run in a checkout with no uncommitted change at the commit in",
+        "the table, our children and HTA's interleaved, the machine's 1-minute load average beside each row. Before it",
+        "measures, the harness compiles our modules' bytecode, as `pip install` does for an installed package (HTA's",
+        "among them). Development measurements (profiles, base-against-new pairs of single functions, the 16-core",
+        "device) are not figures of this harness: they are in `benchmarks/NOTES.md` and `benchmarks/RESULTS-device.md`",
+        "(the latter from `run.py --only-plugin bench_large_loads` on that machine).",
+        "",
+    ]
+    if notes:  # a note given for this run alone
+        lines += [notes.strip(), ""]
     return "\n".join(lines)
-
-
-NOTES_FILE = HERE / "NOTES.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -631,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     run.loadavg.append(os.getloadavg())
     if not args.no_plugins:
         run_plugins(run)
-    report = write_report(run, NOTES_FILE.read_text() if NOTES_FILE.exists() else "")
+    report = write_report(run, "")
     if args.quick:
         print(report)
     else:
