@@ -56,23 +56,28 @@ def test_columns_hold_the_parts_in_order(reserve: int | None, fault_in: bool, mo
     assert cols.end == max(ends)
 
 
+def _copy_in_and_check(rng: np.random.Generator, room: int, sizes: np.ndarray[Any, Any]) -> None:
+    """Parts of ``sizes`` events copied into columns sized ``room`` with the fault-in thread on: once settled, the
+    thread has stopped and every column holds the parts in order, as their concatenation would."""
+    cols = _Columns()
+    cols.reserve(room, fault_in=room)
+    parts = [_part(rng, int(n)) for n in sizes]
+    for p in parts:
+        cols.append(**p)
+    cols.settle()
+    assert cols._thread is None
+    for k in COLUMNS:
+        want = np.concatenate([p[k] for p in parts], dtype=COLUMNS[k], casting="unsafe")
+        assert np.array_equal(np.asarray(cols.column(k)), want), k
+
+
 def test_the_fault_in_thread_never_writes_over_events(monkeypatch: pytest.MonkeyPatch) -> None:
     """Many loads' worth of small parts copied in while the thread writes blocks of 8 events 16 above them."""
     monkeypatch.setattr(state, "FAULT_IN_GAP", 16)
     monkeypatch.setattr(state, "FAULT_IN_BLOCK", 8)
     rng = np.random.default_rng(9)
     for _ in range(100):
-        cols = _Columns()
-        cols.reserve(4000, fault_in=4000)
-        parts = [_part(rng, int(n)) for n in rng.integers(1, 12, 300)]
-        for p in parts:
-            cols.append(**p)
-        cols.settle()
-        assert cols._thread is None
-        for k in COLUMNS:
-            assert np.array_equal(
-                cols.column(k), np.concatenate([p[k] for p in parts], dtype=COLUMNS[k], casting="unsafe")
-            )
+        _copy_in_and_check(rng, 4000, rng.integers(1, 12, 300))
 
 
 class _SlowFill(np.ndarray):  # type: ignore[type-arg]
@@ -100,15 +105,7 @@ def test_parts_copied_in_while_the_thread_fills_stay_whole(monkeypatch: pytest.M
     monkeypatch.setattr(state, "FAULT_IN_BLOCK", 16)
     rng = np.random.default_rng(4)
     for _ in range(10):
-        cols = _Columns()
-        cols.reserve(3000, fault_in=3000)
-        parts = [_part(rng, int(n)) for n in rng.integers(1, 30, 200)]
-        for p in parts:
-            cols.append(**p)
-        cols.settle()
-        for k in COLUMNS:
-            want = np.concatenate([p[k] for p in parts], dtype=COLUMNS[k], casting="unsafe")
-            assert np.array_equal(np.asarray(cols.column(k)), want), k
+        _copy_in_and_check(rng, 3000, rng.integers(1, 30, 200))
 
 
 def test_no_events_no_end() -> None:
