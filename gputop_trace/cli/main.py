@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from gputop_trace import __version__
 from gputop_trace.blas_threads import single_blas_thread
-from gputop_trace.cli import COMMANDS
+from gputop_trace.cli import command_modules
 from gputop_trace.errors import LoadCancelled, TraceError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
@@ -42,9 +42,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gputop-trace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    # a command's module is named after it (``critical_path`` for ``critical-path``); none matching: all of them
-    chosen = [m for m in COMMANDS if m.__name__.rpartition(".")[2].replace("_", "-") == only]
-    for module in chosen or COMMANDS:
+    for module in command_modules(only):  # only the chosen command's module is imported; none matching: all
         module.register(sub)
     return parser
 
