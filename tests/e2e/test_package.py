@@ -17,17 +17,29 @@ from tests.paths import ROOT
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    (whl,) = out.glob("gputop_trace-*.whl")
-    return whl
+    """One wheel for the whole run, built once: pytest-xdist's workers share the folder above their own temporary
+    ones, and a lock there keeps two workers from building at once (they would share the checkout's build/)."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent
+    out = shared / "wheel"
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted(out.glob("gputop_trace-*.whl"))
+        if built:
+            return built[0]
+        out.mkdir(exist_ok=True)
+        pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        proc = subprocess.run(
+            [*pip, "-w", str(out), str(ROOT)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        (whl,) = out.glob("gputop_trace-*.whl")
+        return whl
 
 
 def test_wheel_holds_the_package_under_its_import_name(wheel: Path) -> None:
