@@ -18,8 +18,15 @@ from gputop_trace.parsers.chrome import scanner
 from gputop_trace.parsers.chrome.document import DocumentInfo
 from gputop_trace.parsers.chrome.stream import stream_events
 from gputop_trace.parsers.source import ByteStream
+from tests.conftest import require_compiled
 
-needs_scanner = pytest.mark.skipif(not scanner.available(), reason="the compiled scanner is not built here")
+
+@pytest.fixture
+def _scanner_built() -> None:
+    require_compiled(scanner.available(), "the compiled scanner (_fastscan)")  # fails under GPUTOP_REQUIRE_SCANNER=1
+
+
+needs_scanner = pytest.mark.usefixtures("_scanner_built")
 
 EVENTS = [{"ph": "X", "name": "k", "cat": "kernel", "pid": 1, "tid": 2, "ts": 10.5, "dur": 3}]
 
