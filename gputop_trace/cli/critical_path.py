@@ -129,7 +129,7 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
     for (cat, label, ns), text in zip(shown, labels, strict=True):
         w = what.get((cat, label))
         items.add_row(
-            text,
+            Text(text),  # a name is not markup: `[param|cuda]` (a user annotation) would read as a style and vanish
             CATEGORY_TITLES.get(cat, cat),
             format_ns(ns),
             f"{100.0 * ns / p.length_ns:.1f}%",

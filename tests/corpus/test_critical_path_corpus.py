@@ -220,3 +220,14 @@ def test_item_names_fit_an_80_column_terminal_and_still_read_apart(
         assert all(any(f"   {k}   " in r for k in kinds) for r in rows), rows  # one row a line: nothing folded
         names = [r.split("   ")[0].strip() for r in rows]
         assert len(set(names)) == len(names), names
+
+
+def test_item_names_that_look_like_markup_are_printed_as_they_are(capsys: pytest.CaptureFixture[str]) -> None:
+    """An external trace (execution_trace) whose annotation ranges are named `[param|cuda]`: the items table prints
+    the names, not empty cells (Rich would read a bare string as markup and drop the bracketed name)."""
+    rel = "external/execution_trace/benchmark_simple_add_trace.json.gz"
+    code, out, err = run_cli(capsys, "critical-path", str(CORPUS / rel))
+    assert code == 0, err
+    assert "[param|cuda]" in out and "[param|clear_cache]" in out
+    # the step is the first CUDA call's 19.6 s (cudaDeviceGetStreamPriorityRange: the context's creation)
+    assert "cudaDeviceGetStreamPriorityRange" in out
