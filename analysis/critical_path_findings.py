@@ -51,10 +51,16 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
     where = _range_of(trace, seg_lane, seg_start, seg_event)
     name = step.step_name or f"step {step.step}"
     who = f"rank {step.rank} " if len(trace.meta.ranks) > 1 else ""
+    first_call = w.category == "launch" and _first_runtime_call(trace, step.rank) == seg_event >= 0
     title = (
         f"{who}{name}: {share:.1f}% of its critical path is {_WORDS.get(w.category, 'time in')} `{w.item}`"
         f"{f' ({where})' if where else ''}; making it 2x faster saves {format_ns(saves)}"
     )
+    if first_call:  # not a call to speed up: the CUDA context is created by whichever call comes first
+        title += (
+            " — it is the process's first CUDA call, which creates the CUDA context: a one-time cost; profile after "
+            "a warm-up step to see the steady state"
+        )
     gone = w.step_ns - w.if_gone_ns
     detail = (
         f"The longest dependency chain through {name} ({format_ns(step.length_ns)} of the "
@@ -82,6 +88,7 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
                 "step_ns": step.dur_ns,
                 "if_2x_ns": w.if_2x_ns,
                 "if_gone_ns": w.if_gone_ns,
+                "first_cuda_call": first_call,
             },
             thresholds={"min_saving_pct": MIN_SAVING_PCT},
             event=seg_event,
@@ -89,6 +96,13 @@ def critical_path_findings(trace: Trace) -> list[Draft]:
             gpu_rank=step.rank,
         )
     ]
+
+
+def _first_runtime_call(trace: Trace, rank: int) -> int:
+    """The rank's first CUDA runtime / driver call (by start), or -1."""
+    api = trace.of_kind(Kind.API)
+    api = api[trace.event_rank[api] == rank]
+    return int(api[trace.start_ns[api].argmin()]) if len(api) else -1
 
 
 def _range_of(trace: Trace, lane: int, t: int, event: int) -> str:

@@ -231,3 +231,23 @@ def test_item_names_that_look_like_markup_are_printed_as_they_are(capsys: pytest
     assert "[param|cuda]" in out and "[param|clear_cache]" in out
     # the step is the first CUDA call's 19.6 s (cudaDeviceGetStreamPriorityRange: the context's creation)
     assert "cudaDeviceGetStreamPriorityRange" in out
+
+
+@pytest.mark.parametrize(
+    ("rel", "first_call"),
+    [
+        ("external/execution_trace/benchmark_simple_add_trace.json.gz", True),  # cudaDeviceGetStreamPriorityRange
+        ("nsys/MohanadOdema__DLProf__nsys_profile.sqlite", True),  # cudaMalloc, 2.11 s
+        (_GPT, False),  # the pageable checkpoint copy: a cost of every step
+    ],
+)
+def test_the_finding_says_when_its_item_is_the_first_cuda_call(
+    rel: str, first_call: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first CUDA call of a process creates the CUDA context (seconds, once): the finding names it so instead of
+    only offering to make that call faster."""
+    code, out, err = run_cli(capsys, "summary", "--json", str(CORPUS / rel))
+    assert code == 0, err
+    (f,) = [f for f in json.loads(out)["findings"] if f["kind"] == "critical_path"]
+    assert f["evidence"]["first_cuda_call"] is first_call
+    assert ("creates the CUDA context" in f["title"]) is first_call
