@@ -75,6 +75,18 @@ def col_or(schema: Schema, table: str, default: str, *candidates: str) -> str:
     return f'"{c}"' if c else default
 
 
+def thread_row_exprs(schema: Schema, table: str, *extra: str) -> list[str]:
+    """The SQL of a CPU-side table's start and duration (ns), thread (``globalTid``, 0 when missing) and name
+    (``nameId``, -1 when missing), then ``extra``: the columns every table of calls or events on threads gives."""
+    return [
+        "start",
+        DUR_SQL,
+        f"ifnull({col_or(schema, table, '0', 'globalTid')}, 0)",
+        f"ifnull({col_or(schema, table, '-1', 'nameId')}, -1)",
+        *extra,
+    ]
+
+
 class Strings:
     """The export's ``StringIds`` table, interning into the builder's names only the strings events use."""
 

@@ -18,7 +18,16 @@ import numpy.typing as npt
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import Kind
 from gputop_trace.parsers.nsys.columns import read_text_by_rowid
-from gputop_trace.parsers.nsys.common import DUR_SQL, GPID_MASK, Batch, Context, col_or, factorize, kind_array
+from gputop_trace.parsers.nsys.common import (
+    DUR_SQL,
+    GPID_MASK,
+    Batch,
+    Context,
+    col_or,
+    factorize,
+    kind_array,
+    thread_row_exprs,
+)
 from gputop_trace.parsers.nsys.gpu import add_gpu_busy_overhead
 from gputop_trace.parsers.nsys.schema import as_text, row_span
 
@@ -379,14 +388,7 @@ def _simple_cpu_table(ctx: Context, logical: str, kind: Kind, missing: str) -> t
     t = ctx.event_table(logical)
     if t is None:
         return None
-    s = ctx.schema
-    exprs = [
-        "start",
-        DUR_SQL,
-        f"ifnull({col_or(s, t, '0', 'globalTid')}, 0)",
-        f"ifnull({col_or(s, t, '-1', 'nameId')}, -1)",
-    ]
-    start, dur, gtid, name_sid = ctx.reader.read(t, exprs)
+    start, dur, gtid, name_sid = ctx.reader.read(t, thread_row_exprs(ctx.schema, t))
     ctx.add(
         Batch(
             table=t,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from gputop_trace.model.kinds import Kind
-from gputop_trace.parsers.nsys.common import DUR_SQL, Batch, Context, col_or, factorize, kind_array
+from gputop_trace.parsers.nsys.common import Batch, Context, col_or, factorize, kind_array, thread_row_exprs
 
 TABLE = "CUDA_GRAPH_EVENTS"
 
@@ -54,15 +54,8 @@ def read_graph_events(ctx: Context) -> None:
     t = ctx.event_table(TABLE)
     if t is None:
         return
-    s = ctx.schema
-    exprs = [
-        "start",
-        DUR_SQL,
-        f"ifnull({col_or(s, t, '0', 'globalTid')}, 0)",
-        f"ifnull({col_or(s, t, '-1', 'nameId')}, -1)",
-        f"ifnull({col_or(s, t, '-1', 'eventClass')}, -1)",
-    ]
-    start, dur, gtid, name_sid, event_class = ctx.reader.read(t, exprs)
+    event_class_sql = f"ifnull({col_or(ctx.schema, t, '-1', 'eventClass')}, -1)"
+    start, dur, gtid, name_sid, event_class = ctx.reader.read(t, thread_row_exprs(ctx.schema, t, event_class_sql))
     n = int(start.shape[0])
     if not n:
         return
