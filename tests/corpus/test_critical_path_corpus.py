@@ -222,9 +222,12 @@ def test_item_names_fit_an_80_column_terminal_and_still_read_apart(
         assert len(set(names)) == len(names), names
 
 
-def test_item_names_that_look_like_markup_are_printed_as_they_are(capsys: pytest.CaptureFixture[str]) -> None:
+def test_item_names_that_look_like_markup_are_printed_as_they_are(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An external trace (execution_trace) whose annotation ranges are named `[param|cuda]`: the items table prints
     the names, not empty cells (Rich would read a bare string as markup and drop the bracketed name)."""
+    monkeypatch.setenv("COLUMNS", "200")  # a terminal wide enough for the whole names
     rel = "external/execution_trace/benchmark_simple_add_trace.json.gz"
     code, out, err = run_cli(capsys, "critical-path", str(CORPUS / rel))
     assert code == 0, err
