@@ -9,12 +9,50 @@ interface with updates (each one redrawn on the UI thread, which holds the GIL t
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from gputop_trace.errors import LoadCancelled
 from gputop_trace.model.trace import Trace
+
+#: seconds: the interpreter's switch interval while a background load runs (Python's default is 5 ms). The load's
+#: thread lets the GIL go at every numpy call and compiled scan, and whenever the UI thread (the app's imports, at
+#: ``view``'s start) holds it, waits up to the whole interval to get it back: with 0.1 ms, ``view`` of a 182 MB
+#: trace drew its first screen ~75 ms sooner on a 2-core machine (benchmarks/NOTES.md); loads alone gain nothing.
+LOAD_SWITCH_INTERVAL = 1e-4
+
+
+class _ShortSwitchInterval:
+    """Counts the background loads running; the first to start sets :data:`LOAD_SWITCH_INTERVAL` (unless the
+    interval is shorter already), the last to end puts back the one it found."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._before = 0.0
+
+    @property
+    def running(self) -> int:
+        """Loads running now."""
+        return self._running
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._running == 0:
+                self._before = sys.getswitchinterval()
+                sys.setswitchinterval(min(LOAD_SWITCH_INTERVAL, self._before))
+            self._running += 1
+
+    def exit(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0:
+                sys.setswitchinterval(self._before)
+
+
+_switch = _ShortSwitchInterval()
 
 
 class BackgroundLoad:
@@ -26,7 +64,10 @@ class BackgroundLoad:
 
     ``then(trace)``, when given, runs on the same thread once the trace is loaded: what the caller needs next that
     can be computed before anyone asks (``view`` prepares the timeline there while the app is still being
-    imported); :meth:`then_result` gives what it returned, and what it raises, :meth:`result` raises."""
+    imported); :meth:`then_result` gives what it returned, and what it raises, :meth:`result` raises.
+
+    While any background load runs, the interpreter's switch interval is :data:`LOAD_SWITCH_INTERVAL`; the one
+    before is put back when the last of them ends."""
 
     def __init__(
         self,
@@ -49,7 +90,12 @@ class BackgroundLoad:
         self._then_result: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="gputop-trace load", daemon=True)
-        self._thread.start()
+        _switch.enter()
+        try:
+            self._thread.start()
+        except BaseException:
+            _switch.exit()
+            raise
 
     def matches(self, paths: Sequence[str], *, use_cache: bool, include_python: bool) -> bool:
         """Whether this load is the one asked for (same paths and options), so that it can be taken over."""
@@ -79,6 +125,7 @@ class BackgroundLoad:
         except BaseException as e:  # handed to whoever waits, on its own thread
             self._error = e
         finally:
+            _switch.exit()
             self._done.set()
 
     def wait(self, timeout: float) -> bool:

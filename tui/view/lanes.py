@@ -9,9 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-import numpy as np
-
 from gputop_trace.analysis.op_tree import DEVICE_MEMORY_TYPES
+from gputop_trace.model.arrays import isin
 from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
@@ -75,7 +74,7 @@ def _memory_devices(trace: Trace, *, reserved: bool = False) -> set[tuple[int, i
     mem = trace.memory
     if not len(mem):
         return set()
-    gpu = np.isin(mem.device_type, DEVICE_MEMORY_TYPES) & (mem.device >= 0)
+    gpu = isin(mem.device_type, DEVICE_MEMORY_TYPES) & (mem.device >= 0)
     if reserved:
         gpu &= mem.reserved >= 0
     ranks = trace.lane_rank[trace.lane[mem.event[gpu]]]

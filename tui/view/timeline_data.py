@@ -14,7 +14,7 @@ import numpy as np
 from gputop_trace.analysis.busy import DeviceBusy, device_busy
 from gputop_trace.analysis.compiled import CompiledProgram, compiled_program
 from gputop_trace.analysis.inductor_info import InductorLookup
-from gputop_trace.model.arrays import I64, U8
+from gputop_trace.model.arrays import I64, U8, distinct_ids
 from gputop_trace.model.kinds import COPY_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
@@ -162,7 +162,7 @@ def kernel_name_families(trace: Trace) -> U8:
     """The :class:`Family` of every name id that names a kernel (``OTHER`` for the rest)."""
     fam = np.zeros(len(trace.names), dtype=np.uint8)
     k = trace.of_kind(Kind.KERNEL)
-    for nid in np.unique(trace.name[k]).tolist():
+    for nid in distinct_ids(trace.name[k]).tolist():
         fam[nid] = int(kernel_family(trace.names[nid]))
     return fam
 
