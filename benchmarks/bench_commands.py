@@ -16,6 +16,9 @@ by another team, Unix-epoch timestamps; the only external trace of 20-60 MB) and
   (``GPUTOP_TRACE_NO_CACHE=1``), from process start until the status bar is drawn (``bench_tui.first_screen_seconds``).
 - **Imports**: ``python -X importtime`` of the summary, the sum of the top-level imports (target ≤ 150 ms), the
   least disturbed of the runs, with the modules that cost most on their own.
+- **Floors** (small trace only): what any command on Python, numpy (and Textual, for ``view``) pays before
+  parsing a byte, each measured alone (fresh ``python -c pass``, ``-c 'import numpy'``, ``-c 'import numpy,
+  textual.app'``; inflating the gzip file in one process), against the budget that 20× HTA leaves on that file.
 - **Phase split**: a child that runs the summary the way ``gputop-trace summary --json`` does, with a timer
   between phases: interpreter start (process spawn → first line of the program), imports (every module the
   command imports, measured by importing the list a real run ends with), load, each analysis (the findings'
@@ -261,6 +264,7 @@ def measure(work: Path, name: str, path: Path, ours_n: int, hta_n: int, view_n: 
             f"≥ {PEER_TARGET:.0f}×",
             None if ratio is None else ratio >= PEER_TARGET,
             f"{ours_text}; {hta_text}; runs interleaved; {load}",
+            extra={"hta_wall": median([r["wall"] for r in peer])} if peer else {},
         )
     )
     out.append(
@@ -345,6 +349,100 @@ def phase_split(name: str, path: Path, runs: int) -> list[Result]:
     return rows
 
 
+SECTION_FLOOR = "What 20× of HTA leaves for a small trace (floors)"
+
+#: inflate a whole gzip file in 1 MiB pieces, as the loader streams it, with the library it uses (ISA-L where the
+#: ``isal`` package is installed, else zlib); prints the library and the seconds
+INFLATE_CODE = """
+import sys, time
+try:
+    import isal.isal_zlib as z
+    lib = "ISA-L"
+except ImportError:
+    import zlib as z
+    lib = "zlib"
+data = open(sys.argv[1], "rb").read()
+best = None
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter()
+    d = z.decompressobj(31)
+    n = sum(len(d.decompress(data[i : i + (1 << 20)])) for i in range(0, len(data), 1 << 20))
+    dt = time.perf_counter() - t
+    best = dt if best is None else min(best, dt)
+print(lib, best, n)
+"""
+
+
+def _process_seconds(code: str, runs: int) -> list[float]:
+    """Wall seconds of ``runs`` fresh ``python -c code`` processes (from the parent, as a user times them)."""
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=str(ROOT))
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def floors(path: Path, hta_wall: float | None, runs: int) -> list[Result]:
+    """What no command built on Python, numpy and Textual can go below on ``path``: the interpreter's start, numpy's
+    import (and Textual's, for ``view``) and inflating the file, each measured alone, against the budget that 20×
+    HTA's whole process leaves (``hta_wall``: its median, s; None without HTA)."""
+    before = os.getloadavg()[0]
+    start = _process_seconds("pass", runs)
+    numpy = _process_seconds("import numpy", runs)
+    textual = _process_seconds("import numpy, textual.app", runs)
+    lib, inflate, size = subprocess.run(
+        [sys.executable, "-c", INFLATE_CODE, str(path), str(runs)], check=True, capture_output=True, text=True
+    ).stdout.split()
+    load = _load_text(before)
+    summary_floor = median(numpy) + float(inflate)
+    view_floor = median(textual) + float(inflate)
+    rows = [
+        Result(SECTION_FLOOR, "Python's start-up (`python -c pass`)", median(start) * 1e3, "ms", detail=spread(start)),
+        Result(
+            SECTION_FLOOR,
+            "Python and numpy (`python -c 'import numpy'`)",
+            median(numpy) * 1e3,
+            "ms",
+            detail=spread(numpy),
+        ),
+        Result(
+            SECTION_FLOOR,
+            "Python, numpy and Textual's app (`import numpy, textual.app`)",
+            median(textual) * 1e3,
+            "ms",
+            detail=spread(textual),
+        ),
+        Result(
+            SECTION_FLOOR,
+            f"inflating {path.name} alone ({lib}, in 1 MiB pieces, in one process)",
+            float(inflate) * 1e3,
+            "ms",
+            detail=f"least of {runs} runs; {int(size) / MB:.1f} MB of JSON; {load}",
+        ),
+    ]
+    if hta_wall is not None:
+        budget = hta_wall / PEER_TARGET
+        for what, floor in (
+            ("`summary`: Python + numpy + inflating", summary_floor),
+            ("`view`: Python + numpy + Textual + inflating", view_floor),
+        ):
+            rows.append(
+                Result(
+                    SECTION_FLOOR,
+                    f"floor of {what}",
+                    floor * 1e3,
+                    "ms",
+                    f"budget {budget * 1e3:.0f} ms (HTA's {hta_wall:.2f} s / {PEER_TARGET:.0f})",
+                    None,
+                    f"{floor / budget:.2f} × the budget before a byte is parsed or analysed"
+                    if floor > budget
+                    else f"{(budget - floor) * 1e3:.0f} ms left for parsing, analyses and output",
+                )
+            )
+    return rows
+
+
 SECTION_IMPORTS = "Start-up of `summary --json` (imports)"
 IMPORT_TARGET_MS = 150.0
 _IMPORT_LINE = re.compile(r"import time:\s+(-?\d+) \|\s+(\d+) \|( +)(\S+)")
@@ -397,7 +495,9 @@ def run(workdir: Path, quick: bool = False) -> list[Result]:
     results: list[Result] = []
     if EXTERNAL.exists():
         results += import_time(EXTERNAL, 5 if quick else 15)
-        results += measure(workdir, EXTERNAL_NAME, EXTERNAL, 3 if quick else 7, 1 if quick else 3, 2 if quick else 3)
+        peer = measure(workdir, EXTERNAL_NAME, EXTERNAL, 3 if quick else 7, 1 if quick else 3, 2 if quick else 3)
+        results += peer
+        results += floors(EXTERNAL, peer[0].extra.get("hta_wall"), 3 if quick else 7)
         results += phase_split("external epoch trace", EXTERNAL, 2 if quick else 5)
     results += measure(workdir, LARGE, inputs[LARGE], 2 if quick else 3, 1 if quick else 2, 1 if quick else 3)
     results += phase_split(LARGE, inputs[LARGE], 1 if quick else 3)
