@@ -202,7 +202,10 @@ def _event_waits(
     local: object,
     lane_of: I64,
 ) -> int:
-    """Fill ``x2`` with inferred event-wait edges; returns how many."""
+    """Fill ``x2`` with inferred event-wait edges; returns how many were set (an edge that replaces an earlier one
+    of the same node counts again). Whole-array passes, one per thread or lane of the waits: a trace of millions of
+    calls has hundreds of thousands of waits (``tests/unit/test_critical_path_event_waits.py`` holds the
+    one-wait-at-a-time definition this equals)."""
     api = np.flatnonzero(role == _R_LAUNCH)
     if not len(api):
         return 0
@@ -225,35 +228,99 @@ def _event_waits(
     gpu, l_start, l_thread = gpu[o], l_start[o], l_thread[o]
     all_order = np.argsort(l_start, kind="stable")
     all_start, all_gpu = l_start[all_order], gpu[all_order]
-    count = 0
-    for wi in api[is_wait].tolist():
-        th = int(tr.lane[ev[wi]])
-        w_start = int(tr.start_ns[ev[wi]])
-        lo = int(np.searchsorted(l_thread, th, side="left"))
-        hi = int(np.searchsorted(l_thread, th, side="right"))
-        k = lo + int(np.searchsorted(l_start[lo:hi], w_start, side="right"))
-        if k >= hi:
+    waits = api[is_wait]  # in the order the edges are set
+    k = _next_launched(l_thread, l_start, tr.lane[ev[waits]], tr.start_ns[ev[waits]])
+    ok = k >= 0
+    waits, target = waits[ok], gpu[k[ok]]
+    ref = _latest_record(tr, ev, cs, lane_of, api[is_rec], waits)
+    found = _launched_before_on_another_stream(all_start, lane_of[all_gpu], ref, lane_of[target])
+    ok = found >= 0
+    target, found = target[ok], all_gpu[found[ok]]
+    ok = ce[found] <= cs[target]
+    return _keep_latest(snode[target[ok]], enode[found[ok]], n_t, x2)
+
+
+def _next_launched(l_thread: I64, l_start: I64, th: I64, w_start: I64) -> I64:
+    """For each wait (its thread ``th``, start ``w_start``): the position, in the launches sorted by (thread,
+    start), of the first launch from that thread that started after it; -1 when none did."""
+    k = np.full(len(th), -1, dtype=np.int64)
+    for t in distinct(th).tolist():
+        lo = int(np.searchsorted(l_thread, t, side="left"))
+        hi = int(np.searchsorted(l_thread, t, side="right"))
+        if lo == hi:
             continue
-        target = int(gpu[k])
-        # the latest event record on this thread before the wait
-        on_thread = api[(lane_of[api] == lane_of[wi]) & is_rec & (cs[api] <= cs[wi])]
-        ref = int(tr.start_ns[ev[int(on_thread[-1])]]) if len(on_thread) else w_start
-        q = int(np.searchsorted(all_start, ref, side="left")) - 1
-        found = -1
-        for step_back in range(64):
-            if q - step_back < 0:
-                break
-            cand = int(all_gpu[q - step_back])
-            if lane_of[cand] != lane_of[target]:
-                found = cand
-                break
-        if found < 0:
+        sel = np.flatnonzero(th == t)
+        kk = lo + np.searchsorted(l_start[lo:hi], w_start[sel], side="right")
+        k[sel] = np.where(kk < hi, kk, -1)
+    return k
+
+
+def _latest_record(tr: Trace, ev: I64, cs: I64, lane_of: I64, rec: I64, waits: I64) -> I64:
+    """For each wait: the start (ns) of the event-record call on its lane that comes last in node order among those
+    that started no later than the wait, else the wait's own start."""
+    ref = tr.start_ns[ev[waits]].astype(np.int64)
+    w_lane = lane_of[waits]
+    for ln in distinct(w_lane).tolist():
+        r = rec[lane_of[rec] == ln]
+        if not len(r):
             continue
-        if ce[found] > cs[target]:
-            continue
-        sn = int(snode[target])
-        en = int(enode[found])
-        if x2[sn] < 0 or n_t[en] > n_t[int(x2[sn])]:
-            x2[sn] = en
-            count += 1
-    return count
+        o = np.argsort(cs[r], kind="stable")
+        last = np.maximum.accumulate(r[o])  # the latest node among the first j+1 records by start
+        sel = np.flatnonzero(w_lane == ln)
+        j = np.searchsorted(cs[r][o], cs[waits[sel]], side="right") - 1
+        got = j >= 0
+        ref[sel[got]] = tr.start_ns[ev[last[j[got]]]]
+    return ref
+
+
+#: how far back from the last launch before the record the search for another stream's operation goes
+_STEP_BACK = 64
+
+
+def _launched_before_on_another_stream(all_start: I64, all_lane: I64, ref: I64, target_lane: I64) -> I64:
+    """For each wait: the position (in launch order, ``all_start`` ascending) of the last operation launched before
+    ``ref`` whose lane is not ``target_lane``, looking back at most :data:`_STEP_BACK` launches; -1 when none.
+    Launches on the target's lane right before ``ref`` form a run of equal lanes: the answer is just before it."""
+    q = np.searchsorted(all_start, ref, side="left") - 1
+    n = len(all_lane)
+    brk = np.ones(n, dtype=bool)
+    brk[1:] = all_lane[1:] != all_lane[:-1]
+    run_start = np.maximum.accumulate(np.where(brk, np.arange(n), 0))
+    qc = np.maximum(q, 0)
+    pos = np.where(all_lane[qc] == target_lane, run_start[qc] - 1, qc)
+    ok = (q >= 0) & (pos >= 0) & (qc - pos < _STEP_BACK)
+    return np.where(ok, pos, -1)
+
+
+def _keep_latest(sn: I64, en: I64, n_t: I64, x2: I64) -> int:
+    """Set ``x2[sn[i]] = en[i]`` in order, each only when it ends later (``n_t``) than what ``x2`` holds (none: -1);
+    returns how many were set. Per node the sets that happen are the strict running maxima of ``n_t[en]``."""
+    m = len(sn)
+    if not m:
+        return 0
+    v = n_t[en]
+    cur = x2[sn]
+    low = int(v.min()) - 1
+    init = np.where(cur >= 0, n_t[np.maximum(cur, 0)], low)
+    both = np.concatenate([v, init])
+    o = np.argsort(both, kind="stable")
+    dense = np.empty(len(both), dtype=np.int64)
+    dense[o] = np.cumsum(np.concatenate([[0], both[o][1:] != both[o][:-1]]))
+    span = int(dense.max()) + 1
+    g_o = np.argsort(sn, kind="stable")
+    sn_s = sn[g_o]
+    g = np.cumsum(np.concatenate([[0], sn_s[1:] != sn_s[:-1]]))
+    rv = dense[:m][g_o]
+    key = g * span + rv
+    prev = np.empty(m, dtype=np.int64)
+    prev[0] = -1
+    np.maximum.accumulate(key[:-1], out=prev[1:])
+    base = g * span
+    best = np.maximum(np.where(prev >= base, prev - base, -1), dense[m:][g_o])
+    improve = rv > best
+    idx = np.flatnonzero(improve)
+    if len(idx):
+        gi = g[idx]
+        last = idx[np.concatenate([gi[1:] != gi[:-1], [True]])]
+        x2[sn_s[last]] = en[g_o][last]
+    return len(idx)
