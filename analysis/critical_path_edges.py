@@ -240,7 +240,7 @@ def _event_waits(
     return _keep_latest(snode[target[ok]], enode[found[ok]], n_t, x2)
 
 
-def _next_launched(l_thread: I64, l_start: I64, th: I64, w_start: I64) -> I64:
+def _next_launched(l_thread: np.ndarray, l_start: I64, th: np.ndarray, w_start: I64) -> I64:
     """For each wait (its thread ``th``, start ``w_start``): the position, in the launches sorted by (thread,
     start), of the first launch from that thread that started after it; -1 when none did."""
     k = np.full(len(th), -1, dtype=np.int64)

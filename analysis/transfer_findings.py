@@ -4,12 +4,12 @@ of the copies on side streams is hidden behind kernels. Times are int64 ns."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, plain_name
-from gputop_trace.analysis.transfers import TransferReport
+from gputop_trace.analysis.transfers import CopyRows, TransferReport, direction_label, host_memory_label
 from gputop_trace.model.arrays import distinct, isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind, LaneKind
@@ -19,21 +19,24 @@ from gputop_trace.units import format_bytes, format_ns, plural
 
 def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
     """One finding per transfer flag (a copy that blocks the host is reported once, under its blocking flag),
-    and the side-stream copy finding; ``spans``: active span (ns) per (rank, device)."""
+    and the side-stream copy finding; ``spans``: active span (ns) per (rank, device). Totals and groups come from
+    the report's columns; only the copies a finding names become rows."""
     out: list[Draft] = []
     span_all = max(spans.values(), default=trace.span_ns)
-    blocking = {r.event for f in rep.flags if f.flag in ("pageable_async", "sync_copy") for r in f.rows}
+    blocking = [f.rows.events for f in rep.flags if f.flag in ("pageable_async", "sync_copy")]
+    blocking_events = np.concatenate(blocking) if blocking else np.zeros(0, dtype=np.int64)
     for flag in rep.flags:
         rows = flag.rows
         if flag.flag == "copy_on_compute_stream":
             # a copy that blocks the host is reported once, under its blocking flag
-            rows = [r for r in rows if r.event not in blocking]
-            if not rows:
+            rows = CopyRows(rep, rows.positions[~isin(rows.events, blocking_events)])
+            if not len(rows):
                 continue
         top = rows[0]
-        exposed = sum(r.exposed_ns for r in rows)
+        exposed = rows.total("exposed_ns")
         # the copies may sit on several GPUs: weigh them against those GPUs' spans together
-        span = sum(spans.get(k, 0) for k in {(r.rank, r.device) for r in rows}) or span_all
+        where_lanes = [trace.lanes[ln] for ln in distinct(trace.lane[rows.events]).tolist()]
+        span = sum(spans.get(k, 0) for k in {(ln.rank, ln.device) for ln in where_lanes}) or span_all
         where = f" in `{plain_name(top.range_name)}`" if top.range_name else ""
         biggest = (
             f"largest: {format_bytes(top.bytes)} {top.direction}"
@@ -54,8 +57,8 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
                 span_ns=span,
                 evidence={
                     "count": n,
-                    "bytes": sum(r.bytes for r in rows),
-                    "time_ns": sum(r.dur_ns for r in rows),
+                    "bytes": rows.total("bytes"),
+                    "time_ns": rows.total("dur_ns"),
                     "exposed_ns": exposed,
                     "copies": [
                         {
@@ -83,28 +86,66 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
     return out
 
 
-def _copy_groups(trace: Trace, rows: list[Any]) -> str:
-    """``"Copies: 1 × 32.0 MiB DtoH (pageable) in `checkpoint_d2h` on stream 7 (24.0 ms); ..."``."""
+def _copy_groups(trace: Trace, rows: CopyRows) -> str:
+    """``"Copies: 1 × 32.0 MiB DtoH (pageable) in `checkpoint_d2h` on stream 7 (24.0 ms); ..."``: the copies
+    grouped by direction, host memory, the family of their range's name, stream and size, the four groups with the
+    most exposed time first (groups met first first among equals)."""
+    rep, pos = rows.report, rows.positions
+    cols = rep.columns
     kernel_lanes = set(distinct(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)]).tolist())
-    groups: dict[tuple[Any, ...], list[Any]] = {}
-    for r in rows:
-        fam = name_family(r.range_name) if r.range_name else None
-        groups.setdefault((r.direction, r.host_memory, fam, r.stream, r.lane, r.bytes), []).append(r)
-    multi_rank = len({r.rank for r in rows}) > 1
+    ev = cols.event[pos]
+    lane = trace.lane[ev]
+    # each row's labels as small ids (equal labels, equal ids: groups are of what the text says)
+    dir_key = cols.direction[pos].astype(np.int64) * 2 + cols.is_memset[pos]
+    host_key = cols.host_kind[pos].astype(np.int64)
+    labels: dict[tuple[str, str], int] = {}
+    dir_label = {k: direction_label(k // 2, bool(k % 2)) for k in distinct(dir_key).tolist()}
+    host_label = {k: host_memory_label(k) for k in distinct(host_key).tolist()}
+    dir_id = _ids_of(dir_key, lambda k: labels.setdefault(("dir", dir_label[k]), len(labels)))
+    host_id = _ids_of(host_key, lambda k: labels.setdefault(("host", str(host_label[k])), len(labels)))
+    rng = rep.range_events[pos]
+    rng_name = np.where(rng >= 0, trace.name[np.maximum(rng, 0)], -1)
+
+    def family(name_id: int) -> int:
+        name = trace.names[name_id] if name_id >= 0 else ""
+        return labels.setdefault(("fam", name_family(name)), len(labels)) if name else -1
+
+    fam_id = _ids_of(rng_name, family)
+    keys = np.stack([dir_id, host_id, fam_id, lane, cols.bytes[pos]], axis=1)
+    uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    exposed = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(exposed, inverse, cols.exposed_ns[pos])
+    count = np.bincount(inverse, minlength=len(uniq))
+    ranks = {trace.lanes[ln].rank for ln in distinct(lane).tolist()}
+    multi_rank = len(ranks) > 1
     parts = []
-    for (direction, host, fam, stream, lane, nbytes), members in sorted(
-        groups.items(), key=lambda kv: -sum(r.exposed_ns for r in kv[1])
-    )[:4]:
-        rng = family_label({r.range_name for r in members}) if fam is not None else None
-        compute = " (a compute stream)" if lane in kernel_lanes else ""
+    for g in np.lexsort((first, -exposed))[:4].tolist():
+        i = int(first[g])  # the group's first row
+        ln = trace.lanes[int(lane[i])]
+        direction = dir_label[int(dir_key[i])]
+        host = host_label[int(host_key[i])]
+        nbytes = int(cols.bytes[pos[i]])
+        members = np.flatnonzero(inverse == g)
+        fam = None
+        if fam_id[i] >= 0:
+            fam = family_label({trace.names[int(x)] for x in distinct(rng_name[members]).tolist()})
+        compute = " (a compute stream)" if int(lane[i]) in kernel_lanes else ""
         parts.append(
-            f"{len(members)} × {format_bytes(nbytes)} {direction}{f' ({host})' if host else ''}"
-            f"{f' in `{rng}`' if rng else ''} on {f'rank {members[0].rank} ' if multi_rank else ''}stream "
-            f"{stream}{compute}, "
-            f"{format_ns(sum(r.exposed_ns for r in members))} exposed"
+            f"{int(count[g])} × {format_bytes(nbytes)} {direction}{f' ({host})' if host else ''}"
+            f"{f' in `{fam}`' if fam else ''} on {f'rank {ln.rank} ' if multi_rank else ''}stream "
+            f"{ln.stream}{compute}, "
+            f"{format_ns(int(exposed[g]))} exposed"
         )
-    more = f"; {plural(len(groups) - 4, 'more group')}" if len(groups) > 4 else ""
+    more = f"; {plural(len(uniq) - 4, 'more group')}" if len(uniq) > 4 else ""
     return "Copies: " + "; ".join(parts) + more + "."
+
+
+def _ids_of(values: np.ndarray, id_of: Callable[[int], int]) -> np.ndarray:
+    """``id_of(v)`` for each value, computed once per distinct value."""
+    d = distinct(values)
+    table = np.array([id_of(v) for v in d.tolist()], dtype=np.int64)
+    return table[np.searchsorted(d, values)]
 
 
 _FLAG_WHY = {

@@ -24,8 +24,10 @@ Times are int64 ns relative to the trace start; bandwidth in bytes per second.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -161,14 +163,54 @@ class DeviceTransfers:
     exposed_ns: int
 
 
-@dataclass(frozen=True)
+class CopyRows(Sequence["CopyRow"]):
+    """Copies of a report as rows, made only when read: ``positions`` index the report's columns (in the order
+    given). A flag on a trace of millions of copies holds hundreds of thousands; the findings read the first ten
+    and totals from the columns."""
+
+    def __init__(self, report: TransferReport, positions: I64) -> None:
+        self.report = report
+        self.positions = positions
+
+    def __len__(self) -> int:
+        return int(self.positions.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> CopyRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[CopyRow]: ...
+
+    def __getitem__(self, i: int | slice) -> CopyRow | list[CopyRow]:
+        if isinstance(i, slice):
+            return [_row(self.report, p) for p in self.positions[i].tolist()]
+        return _row(self.report, int(self.positions[i]))
+
+    def __iter__(self) -> Iterator[CopyRow]:
+        for p in self.positions.tolist():
+            yield _row(self.report, p)
+
+    @property
+    def events(self) -> I64:
+        """The copies' events."""
+        return self.report.columns.event[self.positions]
+
+    def total(self, column: str) -> int:
+        """The sum of ``exposed_ns``, ``bytes`` (report columns) or ``dur_ns`` (the trace's) over these copies."""
+        if column == "dur_ns":
+            return int(self.report.trace.dur_ns[self.events].sum())
+        values: I64 = getattr(self.report.columns, column)
+        return int(values[self.positions].sum())
+
+
+@dataclass(frozen=True, eq=False)
 class TransferFlag:
     """A copy pattern found in the trace: which copies (``rows``, most exposed first), and what to do."""
 
     flag: str
     title: str
     fix: str
-    rows: list[CopyRow]
+    rows: CopyRows
 
     @property
     def count(self) -> int:
@@ -178,17 +220,17 @@ class TransferFlag:
     @property
     def exposed_ns(self) -> int:
         """Exposed time of the flagged copies (ns)."""
-        return sum(r.exposed_ns for r in self.rows)
+        return self.rows.total("exposed_ns")
 
     @property
     def time_ns(self) -> int:
         """Summed duration of the flagged copies (ns)."""
-        return sum(r.dur_ns for r in self.rows)
+        return self.rows.total("dur_ns")
 
     @property
     def bytes(self) -> int:
         """Bytes of the flagged copies."""
-        return sum(r.bytes for r in self.rows)
+        return self.rows.total("bytes")
 
 
 @dataclass(frozen=True)
@@ -260,8 +302,15 @@ class TransferReport:
                 continue
             order = sel[np.lexsort((self.columns.event[sel], -self.columns.exposed_ns[sel]))]
             fix = flag_fix(name, self.trace.device_words())
-            out.append(TransferFlag(name, FLAG_TITLES[name], fix, [_row(self, int(i)) for i in order]))
+            out.append(TransferFlag(name, FLAG_TITLES[name], fix, CopyRows(self, order)))
         return out
+
+    def most_exposed(self, limit: int | None = None) -> list[CopyRow]:
+        """The ``limit`` copies (None: all) with the most exposed time, earliest first among equals (then in
+        trace order), as rows."""
+        cols = self.columns
+        order = np.lexsort((self.trace.start_ns[cols.event], -cols.exposed_ns))
+        return CopyRows(self, order[:limit])[:]
 
 
 def _api_async(trace: Trace, api: I64) -> npt.NDArray[np.int8]:

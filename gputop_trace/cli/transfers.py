@@ -139,11 +139,10 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
             )
     else:
         con.print(Text("No copy flags raised.", style="green"))
-    rows = sorted(rep.copies, key=lambda r: (-r.exposed_ns, r.start_ns))
-    shown = rows[: limit if limit > 0 else len(rows)]
+    shown = rep.most_exposed(limit if limit > 0 else None)
     if shown:
         wide = con.width >= 120
-        ct = compact_table(f"Most exposed copies ({len(shown)} of {len(rows):,})")
+        ct = compact_table(f"Most exposed copies ({len(shown)} of {len(rep.columns):,})")
         add_number_columns(ct, "at", "dur", "exposed")
         # headers never shrink (a narrow terminal cut "strm" to "s…")
         ct.add_column("dir", no_wrap=True, min_width=len("dir"))

@@ -182,11 +182,26 @@ def test_the_look_back_stops_after_64_launches_on_the_waiting_stream() -> None:
         snode = 2 * np.arange(n, dtype=np.int64)
         n_t = np.empty(2 * n, dtype=np.int64)
         n_t[snode], n_t[snode + 1] = cs, ce
-        case = (tr, np.array([0, WAIT, RECORD]), np.arange(n), role, cs, ce, snode, snode + 1, n_t, lane_of)
+        case: tuple[Any, ...] = (
+            tr,
+            np.array([0, WAIT, RECORD]),
+            np.arange(n),
+            role,
+            cs,
+            ce,
+            snode,
+            snode + 1,
+            n_t,
+            lane_of,
+        )
         x2 = np.full(2 * n, -1, dtype=np.int64)
         _both(case, x2)
         got = x2.copy()
-        assert _event_waits(*case[:9], got, None, lane_of) == expect
+        flags = case[1]
+        assert (
+            _event_waits(case[0], flags, np.arange(n), role, cs, ce, snode, snode + 1, n_t, got, None, lane_of)
+            == expect
+        )
         assert (got[2 * waiting] == 2 * other + 1) == bool(expect)
 
 
@@ -213,7 +228,8 @@ def test_equal_to_one_wait_at_a_time_on_corpus_steps(rel: str, edges: bool, monk
     def checked(*args: Any) -> int:
         x2 = args[9]
         want = x2.copy()
-        n_want = _reference(*args[:9], want, *args[10:])
+        tr, flags, ev, role, cs, ce, sn, en, n_t, _x2, local, lane_of = args
+        n_want = _reference(tr, flags, ev, role, cs, ce, sn, en, n_t, want, local, lane_of)
         n = _event_waits(*args)
         assert np.array_equal(x2, want)
         assert n == n_want
