@@ -476,7 +476,9 @@ def _miss_text(r: Result) -> str:
         need = LOAD_TARGET_MBPS / r.value
         return f"{r.value:.0f} MB/s is {100 * (1 - r.value / LOAD_TARGET_MBPS):.0f}% short ({need:.2f}× needed)"
     if r.unit == "×" and r.value:
-        return f"{r.value:.1f}× is {100 * (1 - r.value / PEER_TARGET):.0f}% short of {PEER_TARGET:.0f}×"
+        t = _TARGET_CELL.match(r.target)
+        target = float(t.group(2).replace(",", "")) if t else PEER_TARGET  # the row's own target (cores: 3×)
+        return f"{r.value:.2f}× is {100 * (1 - r.value / target):.0f}% short of {target:g}×"
     return f"{_fmt(r.value, r.unit)} against {r.target}" + (f" ({extra})" if extra else "")
 
 
