@@ -26,7 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from gputop_trace.numpy_env import prepare
+
+prepare()  # as the gputop-trace command does, before numpy is imported
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = "kineto/h200_gpt_train_small.json.gz"

@@ -98,8 +98,8 @@ def lap(name):
     phases[name] = phases.get(name, 0.0) + now - p
     cpu[name] = cpu.get(name, 0.0) + now_c - c
     p, c = now, now_c
-from gputop_trace.blas_threads import single_blas_thread
-single_blas_thread()
+from gputop_trace.numpy_env import prepare
+prepare()
 for m in json.load(open(sys.argv[3])):
     try:
         importlib.import_module(m)

@@ -32,8 +32,8 @@ PIN = "import os, sys\nos.sched_setaffinity(0, set(range(int(os.environ['BENCH_C
 LOAD = (
     PIN
     + """import json, time
-from gputop_trace.blas_threads import single_blas_thread
-single_blas_thread()  # as the gputop-trace command does, before numpy is imported
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 from gputop_trace.parsers.chrome import fast
 from gputop_trace.load.loader import load_paths
 t = time.perf_counter(); c = time.process_time()

@@ -44,6 +44,8 @@ COMPARE = (
 
 _OURS_TIMING = """
 import json, sys, time
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 from gputop_trace.load.loader import load_paths
 from gputop_trace.analysis.critical_path import critical_paths
 trace = load_paths([sys.argv[1]], use_cache=False)
@@ -58,6 +60,8 @@ print(json.dumps({"paths_s": t1 - t0, "paths_cpu_s": c1 - c0, "what_if_s": t2 - 
 
 _OURS_PATHS = """
 import json, sys
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 from pathlib import Path
 from gputop_trace.load.loader import load_paths
 from gputop_trace.analysis.critical_path import critical_paths

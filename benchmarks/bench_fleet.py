@@ -103,6 +103,8 @@ def hwm():  # this process' own peak RSS (ru_maxrss can carry the parent's peak 
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 from gputop_trace.fleet.summarize import summarize_file
 import gputop_trace.load.loader, numpy
 base = hwm()

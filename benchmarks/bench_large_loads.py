@@ -34,6 +34,8 @@ KINETO_1GB = "kineto_1gb.json"
 
 NSYS_CODE = """
 import json, resource, sys, time
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 from gputop_trace.parsers.nsys.loader import load
 r0 = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
@@ -48,8 +50,8 @@ CORES_CODE = """
 import os, sys
 os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: int(os.environ["BENCH_CORES"])]))
 import json, time
-from gputop_trace.blas_threads import single_blas_thread
-single_blas_thread()  # as the gputop-trace command does, before numpy is imported
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 from gputop_trace.load.loader import load_paths
 t = time.perf_counter(); c = time.process_time()
 trace = load_paths([sys.argv[1]], use_cache=False)

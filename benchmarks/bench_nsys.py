@@ -35,6 +35,8 @@ GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
 
 _CHILD = r"""
 import json, resource, sys, threading, time
+from gputop_trace.numpy_env import prepare
+prepare()  # as the gputop-trace command does, before numpy is imported
 t0 = time.perf_counter()
 from gputop_trace.parsers.nsys import loader as nsys
 from gputop_trace.parsers.nsys import columns as nsys_columns

@@ -15,7 +15,10 @@ import resource
 import time
 from typing import Any
 
-import numpy as np
+from gputop_trace.numpy_env import prepare
+
+prepare()  # as the gputop-trace command does, before numpy is imported
+import numpy as np  # noqa: E402
 
 
 def _digest(obj: Any, h: Any, seen: set[int]) -> None:

@@ -60,11 +60,12 @@ EXTERNAL_EPOCH_NAME = "external epoch trace (negative_queue_length_values_check/
 # child programs (each prints one JSON line)
 # ------------------------------------------------------------------------------------------------------
 #: each of our children starts as the gputop-trace command does: one BLAS thread asked for before numpy is imported
-#: (gputop_trace/blas_threads.py; numpy's OpenBLAS threads otherwise spin on the cores for a while after the import)
+#: and no huge-page advice (gputop_trace/numpy_env.py; numpy's OpenBLAS threads otherwise spin on the cores for a
+#: while after the import, and its huge-page advice can stall allocations while the kernel compacts memory)
 LOAD_CODE = """
 import json, resource, sys, time
-from gputop_trace.blas_threads import single_blas_thread
-single_blas_thread()
+from gputop_trace.numpy_env import prepare
+prepare()
 t0 = time.perf_counter()
 from gputop_trace.load.loader import load_paths
 t1 = time.perf_counter()
@@ -86,8 +87,8 @@ LOAD_PARSER_IMPORTED_CODE = LOAD_CODE.replace(
 
 CACHE_CODE = """
 import json, sys, time
-from gputop_trace.blas_threads import single_blas_thread
-single_blas_thread()
+from gputop_trace.numpy_env import prepare
+prepare()
 t0 = time.perf_counter()
 from gputop_trace.load import cache
 from gputop_trace.load.loader import load_paths
@@ -102,8 +103,8 @@ print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_use_s": t3 - t2
 
 BROWSE_CODE = """
 import json, sys, time
-from gputop_trace.blas_threads import single_blas_thread
-single_blas_thread()
+from gputop_trace.numpy_env import prepare
+prepare()
 import numpy as np
 t0 = time.perf_counter()
 from gputop_trace.load.loader import load_paths

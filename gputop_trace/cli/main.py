@@ -11,8 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gputop_trace import __version__
-from gputop_trace.blas_threads import single_blas_thread
+from gputop_trace import __version__, numpy_env
 from gputop_trace.cli import command_modules
 from gputop_trace.errors import LoadCancelled, TraceError
 
@@ -65,7 +64,7 @@ def _print_error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    single_blas_thread()  # before any command imports numpy (gputop_trace/blas_threads.py)
+    numpy_env.prepare()  # before any command imports numpy (gputop_trace/numpy_env.py)
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(words)

@@ -15,9 +15,9 @@ import os
 import sys
 from typing import Any
 
-from gputop_trace.blas_threads import user_env
 from gputop_trace.cli import common
 from gputop_trace.errors import TraceError
+from gputop_trace.numpy_env import user_env
 from gputop_trace.units import plural
 
 

@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING
 
-from gputop_trace.blas_threads import user_env
 from gputop_trace.errors import TraceError
+from gputop_trace.numpy_env import user_env
 
 if TYPE_CHECKING:
     from gputop_trace.model.trace import Trace

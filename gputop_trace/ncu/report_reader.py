@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import subprocess
 
-from gputop_trace.blas_threads import user_env
 from gputop_trace.errors import TraceError
 from gputop_trace.model.ncu import NcuKernel, NcuReport, NcuSourceLine
 from gputop_trace.ncu import locate
+from gputop_trace.numpy_env import user_env
 from gputop_trace.parsers.ncu import (
     check_report_file,
     kernels_from_csv,

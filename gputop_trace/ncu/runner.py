@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gputop_trace.blas_threads import user_env
 from gputop_trace.ncu.drilldown import NcuCommand
+from gputop_trace.numpy_env import user_env
 
 #: ``on_line(source, line)``: source is ``"ncu"`` (its log) or ``"app"`` (the workload's output).
 LineCallback = Callable[[str, str], None]
