@@ -6,17 +6,16 @@ event, the path crosses streams; the command's text, JSON and errors."""
 from __future__ import annotations
 
 import json
-from functools import cache
 
 import numpy as np
 import pytest
 
 from gputop_trace.analysis.critical_path import StepPath, critical_paths, replay_matches
 from gputop_trace.analysis.steps import is_step_name
-from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
 from tests.cli_run import run_cli
+from tests.corpus_traces import corpus_trace
 from tests.paths import CORPUS
 
 pytestmark = pytest.mark.corpus
@@ -35,12 +34,6 @@ def _targets() -> list[str]:
     rels = [str(p.relative_to(CORPUS)) for p in files if not p.name.lower().startswith("readme")]
     rels = [r for r in rels if not r.startswith(_SKIP) and not r.startswith(_JOBS)]
     return rels + [j for j in _JOBS if (CORPUS / j).is_dir()]
-
-
-@cache
-def _load(rel: str) -> Trace:
-    p = CORPUS / rel
-    return load_paths(sorted(str(x) for x in p.iterdir()) if p.is_dir() else [str(p)])
 
 
 def _busiest_lane_ns(trace: Trace, p: StepPath) -> int:
@@ -69,7 +62,7 @@ def _busiest_lane_ns(trace: Trace, p: StepPath) -> int:
 
 @pytest.mark.parametrize("rel", _targets())
 def test_every_step_path_keeps_its_invariants(rel: str) -> None:
-    trace = _load(rel)
+    trace = corpus_trace(rel)
     assert replay_matches(trace), "replaying the recorded graph must give back every recorded time"
     paths = critical_paths(trace)
     for p in paths:
@@ -88,7 +81,7 @@ def test_every_step_path_keeps_its_invariants(rel: str) -> None:
 
 @pytest.mark.parametrize("rel", ["external/negative_queue_length_values_check/rank0.json.gz", "kineto/h200_ddp_2gpu"])
 def test_the_path_crosses_streams_where_a_stream_waits_on_an_event(rel: str) -> None:
-    trace = _load(rel)
+    trace = corpus_trace(rel)
     paths = critical_paths(trace, what_if=False)
     assert sum(p.edges["event_wait"] for p in paths) > 0
     gpu = LaneKind.GPU_STREAM
@@ -102,7 +95,7 @@ def test_the_path_crosses_streams_where_a_stream_waits_on_an_event(rel: str) -> 
 
 
 def test_ddp_collectives_join_the_ranks_and_the_straggler_sets_the_path() -> None:
-    trace = _load("kineto/h200_ddp_2gpu")
+    trace = corpus_trace("kineto/h200_ddp_2gpu")
     paths = critical_paths(trace, rank=0, what_if=False)
     # every step after the first (whose all-reduces ran before it) joins the ranks' all-reduce kernels
     assert [p.step for p in paths if p.edges["collective"] > 0] == [1, 2, 3, 4]
@@ -111,7 +104,7 @@ def test_ddp_collectives_join_the_ranks_and_the_straggler_sets_the_path() -> Non
 
 
 def test_partial_job_keeps_the_path_on_each_rank_and_says_so() -> None:
-    trace = _load("external/trace_filter")
+    trace = corpus_trace("external/trace_filter")
     paths = critical_paths(trace, what_if=False)
     assert paths and all(p.edges.get("collective", 0) == 0 for p in paths)
     assert all(any("of the job's 128 ranks" in n for n in p.notes) for p in paths)
@@ -125,7 +118,7 @@ def test_gpt_step_with_the_pageable_checkpoint_copy_is_set_by_that_copy(
     assert code == 0, err
     assert "step 1 (step_1)" in out and "critical path" in out
     assert "Memcpy DtoH (Device -> Pageable)" in out
-    trace = _load(_GPT)
+    trace = corpus_trace(_GPT)
     (p,) = critical_paths(trace, step=1)
     w = next(x for x in p.what_if if x.item == "Memcpy DtoH (Device -> Pageable)")
     # the 24 ms copy is the largest item; 2x faster saves half of it, gone saves all of it
@@ -139,7 +132,7 @@ def test_json_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
     doc = json.loads(out)
     assert doc["command"] == "critical-path" and doc["schema_version"] >= 2
-    trace = _load(_GPT)
+    trace = corpus_trace(_GPT)
     assert len(doc["steps"]) == 3
     for st in doc["steps"]:
         assert st["length_ns"] <= st["dur_ns"]
@@ -187,7 +180,7 @@ def test_a_trace_without_steps_is_one_pseudo_step_per_rank(
     assert out.count("step 0 (whole recording: no step ranges)") == 2  # one per rank
     assert "note: no step ranges" not in out  # the header says it once
     assert "Memcpy HtoD (Pinned -> Device)" in out
-    paths = critical_paths(_load(rel), what_if=False)
+    paths = critical_paths(corpus_trace(rel), what_if=False)
     assert [(p.rank, p.step, p.step_name) for p in paths] == [(0, 0, ""), (1, 0, "")]
 
 

@@ -6,7 +6,6 @@ every step of the corpus traces that hold waits."""
 
 from __future__ import annotations
 
-from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,13 +13,12 @@ import numpy as np
 import pytest
 
 from gputop_trace.analysis import critical_path_graph
-from gputop_trace.analysis.critical_path import critical_paths
+from gputop_trace.analysis.critical_path import _critical_paths
 from gputop_trace.analysis.critical_path_edges import _event_waits
 from gputop_trace.analysis.critical_path_model import _R_COLL, _R_COPY, _R_CPU, _R_KERNEL, _R_LAUNCH
-from gputop_trace.load.loader import load_paths
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
-from tests.paths import CORPUS
+from tests.corpus_traces import corpus_trace
 
 WAIT, RECORD = 8, 16
 
@@ -205,12 +203,6 @@ def test_the_look_back_stops_after_64_launches_on_the_waiting_stream() -> None:
         assert (got[2 * waiting] == 2 * other + 1) == bool(expect)
 
 
-@cache
-def _load(rel: str) -> Trace:
-    p = CORPUS / rel
-    return load_paths(sorted(str(x) for x in p.iterdir()) if p.is_dir() else [str(p)])
-
-
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     ("rel", "edges"),
@@ -237,6 +229,6 @@ def test_equal_to_one_wait_at_a_time_on_corpus_steps(rel: str, edges: bool, monk
         return n
 
     monkeypatch.setattr(critical_path_graph, "_event_waits", checked)
-    critical_paths(_load(rel))
+    _critical_paths(corpus_trace(rel), None, None, True, True)  # not the per-trace results cache: build the graphs
     assert calls  # the rule ran on the trace's steps
     assert (sum(calls) > 0) == edges

@@ -5,8 +5,6 @@ of corpus traces with items halved and removed; a cycle is refused, never answer
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 import pytest
 
@@ -14,10 +12,8 @@ from gputop_trace.analysis import critical_path_walk as walk
 from gputop_trace.analysis.critical_path_context import _context, _windows
 from gputop_trace.analysis.critical_path_graph import _build_graph
 from gputop_trace.analysis.critical_path_model import _Graph
-from gputop_trace.load.loader import load_paths
-from gputop_trace.model.trace import Trace
 from tests.conftest import require_compiled
-from tests.paths import CORPUS
+from tests.corpus_traces import corpus_trace
 
 
 @pytest.fixture(autouse=True)
@@ -122,12 +118,6 @@ def test_a_cycle_is_refused() -> None:
         walk._replay_ordered(g, z, z, z)
 
 
-@cache
-def _load(rel: str) -> Trace:
-    p = CORPUS / rel
-    return load_paths(sorted(str(x) for x in p.iterdir()) if p.is_dir() else [str(p)])
-
-
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     "rel",
@@ -138,7 +128,7 @@ def _load(rel: str) -> Trace:
     ],
 )
 def test_compiled_replay_equals_the_reference_on_corpus_steps(rel: str) -> None:
-    trace = _load(rel)
+    trace = corpus_trace(rel)
     ctx = _context(trace)
     rng = np.random.default_rng(0)
     steps = 0
