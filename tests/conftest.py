@@ -44,14 +44,15 @@ def require_corpus() -> None:
     pytest.skip(reason)
 
 
-def require_compiled(built: bool, what: str) -> None:
+def require_compiled(built: bool, what: str, *, module: bool = False) -> None:
     """Skip (a user's machine without a C compiler) or fail (``GPUTOP_REQUIRE_SCANNER=1``, CI, which builds every
-    compiled part) when the compiled part ``what`` is not built."""
+    compiled part) when the compiled part ``what`` is not built; ``module``: called at a test module's top, for the
+    whole module."""
     if built:
         return
     if os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":
         pytest.fail(f"GPUTOP_REQUIRE_SCANNER=1 but {what} is not built", pytrace=False)
-    pytest.skip(f"{what} is not built here (no C compiler at install)")
+    pytest.skip(f"{what} is not built here (no C compiler at install)", allow_module_level=module)
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ really the one that ran (it is not a comparison of the Python path with itself).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
@@ -20,15 +19,13 @@ from gputop_trace.parsers.chrome import fast, parallel_scan
 from gputop_trace.parsers.chrome import loader as chrome
 from gputop_trace.parsers.chrome import stream as chrome_stream
 from tests.chrome_reference import load as reference_load
-from tests.conftest import CORPUS, SAMPLES, require_corpus
+from tests.conftest import CORPUS, SAMPLES, require_compiled, require_corpus
 from tests.corpus.test_reference_loader import _edge_files, _raw
 from tests.trace_compare import trace_differences
 
 #: the scanner is optional (a machine without a C compiler gets the pure-Python path), so these comparisons skip where
 #: it was not built; CI builds it and sets GPUTOP_REQUIRE_SCANNER=1, so a build that silently failed fails here
-if not fast.available() and os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":
-    pytest.fail("GPUTOP_REQUIRE_SCANNER=1 but the compiled scanner (_fastscan) is not built", pytrace=False)
-pytestmark = pytest.mark.skipif(not fast.available(), reason="the compiled scanner is not built here")
+require_compiled(fast.available(), "the compiled scanner (_fastscan)", module=True)
 
 CHROME_FILES = sorted(
     str(p.relative_to(CORPUS))

@@ -5,7 +5,6 @@ sparse rowids and a WHERE condition; and the compiled path is really the one tha
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,10 @@ from gputop_trace.parsers.nsys import loader as nsys
 from gputop_trace.parsers.nsys import native_ints
 from gputop_trace.parsers.nsys.columns import ColumnReader
 from gputop_trace.parsers.nsys.schema import connect_readonly
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, require_compiled
 from tests.trace_compare import trace_differences
 
-if not native_ints.available() and os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":
-    pytest.fail("GPUTOP_REQUIRE_SCANNER=1 but the compiled nsys reader (_sqlite_ints) is not built", pytrace=False)
-pytestmark = pytest.mark.skipif(not native_ints.available(), reason="the compiled nsys reader is not built here")
+require_compiled(native_ints.available(), "the compiled nsys reader (_sqlite_ints)", module=True)
 
 NSYS = CORPUS / "nsys"
 FILES = sorted(p.name for p in NSYS.glob("*.sqlite")) if NSYS.is_dir() else []

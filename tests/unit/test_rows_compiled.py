@@ -4,17 +4,13 @@ zero-length and negative-length events, equal starts, empty lanes, and too many 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from gputop_trace.model import depths, native
+from tests.conftest import require_compiled
 
-if depths._rows is None:
-    if os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":  # CI builds it: a build that silently failed fails here
-        pytest.fail("GPUTOP_REQUIRE_SCANNER=1 but the compiled row assignment (_rows) is not built", pytrace=False)
-    pytest.skip("the compiled row assignment (_rows) is not built (no C compiler at install)", allow_module_level=True)
+require_compiled(depths._rows is not None, "the compiled row assignment (_rows)", module=True)
 
 
 def _lanes(rng: np.random.Generator, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -5,16 +5,13 @@ that is not bytes raises."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from gputop_trace.parsers.chrome import scanner
+from tests.conftest import require_compiled
 
-if not scanner.available():
-    if os.environ.get("GPUTOP_REQUIRE_SCANNER") == "1":
-        pytest.fail("GPUTOP_REQUIRE_SCANNER=1 but the compiled scanner (_fastscan) is not built", pytrace=False)
-    pytest.skip("the compiled scanner is not built here", allow_module_level=True)
+require_compiled(scanner.available(), "the compiled scanner (_fastscan)", module=True)
 
 
 def _part(i: int, n: int) -> memoryview:
