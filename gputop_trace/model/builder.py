@@ -278,13 +278,11 @@ class TraceBuilder:
             for k, v in cols.items()
             if k not in ("start_ns", "dur_ns", "lane")
         }
+        parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
         if consume:  # each worker's task holds its column until gathered
             cols = {k: cols[k] for k in ("start_ns", "dur_ns", "lane")}
-            parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
             self._kernels, self._copies, self._flows = [], [], []
             self._collectives, self._op_args, self._memory = [], [], []
-        else:
-            parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
         sides = {
             "kernels": later(_build_side, KernelTable, parts[0], inverse, consume),
             "copies": later(_build_side, CopyTable, parts[1], inverse, consume),

@@ -91,6 +91,14 @@ def _parse_ints(text: bytes | None, n: int) -> I64:
     return a
 
 
+def file_bytes(path: str) -> int:
+    """The size of the file at ``path`` in bytes (0 when it cannot be read)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 class ColumnReader:
     """Reads integer expressions over one table of one export; see the module docstring.
 
@@ -294,7 +302,7 @@ class ColumnReader:
         most that many ranges, dense or not."""
         step = self.chunk_rows
         n_ranges = (hi - lo) // step + 1
-        if n_ranges > 64 and (hi - lo + 1) * SPAN_BYTES_PER_ROWID > self._file_bytes():
+        if n_ranges > 64 and (hi - lo + 1) * SPAN_BYTES_PER_ROWID > file_bytes(self.path):
             count = int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
             if n_ranges > 2 * (count // step + 1):
                 rows = self.conn.execute(
@@ -305,12 +313,6 @@ class ColumnReader:
                 starts = [int(r[0]) for r in rows]
                 return list(zip(starts, [*(b - 1 for b in starts[1:]), hi], strict=True))
         return [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)]
-
-    def _file_bytes(self) -> int:
-        try:
-            return os.path.getsize(self.path)
-        except OSError:
-            return 0
 
     def _chunk(self, sql: str, lo: int, hi: int, n_expr: int, conn: sqlite3.Connection | None) -> list[I64]:
         """One chunk's columns: the compiled reader's when it takes the chunk whole, else the text path's on

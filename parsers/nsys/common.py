@@ -215,15 +215,11 @@ class EventStore:
 
     def __init__(self, capacity: int, plausible: int | None = None) -> None:
         self.capacity = max(int(capacity), 1)
-        #: the most rows one table may reserve (:meth:`reserve`)
+        #: the most rows one table may reserve (:meth:`reserve`; a damaged rowid may make a table's span 2**62)
         self.plausible = self.capacity if plausible is None else plausible
         self.cols: dict[str, npt.NDArray[Any]] = {k: np.empty(self.capacity, dtype=dt) for k, dt in STORE_COLUMNS}
         self.n = 0
         self.batches: list[Batch] = []
-
-    def plausible_rows(self) -> int:
-        """The most rows :meth:`reserve` should be asked for (a damaged rowid may make a table's span 2**62)."""
-        return self.plausible
 
     def reserve(self, m: int) -> dict[str, npt.NDArray[Any]]:
         """Views of the next ``m`` rows of every column, for a reader to write a table's rows into before it adds
@@ -286,6 +282,14 @@ class EventStore:
         if at != self.n:
             return None
         return {k: v[: self.n] for k, v in self.cols.items()}
+
+
+def pack_join_key(proc_index: I64, corr: I64, out: I64 | None = None) -> I64:
+    """The key that joins a CUDA call to its GPU work: the process's index (:meth:`Context.process_index`) in the
+    high 32 bits, the correlationId's low 32 bits below (``out``: written there)."""
+    key = np.bitwise_and(np.asarray(corr, dtype=np.int64), 0xFFFFFFFF, out=out)
+    key |= np.left_shift(proc_index, 32)
+    return key
 
 
 @dataclass
@@ -365,15 +369,12 @@ class Context:
         raise KeyError(index)
 
     def join_key(self, gpids: I64, corr: I64) -> I64:
-        """(process, correlationId) packed into one int64."""
-        return (self.process_index(gpids) << 32) | (corr & 0xFFFFFFFF)
+        """(process, correlationId) packed into one int64 (:func:`pack_join_key`)."""
+        return pack_join_key(self.process_index(gpids), corr)
 
     def join_key_codes(self, procs: I64, proc_code: I64, corr: I64) -> I64:
         """:meth:`join_key` of globalPids already factorized (``procs, proc_code = factorize(gpids)``)."""
-        key = self.process_index_codes(procs, proc_code)
-        key <<= 32
-        key |= corr & 0xFFFFFFFF
-        return key
+        return pack_join_key(self.process_index_codes(procs, proc_code), corr)
 
     # ---- names ---------------------------------------------------------------------------------------------
     def process_label(self, gpid: int) -> str:

@@ -26,6 +26,7 @@ from gputop_trace.parsers.nsys.common import (
     col_or,
     factorize,
     kind_array,
+    pack_join_key,
     thread_row_exprs,
 )
 from gputop_trace.parsers.nsys.gpu import add_gpu_busy_overhead
@@ -124,15 +125,14 @@ def read_runtime(ctx: Context) -> None:
     threads = np.unique(np.concatenate([c.threads for c in chunks])) if chunks else empty
     lane_ids = np.array([ctx.cpu_lane(int(g)) for g in threads.tolist()], dtype=np.int32)
     procs, proc_of_thread = factorize(threads & GPID_MASK)
-    thread_key = ctx.process_index_codes(procs, proc_of_thread) << 32  # per distinct thread: its process << 32
+    thread_proc = ctx.process_index_codes(procs, proc_of_thread)  # per distinct thread: its process's index
     key = np.empty(n, dtype=np.int64)
     for c in chunks:
         a, b = c.at, c.at + c.start_rows
         name[a:b] = name_ids[np.searchsorted(all_names, c.names)][c.name_code]
         thread = np.searchsorted(threads, c.threads)
         lane[a:b] = lane_ids[thread][c.thread_code]
-        np.bitwise_and(corr[a:b], 0xFFFFFFFF, out=key[a:b])
-        key[a:b] |= thread_key[thread][c.thread_code]
+        pack_join_key(thread_proc[thread][c.thread_code], corr[a:b], out=key[a:b])
     del chunks
     order = np.argsort(key, kind="stable")
     batch = Batch(
@@ -181,7 +181,7 @@ class _Rows:
         self.at = 0
         self.parts: list[tuple[I64, I64, I64]] = []
         self.cols: dict[str, npt.NDArray[Any]] | None = None
-        if ctx.store is not None and span <= ctx.store.plausible_rows():
+        if ctx.store is not None and span <= ctx.store.plausible:
             self.cols = ctx.store.reserve(span)
 
     def restart(self) -> None:

@@ -12,7 +12,6 @@ when it is installed (:mod:`.nsys_report`).
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.cores import usable_cores
 from gputop_trace.parsers.nsys import cpu as nsys_cpu
 from gputop_trace.parsers.nsys import gpu as nsys_gpu
-from gputop_trace.parsers.nsys.columns import ColumnReader
+from gputop_trace.parsers.nsys.columns import ColumnReader, file_bytes
 from gputop_trace.parsers.nsys.common import NULL_DUR, Batch, Context, EventStore, Strings
 from gputop_trace.parsers.nsys.graph_events import read_graph_events
 from gputop_trace.parsers.nsys.schema import (
@@ -105,7 +104,7 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
             progress(done[0], total, done[0])
 
     reader = ColumnReader(path, conn, on_rows=on_rows)
-    plausible = _file_bytes(path) // 16 + 4096  # more rows than any table of the file can hold
+    plausible = file_bytes(path) // 16 + 4096  # more rows than any table of the file can hold
     ctx = Context(
         path=path,
         conn=conn,
@@ -161,13 +160,6 @@ def _load(path: str, conn: sqlite3.Connection, decoder: TextDecoder, progress: P
     ctx.store = None
     ctx.api_lookup = None
     return builder.build(meta, consume=True)
-
-
-def _file_bytes(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _warn_about_views(conn: sqlite3.Connection, schema: Schema, builder: TraceBuilder) -> None:
