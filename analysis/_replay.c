@@ -52,11 +52,12 @@ static int run(Py_ssize_t nn, const uint8_t *first, const void *x1, const void *
             while (next[n] < 3) {
                 int k = next[n]++;
                 int64_t q = k == 0 ? (first[n] ? -1 : n - 1) : pred_of(k == 1 ? x1 : x2, wide, n);
-                if (q < 0 || state[q] == 2) continue;
-                if (q >= nn || state[q] == 1) { /* out of range, or a cycle */
+                if (q < 0) continue;
+                if (q >= nn || state[q] == 1) { /* out of range (checked before any read), or a cycle */
                     rc = -1;
                     break;
                 }
+                if (state[q] == 2) continue;
                 p = q;
                 break;
             }

@@ -36,9 +36,7 @@ def _replay(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
         assert _compiled is not None
         out = np.empty(len(g.t), dtype=np.int64)
         as_c = np.ascontiguousarray
-        x1, x2 = as_c(g.x1), as_c(g.x2)
-        if x1.dtype != x2.dtype or x1.dtype.itemsize not in (4, 8):
-            x1, x2 = as_c(x1, dtype=np.int64), as_c(x2, dtype=np.int64)
+        x1, x2 = as_c(g.x1), as_c(g.x2)  # one index dtype (int32 or int64), as the graph makes them
         i64 = np.int64
         if _compiled.replay(as_c(g.first, bool), x1, x2, as_c(wc, i64), as_c(w1, i64), as_c(r, i64), g.s, out) == 0:
             return out

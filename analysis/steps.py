@@ -195,10 +195,10 @@ def cut_to_recording(start: I64, end: I64, rec: Recording | None) -> tuple[I64, 
     return start, end, empty
 
 
-def cut_ranges(trace: Trace, events: I64, recs: dict[int, Recording] | None = None) -> tuple[I64, I64]:
+def cut_ranges(trace: Trace, events: I64) -> tuple[I64, I64]:
     """Start and end (ns) of annotation range events cut to their rank's recording as steps are (a range with
     nothing recorded in it gets no length: its end at its cut start)."""
-    recs = recs if recs is not None else recordings(trace)
+    recs = recordings(trace)
     start, end = trace.start_ns[events].copy(), trace.end_ns[events].copy()
     ranks = trace.event_rank[events]
     for r in distinct(ranks).tolist():

@@ -10,7 +10,7 @@ import numpy as np
 
 from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, plain_name
 from gputop_trace.analysis.transfers import CopyRows, TransferReport, direction_label, host_memory_label
-from gputop_trace.model.arrays import distinct, isin
+from gputop_trace.model.arrays import I64, distinct, isin
 from gputop_trace.model.devices import DeviceWords
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
@@ -23,6 +23,7 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
     the report's columns; only the copies a finding names become rows."""
     out: list[Draft] = []
     span_all = max(spans.values(), default=trace.span_ns)
+    kernel_lanes = distinct(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)])  # once for every finding below
     blocking = [f.rows.events for f in rep.flags if f.flag in ("pageable_async", "sync_copy")]
     blocking_events = np.concatenate(blocking) if blocking else np.zeros(0, dtype=np.int64)
     for flag in rep.flags:
@@ -36,6 +37,7 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
         exposed = rows.total("exposed_ns")
         # the copies may sit on several GPUs: weigh them against those GPUs' spans together
         where_lanes = [trace.lanes[ln] for ln in distinct(trace.lane[rows.events]).tolist()]
+        groups = _copy_groups(trace, rows, set(kernel_lanes.tolist()), len({ln.rank for ln in where_lanes}) > 1)
         span = sum(spans.get(k, 0) for k in {(ln.rank, ln.device) for ln in where_lanes}) or span_all
         where = f" in `{plain_name(top.range_name)}`" if top.range_name else ""
         biggest = (
@@ -52,7 +54,7 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
             Draft(
                 kind=flag.flag,
                 title=title,
-                detail=f"{_flag_why(flag.flag, trace.device_words())} {_copy_groups(trace, rows)} Fix: {flag.fix}",
+                detail=f"{_flag_why(flag.flag, trace.device_words())} {groups} Fix: {flag.fix}",
                 time_ns=exposed,
                 span_ns=span,
                 evidence={
@@ -82,17 +84,17 @@ def transfer_findings(trace: Trace, rep: TransferReport, spans: dict[tuple[int, 
                 device=top.device,
             )
         )
-    out.extend(_side_stream_copies(trace, rep, spans))
+    out.extend(_side_stream_copies(trace, rep, spans, kernel_lanes))
     return out
 
 
-def _copy_groups(trace: Trace, rows: CopyRows) -> str:
+def _copy_groups(trace: Trace, rows: CopyRows, kernel_lanes: set[int], multi_rank: bool) -> str:
     """``"Copies: 1 × 32.0 MiB DtoH (pageable) in `checkpoint_d2h` on stream 7 (24.0 ms); ..."``: the copies
     grouped by direction, host memory, the family of their range's name, stream and size, the four groups with the
-    most exposed time first (groups met first first among equals)."""
+    most exposed time first (groups met first first among equals); ``kernel_lanes``: the lanes that run kernels;
+    ``multi_rank``: the copies are on several ranks (each group names its rank)."""
     rep, pos = rows.report, rows.positions
     cols = rep.columns
-    kernel_lanes = set(distinct(trace.lane[trace.of_kind(Kind.KERNEL, Kind.GRAPH)]).tolist())
     ev = cols.event[pos]
     lane = trace.lane[ev]
     # each row's labels as small ids (equal labels, equal ids: groups are of what the text says)
@@ -117,8 +119,6 @@ def _copy_groups(trace: Trace, rows: CopyRows) -> str:
     exposed = np.zeros(len(uniq), dtype=np.int64)
     np.add.at(exposed, inverse, cols.exposed_ns[pos])
     count = np.bincount(inverse, minlength=len(uniq))
-    ranks = {trace.lanes[ln].rank for ln in distinct(lane).tolist()}
-    multi_rank = len(ranks) > 1
     parts = []
     for g in np.lexsort((first, -exposed))[:4].tolist():
         i = int(first[g])  # the group's first row
@@ -166,13 +166,14 @@ def _flag_why(flag: str, words: DeviceWords) -> str:
     return why
 
 
-def _side_stream_copies(trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int]) -> list[Draft]:
-    """How much of the copies on streams that run no kernels (copy side streams) is hidden behind kernels."""
+def _side_stream_copies(
+    trace: Trace, rep: TransferReport, spans: dict[tuple[int, int], int], k_lanes: I64
+) -> list[Draft]:
+    """How much of the copies on streams that run no kernels (``k_lanes``: the lanes that do) is hidden behind
+    kernels."""
     cols = rep.columns
     if not len(cols):
         return []
-    k = trace.of_kind(Kind.KERNEL, Kind.GRAPH)
-    k_lanes = distinct(trace.lane[k])
     lanes = trace.lane[cols.event]
     side = ~cols.is_memset & ~isin(lanes, k_lanes) & (trace.lane_kind[lanes] == LaneKind.GPU_STREAM)
     sel = np.flatnonzero(side)

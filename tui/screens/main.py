@@ -104,7 +104,6 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         """Create panels 1–9 once the first screen is drawn: composing and mounting them (tables, plots, the
         drill-down's form) and importing their modules took about 0.2 s before the first frame. What asked for
         a panel in the meantime (a key, a result) runs once they are mounted (:meth:`when_panels`)."""
-        from gputop_trace.analysis.job import job_coverage
         from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
         from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel
         from gputop_trace.tui.widgets.findings_panel import FindingsPanel
@@ -118,9 +117,8 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
             return
         for analysing in (self.query_one(GapsPanel), self.query_one(TransfersPanel), self.query_one(RangesPanel)):
             analysing.set_message(Text("analysing…", style="dim"))
-        job = job_coverage(self.trace.meta)
         self.query_one(FindingsPanel).show(
-            [], self.trace.meta.warnings, "analysing… (the loader's warnings are below)", job.note if job else None
+            [], self.trace.meta.warnings, "analysing… (the loader's warnings are below)", self._job_note()
         )
         self.query_one(RanksPanel).set_message(Text("comparing ranks…", style="dim"))
         self.query_one(CriticalPathPanel).set_message(
