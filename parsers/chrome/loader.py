@@ -296,10 +296,15 @@ def _classify(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Kind and lane of every event: by the classes found as the events streamed, or, for a JAX trace (whose
     classification reads every name), from the whole columns."""
-    c = st.cols
+    cls = st.cols.column("cls")
     if fmt != "jax":
-        return classify_classes(st, fmt, rank, c.column("cls"))
-    return classify_all(st, fmt, rank, c.column("src"), c.column("cat"), name, c.column("device"), c.column("phc"))
+        return classify_classes(st, fmt, rank, cls)
+    # each event's thread, category, ph class and device from its class's row
+    rows = np.array(list(st.classes), dtype=np.int64).reshape(-1, 5)[cls]
+    src, cat, phc, device = (
+        rows[:, j].astype(dt) for j, dt in ((0, np.int32), (1, np.int32), (2, np.uint8), (3, np.int32))
+    )
+    return classify_all(st, fmt, rank, src, cat, name, device, phc)
 
 
 def _add_counters(st: State, rank: int) -> None:

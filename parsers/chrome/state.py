@@ -18,18 +18,15 @@ PH_X, PH_I, PH_BE, PH_ASYNC, PH_ASYNC_I = 0, 1, 2, 3, 4
 
 
 #: the per-event columns and their dtypes (a part's ids come as int64 and are cast as they are copied in, with
-#: ``astype``'s casting)
+#: ``astype``'s casting). An event's thread, category, ph class and device are in its class (``cls``: a row of
+#: ``State.classes``), so they are not kept per event.
 COLUMNS: dict[str, Any] = {
     "start": np.int64,
     "dur": np.int64,
-    "src": np.int32,
-    "cat": np.int32,
     "name": np.int32,
     "corr": np.int64,
     "ext": np.int64,
-    "device": np.int32,
-    "phc": np.uint8,
-    "cls": np.int32,  # ids into ``State.classes``
+    "cls": np.int32,  # ids into ``State.classes``: (thread, category, ph class, device, name or -1)
 }
 
 
@@ -246,7 +243,5 @@ def append_events(
 
     src, cat, name, device = src.astype(np.int32), cat.astype(np.int32), name.astype(np.int32), device.astype(np.int32)
     cls = event_classes(st, src, cat, name, device, phc)
-    st.cols.append(
-        start=start, dur=dur, src=src, cat=cat, name=name, corr=corr, ext=ext, device=device, phc=phc, cls=cls
-    )
+    st.cols.append(start=start, dur=dur, name=name, corr=corr, ext=ext, cls=cls)
     st.n += int(start.shape[0])

@@ -15,8 +15,10 @@ import pytest
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
-from gputop_trace.parsers.chrome import classify, fast
+from gputop_trace.parsers.chrome import classify, fast, state
+from gputop_trace.parsers.chrome import columns as chrome_columns
 from gputop_trace.parsers.chrome import loader as chrome
+from gputop_trace.parsers.chrome import matching as chrome_matching
 from gputop_trace.parsers.chrome import stream as chrome_stream
 from gputop_trace.parsers.chrome.state import State
 from tests.conftest import CORPUS, SAMPLES, require_corpus
@@ -31,19 +33,43 @@ CHROME_FILES = sorted(
 )
 
 
+#: each loading State's per-event (thread, category, device, ph class), as the parser appended them
+_APPENDED: dict[int, list[tuple[np.ndarray[Any, Any], ...]]] = {}
+
+
+def _recording(real: Any) -> Any:
+    """``append_events`` that also keeps each event's thread, category, device and ph class (the loader keeps
+    them only in the event's class), cast as the columns were."""
+
+    def append(st: State, start: Any, dur: Any, src: Any, cat: Any, name: Any, *rest: Any) -> None:
+        _corr, _ext, device, phc = rest
+        n = start.shape[0]
+        kept = (src.astype(np.int32), cat.astype(np.int32), device.astype(np.int32), np.broadcast_to(phc, n))
+        _APPENDED.setdefault(id(st), []).append(tuple(np.asarray(k) for k in kept))
+        real(st, start, dur, src, cat, name, *rest)
+
+    return append
+
+
 def _by_whole_columns(
     st: State, fmt: str, rank: int, name: np.ndarray[Any, Any]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """The classification as it was before the classes: distinct rows of the concatenated columns."""
-    c = st.cols
-    cols = (c.column("src"), c.column("cat"), name, c.column("device"), c.column("phc"))
-    return classify.classify_all(st, fmt, rank, *cols)
+    """The classification as it was before the classes: distinct rows of the concatenated columns, as the parser
+    appended them (recorded by :func:`_recording`, not read back from the classes)."""
+    parts = _APPENDED.pop(id(st), [])
+    src, cat, device, phc = (
+        np.concatenate([p[j] for p in parts]) if parts else np.zeros(0, dtype=np.int32) for j in range(4)
+    )
+    return classify.classify_all(st, fmt, rank, src, cat, name, device, phc.astype(np.uint8))
 
 
 def _both_ways(path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace, Trace]:
     by_classes = chrome.load(path)
     with monkeypatch.context() as m:
         m.setattr(chrome, "_classify", _by_whole_columns)
+        recording = _recording(state.append_events)
+        m.setattr(chrome_columns, "append_events", recording)
+        m.setattr(chrome_matching, "append_events", recording)
         whole = chrome.load(path)
     return by_classes, whole
 
