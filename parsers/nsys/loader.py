@@ -314,8 +314,7 @@ def _add_batches(ctx: Context) -> None:
     elif apis:
         rows = [a.join_keys() for a, _ in apis]
         all_keys = np.concatenate([r for r in rows if r is not None])
-        known = apis[0][0].api_order if len(apis) == 1 else None
-        perm = known if known is not None else np.argsort(all_keys, kind="stable")
+        perm = np.argsort(all_keys, kind="stable")  # (keys kept in row order: Batch.keep dropped their order)
         keys = all_keys[perm]
         calls = np.concatenate([i for _, i in apis])
         call_names = np.concatenate([a.api_name for a, _ in apis if a.api_name is not None])
