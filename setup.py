@@ -7,8 +7,8 @@ model (tests/corpus/test_fastscan_equivalence.py compares the two on every corpu
 (gputop_trace/model/depths.py falls back to numpy; tests/unit/test_rows_compiled.py compares the two).
 ``parsers/nsys/_sqlite_ints.c`` reads the integer columns of Nsight Systems exports into numpy buffers; it is optional
 in the same way (parsers/nsys/columns.py falls back to its text path; tests/unit/test_nsys_native.py compares them).
-``analysis/_replay.c`` replays a step's critical-path graph (the what-ifs) in one pass; it is optional in the same way
-(analysis/critical_path_walk.py falls back to numpy scans and an ordered Python pass;
+``analysis/critical_path/_replay.c`` replays a step's critical-path graph (the what-ifs) in one pass; it is optional
+in the same way (analysis/critical_path/walk.py falls back to numpy scans and an ordered Python pass;
 tests/unit/test_critical_path_replay.py compares them).
 """
 
@@ -36,8 +36,8 @@ setup(
             libraries=["dl"],
         ),
         Extension(
-            "gputop_trace.analysis._replay",
-            ["analysis/_replay.c"],
+            "gputop_trace.analysis.critical_path._replay",
+            ["analysis/critical_path/_replay.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -14,9 +14,9 @@ from enum import Enum
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.analysis.compiled import compiled_program, kernel_origins
+from gputop_trace.analysis.compiled.inductor import InductorInfo, InductorLookup
+from gputop_trace.analysis.compiled.regions import compiled_program, kernel_origins
 from gputop_trace.analysis.enclosing import innermost_enclosing
-from gputop_trace.analysis.inductor_info import InductorInfo, InductorLookup
 from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.kernel_names import qualified_name
 from gputop_trace.model.kinds import Kind

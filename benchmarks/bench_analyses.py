@@ -125,7 +125,7 @@ def _parse_count(text: str) -> int:
 
 def measure(trace: Any, repeat: int) -> dict[str, Any]:
     """Median wall seconds of each analysis over ``repeat`` runs on fresh trace objects."""
-    from gputop_trace.analysis.gaps import find_gaps
+    from gputop_trace.analysis.gaps.detect import find_gaps
     from gputop_trace.analysis.kernels import kernel_table
     from gputop_trace.analysis.transfers import transfer_overlap
 

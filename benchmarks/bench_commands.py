@@ -113,8 +113,8 @@ lap("command line")
 trace = common.load(args)
 lap("load")
 # the analyses of report.summary.analyse, one by one; the findings' detectors timed inside find_findings
-from gputop_trace.analysis import findings as F
-from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+from gputop_trace.analysis.findings import assemble as F
+from gputop_trace.analysis.gaps.detect import DEFAULT_THRESHOLD_NS, find_gaps
 from gputop_trace.analysis.ranges import range_summary
 from gputop_trace.analysis.transfers import transfer_overlap
 from gputop_trace.report import summary as S

@@ -47,7 +47,7 @@ import json, sys, time
 from gputop_trace.numpy_env import prepare
 prepare()  # as the gputop-trace command does, before numpy is imported
 from gputop_trace.load.loader import load_paths
-from gputop_trace.analysis.critical_path import critical_paths
+from gputop_trace.analysis.critical_path.path import critical_paths
 trace = load_paths([sys.argv[1]], use_cache=False)
 t0, c0 = time.perf_counter(), time.process_time()
 paths = critical_paths(trace, what_if=False)
@@ -64,7 +64,7 @@ from gputop_trace.numpy_env import prepare
 prepare()  # as the gputop-trace command does, before numpy is imported
 from pathlib import Path
 from gputop_trace.load.loader import load_paths
-from gputop_trace.analysis.critical_path import critical_paths
+from gputop_trace.analysis.critical_path.path import critical_paths
 p = Path(sys.argv[1])
 trace = load_paths(sorted(str(x) for x in p.iterdir()) if p.is_dir() else [str(p)])
 out = []

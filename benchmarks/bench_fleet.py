@@ -46,8 +46,8 @@ def _json_bytes(paths: list[str]) -> int:
 
 def run_executor(executor: str, paths: list[str], workers: int) -> dict[str, Any]:
     """Summarise and analyse the fleet on one executor; wall seconds and the result's outline."""
-    from gputop_trace.analysis.fleet_findings import analyse_fleet
-    from gputop_trace.analysis.rank_summary import SummaryOptions
+    from gputop_trace.analysis.fleet.analyse import analyse_fleet
+    from gputop_trace.analysis.fleet.rank_summary import SummaryOptions
     from gputop_trace.fleet.executors import expand_paths, plan_jobs, run_dask, run_local, run_processes
     from gputop_trace.fleet.table import assign_ranks
 
@@ -131,7 +131,7 @@ def fleet_step_at(summaries_per_rank: Any, n: int) -> float:
     """Seconds of the fleet step (matching, outliers, findings) for ``n`` ranks, from copies of real summaries."""
     import dataclasses
 
-    from gputop_trace.analysis.fleet_findings import analyse_fleet
+    from gputop_trace.analysis.fleet.analyse import analyse_fleet
 
     src = summaries_per_rank
     many = [dataclasses.replace(src[i % len(src)], rank=i, path=f"/x/rank{i}.json") for i in range(n)]

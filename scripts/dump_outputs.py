@@ -74,8 +74,9 @@ def main(folder: Path) -> None:
         stem = str(path.relative_to(CORPUS)).replace("/", "_")
         dump(folder, f"{stem}__ncu.json", ["ncu", str(path), "--json"])
         dump(folder, f"{stem}__ncu", ["ncu", str(path)])
-    base, test = sorted((CORPUS / "external" / "trace_compare" / "base").glob("*.gz")), sorted(
-        (CORPUS / "external" / "trace_compare" / "test").glob("*.gz")
+    base, test = (
+        sorted((CORPUS / "external" / "trace_compare" / "base").glob("*.gz")),
+        sorted((CORPUS / "external" / "trace_compare" / "test").glob("*.gz")),
     )
     dump(folder, "trace_compare__diff.json", ["diff", str(base[0]), str(test[0]), "--json"])
     dump(folder, "trace_compare__diff", ["diff", str(base[0]), str(test[0])])

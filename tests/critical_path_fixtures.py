@@ -4,7 +4,7 @@ finds on that trace."""
 
 from __future__ import annotations
 
-from gputop_trace.analysis.critical_path import PathSegment, StepPath, WhatIf
+from gputop_trace.analysis.critical_path.path import PathSegment, StepPath, WhatIf
 from gputop_trace.model.trace import Trace
 
 

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import CORPUS, ROOT, require_corpus
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
+    from gputop_trace.analysis.fleet.rank_summary import RankSummary, SummaryOptions
 
 #: The 256-rank fleet's injected stragglers: rank → host delay per collective (ns, ×0.5–1.5 each time).
 STRAGGLERS_256 = {37: 4_000_000, 130: 3_000_000, 201: 6_000_000}
@@ -73,7 +73,7 @@ def summarize_or_die(path: str, default_rank: int, options: SummaryOptions) -> l
     """A per-file function whose worker process dies (as if killed for memory) on files named ``*die*``."""
     import os
 
-    from gputop_trace.analysis.rank_summary import SummaryOptions
+    from gputop_trace.analysis.fleet.rank_summary import SummaryOptions
     from gputop_trace.fleet.summarize import summarize_file
 
     if "die" in os.path.basename(path):

@@ -367,8 +367,8 @@ class GputopApp(App[int]):
     def run_analyses(self, trace: Trace) -> None:
         """Build the name index and run the analyses, posting each result as soon as it is ready (the panel
         that needs a result shows it; one that failed shows the error)."""
-        from gputop_trace.analysis.findings import find_findings
-        from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+        from gputop_trace.analysis.findings.assemble import find_findings
+        from gputop_trace.analysis.gaps.detect import DEFAULT_THRESHOLD_NS, find_gaps
         from gputop_trace.analysis.kernels import kernel_table
         from gputop_trace.analysis.ranges import range_summary
         from gputop_trace.analysis.transfers import transfer_overlap
@@ -467,7 +467,7 @@ class GputopApp(App[int]):
     def run_critical_path(self, trace: Trace) -> None:
         """Every step's critical path (``analysis.critical_path``), posted as the ``critical_path`` result: the
         list of ``StepPath``; a trace it cannot analyse posts the reason, a bug the command line's message."""
-        from gputop_trace.analysis.critical_path import critical_paths
+        from gputop_trace.analysis.critical_path.path import critical_paths
 
         worker = get_current_worker()
         token = self.load_token

@@ -21,9 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.busy import device_busy, gpu_ops
-from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.diff.steps import RunSteps, StepPairs, step_key
-from gputop_trace.analysis.gaps import find_gaps
+from gputop_trace.analysis.gaps.causes import CAUSE_LABELS, CAUSES
+from gputop_trace.analysis.gaps.detect import find_gaps
 from gputop_trace.analysis.intervals import overlap_with_union, union
 from gputop_trace.analysis.kernels import GroupBy, kernel_table
 from gputop_trace.analysis.ranges import range_summary

@@ -10,7 +10,7 @@ from gputop_trace.cli import common
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from gputop_trace.analysis.critical_path import StepPath
+    from gputop_trace.analysis.critical_path.path import StepPath
     from gputop_trace.model.trace import Trace
 
 #: items shown per step in the text output
@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, find the critical paths, print."""
-    from gputop_trace.analysis.critical_path import critical_paths
+    from gputop_trace.analysis.critical_path.path import critical_paths
     from gputop_trace.errors import TraceError
 
     trace = common.load(args)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from gputop_trace.units import format_ns, parse_duration_ns, plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.findings import Finding
-    from gputop_trace.analysis.gaps import DeviceGaps
+    from gputop_trace.analysis.findings.assemble import Finding
+    from gputop_trace.analysis.gaps.detect import DeviceGaps
     from gputop_trace.analysis.transfers import TransferReport
 
 FINDING_KINDS = (

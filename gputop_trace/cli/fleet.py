@@ -20,7 +20,7 @@ from gputop_trace.units import plural
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from gputop_trace.analysis.rank_summary import RankSummary
+    from gputop_trace.analysis.fleet.rank_summary import RankSummary
 
 
 def register(sub: Any) -> None:
@@ -94,8 +94,8 @@ def _max_memory(text: str | None) -> int | None:
 
 def analyse(args: argparse.Namespace) -> tuple[dict[str, Any], list[RankSummary]]:
     """Run the fleet: expand paths, summarise every rank on the executor, match, find; the document + summaries."""
-    from gputop_trace.analysis.fleet_findings import analyse_fleet
-    from gputop_trace.analysis.rank_summary import SummaryOptions
+    from gputop_trace.analysis.fleet.analyse import analyse_fleet
+    from gputop_trace.analysis.fleet.rank_summary import SummaryOptions
     from gputop_trace.fleet.executors import expand_paths, plan_jobs, run_jobs
     from gputop_trace.fleet.table import assign_ranks, fleet_document, fleet_warnings
 
@@ -268,7 +268,7 @@ def ranks_table(rows: list[dict[str, Any]], *, top: int = 20) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    from gputop_trace.analysis.causes import CAUSE_SHORT
+    from gputop_trace.analysis.gaps.causes import CAUSE_SHORT
     from gputop_trace.units import format_ns
 
     order = rank_order(rows)

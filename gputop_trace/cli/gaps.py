@@ -9,7 +9,7 @@ from gputop_trace.cli import common
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.gaps import DeviceGaps
+    from gputop_trace.analysis.gaps.detect import DeviceGaps
     from gputop_trace.model.trace import Trace
 
 DEFAULT_LIMIT = 20
@@ -92,7 +92,7 @@ def build(trace: Trace, paths: list[str], gaps: list[DeviceGaps], threshold_ns: 
 
 def run(args: argparse.Namespace) -> int:
     """Load, find gaps, print."""
-    from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+    from gputop_trace.analysis.gaps.detect import DEFAULT_THRESHOLD_NS, find_gaps
 
     trace = common.load(args)
     threshold = DEFAULT_THRESHOLD_NS if args.gap_threshold is None else int(args.gap_threshold)
@@ -122,8 +122,8 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
     """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
     from rich.text import Text
 
-    from gputop_trace.analysis.causes import cause_label
-    from gputop_trace.analysis.gaps import LAUNCH_GAP_NS
+    from gputop_trace.analysis.gaps.causes import cause_label
+    from gputop_trace.analysis.gaps.detect import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.cli.pipe_output import cut_at
     from gputop_trace.cli.tables import add_number_columns, compact_table

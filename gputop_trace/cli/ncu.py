@@ -20,8 +20,8 @@ from gputop_trace.errors import TraceError
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.ncu_launches import LaunchSpread
-    from gputop_trace.analysis.roofline import KernelVerdict
+    from gputop_trace.analysis.ncu_diagnosis.launches import LaunchSpread
+    from gputop_trace.analysis.roofline.verdict import KernelVerdict
     from gputop_trace.model.ncu import NcuReport
     from gputop_trace.ncu.runner import Guidance, NcuRunResult
 
@@ -210,7 +210,7 @@ def report_json(
     report: NcuReport, verdicts: list[KernelVerdict], *, run: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The whole ``ncu`` JSON document."""
-    from gputop_trace.analysis.ncu_launches import launch_spreads
+    from gputop_trace.analysis.ncu_diagnosis.launches import launch_spreads
     from gputop_trace.report.envelope import envelope
 
     doc = envelope("ncu", None, report.path, kernels=[verdict_json(v) for v in verdicts])
@@ -246,7 +246,7 @@ def guidance_json(g: Guidance) -> dict[str, Any]:
 
 def analyze_report(report: NcuReport, *, launch: int | None = None) -> list[KernelVerdict]:
     """A verdict for every kernel of a report (``launch`` applies to a single-kernel report from our own run)."""
-    from gputop_trace.analysis.roofline import analyze_kernel
+    from gputop_trace.analysis.roofline.verdict import analyze_kernel
 
     single = len(report.kernels) == 1
     return [analyze_kernel(k, launch=launch if single else None) for k in report.kernels]
@@ -272,7 +272,7 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
         if len(verdicts) > 1:
             con.print(Rule(f"kernel {i + 1} of {len(verdicts)}"))
         con.print(render_verdict(v, extra_warnings=extra_warnings))
-    from gputop_trace.analysis.ncu_launches import launch_spreads
+    from gputop_trace.analysis.ncu_diagnosis.launches import launch_spreads
     from gputop_trace.tui.view.ncu_verdict import spread_table
 
     for s in launch_spreads(report.kernels):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.cli import common
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.ops import OpRow
+    from gputop_trace.analysis.operators.table import OpRow
     from gputop_trace.model.trace import Trace
 
 DEFAULT_TOP = 30
@@ -73,7 +73,7 @@ def register(sub: Any) -> None:
 
 def select(rows: list[OpRow], *, every_key: bool, name: str | None, sort: str) -> list[OpRow]:
     """The rows shown: operators and annotations (every key with ``every_key``), matching ``name``, sorted."""
-    from gputop_trace.analysis.ops import OPERATOR_KINDS
+    from gputop_trace.analysis.operators.table import OPERATOR_KINDS
 
     out = [r for r in rows if every_key or r.kind in OPERATOR_KINDS]
     if name:
@@ -96,10 +96,10 @@ def _check_rank(trace: Trace, rank: int | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, build the operator table, print."""
-    from gputop_trace.analysis.memory import memory_series
-    from gputop_trace.analysis.op_mfu import gpu_name, step_mfu
-    from gputop_trace.analysis.op_tree import build_op_tree
-    from gputop_trace.analysis.ops import op_table
+    from gputop_trace.analysis.operators.memory import memory_series
+    from gputop_trace.analysis.operators.mfu import gpu_name, step_mfu
+    from gputop_trace.analysis.operators.table import op_table
+    from gputop_trace.analysis.operators.tree import build_op_tree
     from gputop_trace.report import ops_json
 
     trace = common.load(args)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.cli import common
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.op_tree import OpTree
-    from gputop_trace.analysis.ops import OpRow
+    from gputop_trace.analysis.operators.table import OpRow
+    from gputop_trace.analysis.operators.tree import OpTree
     from gputop_trace.model.trace import Trace
 
 
@@ -88,7 +88,7 @@ def _drop_index(cols: list[tuple[str, int, Cell]]) -> int:
 
 
 def _rate(r: OpRow, gpu: str) -> str:
-    from gputop_trace.analysis.op_mfu import achieved
+    from gputop_trace.analysis.operators.mfu import achieved
     from gputop_trace.units import format_si
 
     a = achieved(r, gpu)
@@ -131,8 +131,8 @@ def _columns(rows: list[OpRow]) -> list[tuple[str, int, Cell]]:
 def _steps_and_memory(con: Any, trace: Trace, tree: OpTree, args: argparse.Namespace) -> None:
     from rich.text import Text
 
-    from gputop_trace.analysis.memory import memory_series
-    from gputop_trace.analysis.op_mfu import step_mfu
+    from gputop_trace.analysis.operators.memory import memory_series
+    from gputop_trace.analysis.operators.mfu import step_mfu
     from gputop_trace.safe_text import clean
     from gputop_trace.units import format_ns, format_range, format_si
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.errors import TraceError
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
+    from gputop_trace.analysis.fleet.rank_summary import RankSummary, SummaryOptions
 
 #: ``fn(path, default_rank, options) -> [RankSummary, ...]``: what runs next to each file.
 SummaryFn = Callable[[str, int, "SummaryOptions"], "list[RankSummary]"]

@@ -16,7 +16,7 @@ META_KEY = b"gputop_trace.fleet"
 def _schema() -> Any:
     import pyarrow as pa
 
-    from gputop_trace.analysis.causes import CAUSES
+    from gputop_trace.analysis.gaps.causes import CAUSES
 
     i64, f64, s = pa.int64(), pa.float64(), pa.string()
     cause = pa.struct([("count", i64), ("total_ns", i64)])

@@ -1,4 +1,4 @@
-"""One rank's trace file reduced to :class:`~gputop_trace.analysis.rank_summary.RankSummary` records, the
+"""One rank's trace file reduced to :class:`~gputop_trace.analysis.fleet.rank_summary.RankSummary` records, the
 function every fleet executor runs next to the file.
 
 :func:`summarize_file` is pure and picklable (module level, plain arguments, plain result) so that a process pool
@@ -17,7 +17,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 from gputop_trace import __version__
-from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions, summarize_trace
+from gputop_trace.analysis.fleet.rank_summary import RankSummary, SummaryOptions, summarize_trace
 from gputop_trace.errors import TraceError
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.findings import Finding
-    from gputop_trace.analysis.fleet_findings import FleetRank, FleetReport
-    from gputop_trace.analysis.rank_summary import RankSummary
+    from gputop_trace.analysis.findings.assemble import Finding
+    from gputop_trace.analysis.fleet.analyse import FleetRank, FleetReport
+    from gputop_trace.analysis.fleet.rank_summary import RankSummary
 
 #: Row fields that hold a rank's collective sequence (Parquet only; too long for a readable JSON document).
 SEQUENCE_FIELDS = ("coll_ops", "coll_groups", "coll_op", "coll_group", "coll_start_ns", "coll_end_ns")

@@ -239,7 +239,7 @@ def load_paths(
     (``rank3``), else from its position in the sorted list. Each file is cached on its own (``use_cache``).
     ``include_python=False`` leaves out Kineto ``python_function`` events (``--no-python``).
     Several large files are parsed in parallel processes (:func:`parallel_workers`); ranks whose clocks
-    disagree are aligned on their collectives (:func:`gputop_trace.analysis.clock.align_rank_clocks`).
+    disagree are aligned on their collectives (:func:`gputop_trace.analysis.ranks.clock.align_rank_clocks`).
     """
     files = expand_paths(paths)
     if len(files) == 1:
@@ -302,7 +302,7 @@ def join_ranks(files: Sequence[str], results: Sequence[Trace | TraceError]) -> T
             "clock and compared as if they waited for each other. To compare two runs, use "
             "'gputop-trace diff BASE TEST'; to look at one, open it alone.",
         )
-    from gputop_trace.analysis.clock import align_rank_clocks
+    from gputop_trace.analysis.ranks.clock import align_rank_clocks
 
     trace = align_rank_clocks(merge_traces(traces))
     if failed:

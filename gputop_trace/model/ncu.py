@@ -1,8 +1,8 @@
 """Nsight Compute records: what one report holds (kernels, their metrics and ncu's rule messages).
 
 Plain frozen dataclasses, numpy-free, filled by :mod:`gputop_trace.parsers.ncu` and read by the analyses
-(:mod:`gputop_trace.analysis.roofline`). Units of :attr:`NcuKernel.metrics`: ncu's base units — time in ns, sizes
-in bytes, rates per second, clocks in Hz, percentages 0–100.
+(:mod:`gputop_trace.analysis.roofline.verdict`). Units of :attr:`NcuKernel.metrics`: ncu's base units — time in
+ns, sizes in bytes, rates per second, clocks in Hz, percentages 0–100.
 """
 
 from __future__ import annotations

@@ -423,7 +423,7 @@ def request_for_event(trace: Trace, event: int, trace_path: str | None = None) -
     """
     import numpy as np
 
-    from gputop_trace.analysis.roofline import is_compiled_kernel
+    from gputop_trace.analysis.roofline.verdict import is_compiled_kernel
     from gputop_trace.model.kinds import Kind
 
     if not 0 <= event < len(trace) or int(trace.kind[event]) != int(Kind.KERNEL):

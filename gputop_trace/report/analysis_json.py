@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gputop_trace.analysis.autograd import AutogradThread
-    from gputop_trace.analysis.findings import Finding
-    from gputop_trace.analysis.gaps import DeviceGaps, Gap
+    from gputop_trace.analysis.findings.assemble import Finding
+    from gputop_trace.analysis.gaps.detect import DeviceGaps, Gap
     from gputop_trace.analysis.ranges import RangeRow
     from gputop_trace.analysis.transfers import CopyRow, DirectionRow, TransferFlag, TransferReport
     from gputop_trace.model.trace import Trace

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.critical_path import StepPath
+    from gputop_trace.analysis.critical_path.path import StepPath
     from gputop_trace.model.trace import Trace
 
 

@@ -20,7 +20,7 @@ def source_block(trace: Trace, path: str | Sequence[str]) -> dict[str, Any]:
     """The ``source`` object: path, format, producer, ranks, truncated bytes (and, after ``--no-python``, how
     many ``python_function`` events were left out; when the job has more ranks than were loaded, ``job``:
     world size, ranks loaded and the note every view shows first)."""
-    from gputop_trace.analysis.job import job_coverage
+    from gputop_trace.analysis.ranks.job import job_coverage
     from gputop_trace.model.trace import python_left_out
 
     p = path if isinstance(path, str) else (path[0] if len(path) == 1 else list(path))

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.memory import MemorySeries
-    from gputop_trace.analysis.op_mfu import StepMfu
-    from gputop_trace.analysis.ops import OpRow
+    from gputop_trace.analysis.operators.memory import MemorySeries
+    from gputop_trace.analysis.operators.mfu import StepMfu
+    from gputop_trace.analysis.operators.table import OpRow
     from gputop_trace.model.trace import Trace
 
 #: what the FLOP and byte figures are, said in every document that has them
@@ -59,7 +59,7 @@ CSV_COLUMNS = (
 
 def op_json(row: OpRow, gpu: str) -> dict[str, Any]:
     """One row (times ns, memory bytes, rates per second, ``peak_pct`` 0-100 or null)."""
-    from gputop_trace.analysis.op_mfu import achieved
+    from gputop_trace.analysis.operators.mfu import achieved
 
     a = achieved(row, gpu)
     out: dict[str, Any] = {

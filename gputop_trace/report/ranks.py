@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.ranks import RankRow
-    from gputop_trace.analysis.stragglers import StragglerReport
+    from gputop_trace.analysis.ranks.stragglers import StragglerReport
+    from gputop_trace.analysis.ranks.table import RankRow
     from gputop_trace.model.trace import Trace
 
 COLUMNS = (
@@ -85,9 +85,9 @@ def straggler_sentence(s: StragglerReport, rows: list[RankRow]) -> str | None:
 
 def ranks_document(trace: Trace, paths: list[str]) -> dict[str, Any]:
     """The ranks document."""
-    from gputop_trace.analysis.ranks import rank_table
+    from gputop_trace.analysis.ranks.stragglers import find_stragglers
+    from gputop_trace.analysis.ranks.table import rank_table
     from gputop_trace.analysis.steps import find_steps, steps_note
-    from gputop_trace.analysis.stragglers import find_stragglers
     from gputop_trace.report.envelope import envelope
 
     strag = find_stragglers(trace)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gputop_trace.analysis.findings import Finding
-    from gputop_trace.analysis.gaps import DeviceGaps
+    from gputop_trace.analysis.findings.assemble import Finding
+    from gputop_trace.analysis.gaps.detect import DeviceGaps
     from gputop_trace.analysis.ranges import RangeRow
     from gputop_trace.analysis.transfers import TransferReport
     from gputop_trace.model.trace import Trace
@@ -37,8 +37,8 @@ class Analyses:
 
 def analyse(trace: Trace, threshold_ns: int | None = None) -> Analyses:
     """Run the analyses the summary shows."""
-    from gputop_trace.analysis.findings import find_findings
-    from gputop_trace.analysis.gaps import DEFAULT_THRESHOLD_NS, find_gaps
+    from gputop_trace.analysis.findings.assemble import find_findings
+    from gputop_trace.analysis.gaps.detect import DEFAULT_THRESHOLD_NS, find_gaps
     from gputop_trace.analysis.ranges import range_summary
     from gputop_trace.analysis.transfers import transfer_overlap
 
@@ -53,7 +53,7 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
     """The summary as a JSON-contract document."""
     from gputop_trace.analysis.busy import device_busy
     from gputop_trace.analysis.kernels import kernel_table
-    from gputop_trace.analysis.memory import memory_series
+    from gputop_trace.analysis.operators.memory import memory_series
     from gputop_trace.model.kinds import KIND_JSON_KEY, Kind
     from gputop_trace.report.analysis_json import (
         device_gaps_json,
@@ -123,10 +123,10 @@ def summary_document(trace: Trace, paths: list[str], analyses: Analyses | None =
 
 
 def host_json(trace: Trace) -> dict[str, Any]:
-    """Where the host time went, for a profile with no GPU activity (:mod:`gputop_trace.analysis.host_ops`):
+    """Where the host time went, for a profile with no GPU activity (:mod:`gputop_trace.analysis.operators.host_time`):
     ``self_cpu_total_ns`` (the time in operators and annotation ranges, summed over threads), ``operators`` (how
     many rows ``ops`` has) and the ``top_ops`` by self CPU time with ``ops``' figures and ``pct`` of that time."""
-    from gputop_trace.analysis.host_ops import host_ops
+    from gputop_trace.analysis.operators.host_time import host_ops
 
     host = host_ops(trace)
     return {

@@ -113,7 +113,7 @@ def op_cols(argl: list[Any]) -> OpCols:
 def shapes_text(dims: Any) -> str | None:
     """``Input Dims`` as PyTorch prints an op's ``input_shapes`` (``[[512, 256], [], [[2], [3]]]``); None when the
     value is not a list. (A list holding anything but ints reads as no shapes where it is used:
-    :func:`gputop_trace.analysis.ops.shape_key`; it is not checked here, on the hot path.)"""
+    :func:`gputop_trace.analysis.operators.table.shape_key`; it is not checked here, on the hot path.)"""
     return str(dims) if isinstance(dims, list) else None
 
 

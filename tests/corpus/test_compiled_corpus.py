@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gputop_trace.analysis.findings import find_findings
+from gputop_trace.analysis.findings.assemble import find_findings
 from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.load.loader import load_file
@@ -106,8 +106,8 @@ def test_the_triton_step_is_measured_inside_the_recording(capsys: pytest.Capture
     from decimal import Decimal
     from pathlib import Path
 
-    from gputop_trace.analysis.compiled import compiled_program
-    from gputop_trace.analysis.compiled_findings import _host_outside_ns
+    from gputop_trace.analysis.compiled.regions import compiled_program
+    from gputop_trace.analysis.findings.compiled import _host_outside_ns
 
     raw = json.loads(gzip.decompress(Path(TRITON).read_bytes()), parse_float=Decimal)["traceEvents"]
     (step,) = [e for e in raw if e.get("name") == "ProfilerStep#1"]

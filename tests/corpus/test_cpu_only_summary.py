@@ -48,7 +48,7 @@ def test_a_gpu_summary_builds_no_operator_table(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The host table costs an operator table: only a profile with no GPU activity pays for it."""
-    from gputop_trace.analysis import host_ops
+    from gputop_trace.analysis.operators import host_time as host_ops
 
     def boom(*_: object, **__: object) -> None:
         raise AssertionError("the operator table was built for a GPU trace")

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.critical_path import StepPath, critical_paths, replay_matches
+from gputop_trace.analysis.critical_path.path import StepPath, critical_paths, replay_matches
 from gputop_trace.analysis.steps import is_step_name
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace

@@ -206,7 +206,7 @@ def test_mtia_device_ops_are_device_work_with_lanes_busy_gaps_kernels_and_copies
     """Meta MTIA puts its device work in ``mtia_ccp_events`` (process "MTIA 9"; ``dma_request`` is a DMA copy
     with its own ``size`` and ``direction``): device lanes named for the device, busy and idle as the stdlib
     union gives them, the kernel table, and no "No GPU activity" finding."""
-    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.analysis.findings.assemble import find_findings
     from gputop_trace.model.kinds import CopyKind, LaneKind
 
     t = load_paths([str(CORPUS / MTIA)], use_cache=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.causes import CAUSES
-from gputop_trace.analysis.fleet_collectives import match_fleet
-from gputop_trace.analysis.fleet_findings import analyse_fleet, robust_z
-from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
+from gputop_trace.analysis.fleet.analyse import analyse_fleet, robust_z
+from gputop_trace.analysis.fleet.collectives import match_fleet
+from gputop_trace.analysis.fleet.rank_summary import RankSummary, SummaryOptions
+from gputop_trace.analysis.gaps.causes import CAUSES
 from gputop_trace.fleet.executors import expand_paths, plan_jobs
 from gputop_trace.fleet.summarize import summarize_file
 from gputop_trace.model.trace import Trace
@@ -35,8 +35,8 @@ def _merged(directory: Path | str) -> Trace:
 
 # ---- equivalence with the analyses of one merged multi-rank trace -------------------------------------------
 def _assert_fleet_equals_merged(directory: Path | str) -> list[RankSummary]:
-    from gputop_trace.analysis.ranks import rank_table
-    from gputop_trace.analysis.stragglers import find_stragglers
+    from gputop_trace.analysis.ranks.stragglers import find_stragglers
+    from gputop_trace.analysis.ranks.table import rank_table
 
     trace = _merged(directory)
     ref = find_stragglers(trace)
@@ -259,7 +259,7 @@ def test_assign_ranks_stated_rank_wins_and_a_second_claim_is_an_error() -> None:
 
 @pytest.mark.corpus
 def test_a_multi_process_export_gives_one_summary_per_rank(corpus: Path) -> None:
-    from gputop_trace.analysis.ranks import rank_table
+    from gputop_trace.analysis.ranks.table import rank_table
 
     path = corpus / "nsys/GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
     summaries = summarize_file(str(path), 3)

@@ -6,7 +6,7 @@ from functools import cache
 
 import pytest
 
-from gputop_trace.analysis.gaps import find_gaps
+from gputop_trace.analysis.gaps.detect import find_gaps
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.trace import Trace
 from tests.conftest import corpus_file

@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.collectives import comm_compute_overlap, find_collectives, framework_op
-from gputop_trace.analysis.ranks import rank_table
+from gputop_trace.analysis.ranks.collectives import comm_compute_overlap, find_collectives, framework_op
+from gputop_trace.analysis.ranks.stragglers import find_stragglers, match_collectives
+from gputop_trace.analysis.ranks.table import rank_table
 from gputop_trace.analysis.steps import find_steps, is_step_name
-from gputop_trace.analysis.stragglers import find_stragglers, match_collectives
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.builder import TraceBuilder
 from gputop_trace.model.kernel_names import collective_op
@@ -179,7 +179,7 @@ def test_steps_found_in_kineto_and_jax() -> None:
 
 
 def test_clock_alignment_shifts_only_the_skewed_rank_and_keeps_file_times() -> None:
-    from gputop_trace.analysis.clock import align_rank_clocks
+    from gputop_trace.analysis.ranks.clock import align_rank_clocks
 
     base = [10 * MS + i * 20 * MS for i in range(5)]
     ends = [b + 3 * MS for b in base]
@@ -227,8 +227,8 @@ def test_single_process_nsys_export_keeps_one_rank() -> None:
 def test_a_rank_never_waits_inside_a_collective_longer_than_the_collective_ran() -> None:
     """Two ranks of a 128-rank job (external/trace_filter): the last arrival of the loaded ranks can lie far beyond a
     rank's own kernel; its wait in that instance is capped by the instance's duration, and so are the totals."""
-    from gputop_trace.analysis.ranks import rank_table
-    from gputop_trace.analysis.stragglers import find_stragglers, match_collectives
+    from gputop_trace.analysis.ranks.stragglers import find_stragglers, match_collectives
+    from gputop_trace.analysis.ranks.table import rank_table
 
     t = load_paths([str(CORPUS / "external/trace_filter")], use_cache=False)
     groups = match_collectives(t)
@@ -245,7 +245,7 @@ def test_a_rank_never_waits_inside_a_collective_longer_than_the_collective_ran()
 def test_the_straggler_never_waits_for_itself() -> None:
     """external/trace_filter: rank 1 arrives last in 7 of 10 collectives; in the other 3 it waits for rank 0. Its
     finding names rank 0, never "the straggling rank 1", and its waits split by the rank waited for."""
-    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.analysis.findings.assemble import find_findings
     from gputop_trace.report.ranks import straggler_sentence
 
     t = load_paths([str(CORPUS / "external/trace_filter")], use_cache=False)
@@ -271,7 +271,7 @@ def test_an_incomplete_job_is_said_first_in_words_and_in_json(capsys: pytest.Cap
     """external/trace_filter holds 2 ranks of a 128-rank job; kineto/h200_ddp_2gpu/rank0 alone is 1 of 2. Summary
     and ranks say so before anything else, the JSON source block carries it, and the app's Ranks verdict too; the
     whole 2-rank job says nothing."""
-    from gputop_trace.analysis.job import job_coverage
+    from gputop_trace.analysis.ranks.job import job_coverage
     from gputop_trace.tui.view.ranks_view import ranks_verdict
     from tests.cli_run import run_cli
 

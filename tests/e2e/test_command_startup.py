@@ -62,9 +62,9 @@ def test_summary_json_imports_nothing_heavy(trace: str) -> None:
     assert _present(mods, HEAVY) == []
     assert _present(mods, UNNEEDED) == []
     # one rank: no cross-rank matching; no --inductor-dir: no debug-output reader
-    assert _present(mods, ("gputop_trace.analysis.stragglers", "gputop_trace.parsers.inductor_debug")) == []
+    assert _present(mods, ("gputop_trace.analysis.ranks.stragglers", "gputop_trace.parsers.inductor_debug")) == []
     # the summary's own work was done (a probe that ran nothing would pass the checks above)
-    assert {"gputop_trace.analysis.findings", "gputop_trace.parsers.chrome.loader"} <= mods
+    assert {"gputop_trace.analysis.findings.assemble", "gputop_trace.parsers.chrome.loader"} <= mods
 
 
 @pytest.mark.corpus
@@ -74,7 +74,7 @@ def test_json_commands_import_only_their_analyses(command: str) -> None:
     assert _present(mods, HEAVY) == []
     assert _present(mods, UNNEEDED) == []
     # the findings (and with them every detector) belong to `summary`, not to these commands
-    assert _present(mods, ("gputop_trace.analysis.findings", "gputop_trace.report.summary")) == []
+    assert _present(mods, ("gputop_trace.analysis.findings.assemble", "gputop_trace.report.summary")) == []
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from gputop_trace.analysis.critical_path import critical_paths
+from gputop_trace.analysis.critical_path.path import critical_paths
 from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.view.critical_path_view import breakdown_lines, path_at, step_line
 from tests.conftest import corpus_file

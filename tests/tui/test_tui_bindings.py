@@ -226,7 +226,7 @@ async def cycle(app: GputopApp, pilot: Any, key: str, step: int) -> None:
 
 async def toggle_path(app: GputopApp, pilot: Any, key: str) -> None:
     # a path built by hand over the synthetic trace (the analysis itself is checked in test_tui_critical_path.py)
-    from gputop_trace.analysis import critical_path
+    from gputop_trace.analysis.critical_path import path as critical_path
     from tests.critical_path_fixtures import synthetic_path
 
     main, tl = _main(app), timeline(app)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from gputop_trace.analysis.inductor_info import InductorLookup
+from gputop_trace.analysis.compiled.inductor import InductorLookup
 from gputop_trace.model.kinds import Kind
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog

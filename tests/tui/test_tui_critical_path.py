@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from rich.style import Style
 
-from gputop_trace.analysis import critical_path as cp_module
-from gputop_trace.analysis import findings as _findings  # noqa: F401  (see _patch_paths)
-from gputop_trace.analysis.critical_path import StepPath, critical_paths
+from gputop_trace.analysis.critical_path import path as cp_module
+from gputop_trace.analysis.critical_path.path import StepPath, critical_paths
+from gputop_trace.analysis.findings import assemble as _findings  # noqa: F401  (see _patch_paths)
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis import critical_path as cp_module
+from gputop_trace.analysis.critical_path import path as cp_module
 
 # the findings' critical-path finding keeps the real analysis: imported here, before the tests replace
 # critical_paths for the app's panel (the app imports the findings only when the analyses start)
-from gputop_trace.analysis import findings as _findings  # noqa: F401
+from gputop_trace.analysis.findings import assemble as _findings  # noqa: F401
 from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.main import MainScreen

@@ -263,7 +263,7 @@ def test_export_names_its_file_and_asks_before_overwriting(
 
 
 def test_idle_finding_titles_say_the_share_is_this_causes() -> None:
-    from gputop_trace.analysis.findings import find_findings
+    from gputop_trace.analysis.findings.assemble import find_findings
     from gputop_trace.load.loader import load_paths
     from gputop_trace.load.samples import default_sample
 

@@ -180,7 +180,7 @@ def test_figure_text_wraps_like_text_but_keeps_figures_whole() -> None:
 
 def test_a_range_whose_ends_read_alike_is_said_once() -> None:
     from gputop_trace.analysis.busy import DeviceBusy
-    from gputop_trace.analysis.ranks import RankRow
+    from gputop_trace.analysis.ranks.table import RankRow
     from gputop_trace.tui.view.overview import busy_line, step_line
     from gputop_trace.tui.widgets.ranks_panel import RanksPanel
     from gputop_trace.units import format_range

@@ -77,7 +77,7 @@ def test_markdown_export_keeps_the_order_and_says_the_time(
 @pytest.mark.parametrize("size", SIZES)
 def test_ranks_panel_and_rank_headers_name_the_operator(size: tuple[int, int]) -> None:
     """Issue 20.12 in the app: the Ranks panel's verdict (the sentence of `gputop-trace ranks`) and the headers of
-    ranks side by side (R) say `aten::randn`, the one definition of analysis/host_activity.py."""
+    ranks side by side (R) say `aten::randn`, the one definition of analysis/host/activity.py."""
     from gputop_trace.tui.screens.compare import CompareScreen
     from gputop_trace.tui.widgets.rank_compare import RankCompare
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.memory import memory_series
+from gputop_trace.analysis.operators.memory import memory_series
 from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.view.lanes import RowKind

@@ -4,7 +4,7 @@ on the timeline."""
 
 from __future__ import annotations
 
-from gputop_trace.analysis.ops import OPERATOR_KINDS, op_table
+from gputop_trace.analysis.operators.table import OPERATOR_KINDS, op_table
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
 from gputop_trace.tui.app import GputopApp

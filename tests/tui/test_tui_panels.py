@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop_trace.analysis.gaps import find_gaps
+from gputop_trace.analysis.gaps.detect import find_gaps
 from gputop_trace.analysis.ranges import range_summary
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.collectives import find_collectives
-from gputop_trace.analysis.ranks import rank_table
+from gputop_trace.analysis.ranks.collectives import find_collectives
+from gputop_trace.analysis.ranks.table import rank_table
 from gputop_trace.analysis.steps import find_steps
 from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.app import GputopApp
@@ -236,11 +236,11 @@ def test_the_bundled_sample_has_one_rank() -> None:
 
 def test_ddp_host_activity_per_step_agrees_with_the_straggler_analysis() -> None:
     """The comparison names the late rank's host activity at the step's most uneven collective with the straggler
-    analysis's one definition (analysis/host_activity.py); it must say what that analysis says for that single
+    analysis's one definition (analysis/host/activity.py); it must say what that analysis says for that single
     collective."""
     import dataclasses
 
-    from gputop_trace.analysis.stragglers import _host_activity
+    from gputop_trace.analysis.ranks.stragglers import _host_activity
     from gputop_trace.tui.view.rank_compare import compare_step
     from gputop_trace.tui.view.ranks_view import ranks_view
     from gputop_trace.tui.view.timeline_data import prepare_timeline

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop_trace.analysis.collectives import find_collectives
+from gputop_trace.analysis.ranks.collectives import find_collectives
 from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.tui.view.kernel_names import Family, kernel_family
 from tests.synthetic import Synth

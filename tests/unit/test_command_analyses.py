@@ -17,9 +17,9 @@ SAMPLE = str(SAMPLES / "h200_train_step.json.gz")
 
 #: (module, function): the analyses worth watching; each is a whole pass over the trace
 WATCHED = (
-    ("gputop_trace.analysis.gaps", "find_gaps"),
+    ("gputop_trace.analysis.gaps.detect", "find_gaps"),
     ("gputop_trace.analysis.transfers", "transfer_overlap"),
-    ("gputop_trace.analysis.findings", "find_findings"),
+    ("gputop_trace.analysis.findings.assemble", "find_findings"),
     ("gputop_trace.analysis.ranges", "range_summary"),
     ("gputop_trace.analysis.launches", "launch_behaviour"),
     ("gputop_trace.analysis.kernels", "kernel_table"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputop_trace.analysis.compiled import compiled_program, kernel_origins
-from gputop_trace.analysis.compiled_findings import launch_fix
+from gputop_trace.analysis.compiled.regions import compiled_program, kernel_origins
+from gputop_trace.analysis.findings.compiled import launch_fix
 from gputop_trace.model.kinds import Kind
 from gputop_trace.parsers.nsys import loader as nsys
 from gputop_trace.tui.view.details import describe_event

@@ -11,8 +11,8 @@ from functools import cache
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.compiled import compiled_program, kernel_origins
-from gputop_trace.analysis.findings import find_findings
+from gputop_trace.analysis.compiled.regions import compiled_program, kernel_origins
+from gputop_trace.analysis.findings.assemble import find_findings
 from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.load.inductor import attach_inductor_dir
 from gputop_trace.load.loader import load_file

@@ -3,7 +3,7 @@ launch call, also when a region nested in it (a resumed frame, a compiled callee
 
 from __future__ import annotations
 
-from gputop_trace.analysis.compiled import kernel_origins
+from gputop_trace.analysis.compiled.regions import kernel_origins
 from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.model.kinds import Kind
 from tests.synthetic import Synth

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from gputop_trace.analysis.critical_path import PathSegment, StepPath, critical_paths, replay_matches
+from gputop_trace.analysis.critical_path.path import PathSegment, StepPath, critical_paths, replay_matches
 from gputop_trace.model.kinds import Kind
 from gputop_trace.model.trace import Trace
 from tests.synthetic import Synth
@@ -270,7 +270,7 @@ def test_a_range_waiting_for_another_thread_joins_it_and_the_path_follows_that_t
 def test_the_finding_is_about_the_slowest_step_and_its_best_2x_saving() -> None:
     """The summary's finding looks at the slowest step only (one graph built, not one per step) and names the item
     whose 2x speed-up shortens it most, by replay: here the longer operator of the longer step."""
-    from gputop_trace.analysis.critical_path_findings import critical_path_findings
+    from gputop_trace.analysis.findings.critical_path import critical_path_findings
 
     s = Synth()
     th = s.thread()

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputop_trace.analysis import critical_path_graph
-from gputop_trace.analysis.critical_path import _critical_paths
-from gputop_trace.analysis.critical_path_edges import _event_waits
-from gputop_trace.analysis.critical_path_model import _R_COLL, _R_COPY, _R_CPU, _R_KERNEL, _R_LAUNCH
+from gputop_trace.analysis.critical_path import graph as critical_path_graph
+from gputop_trace.analysis.critical_path.edges import _event_waits
+from gputop_trace.analysis.critical_path.model import _R_COLL, _R_COPY, _R_CPU, _R_KERNEL, _R_LAUNCH
+from gputop_trace.analysis.critical_path.path import _critical_paths
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
 from tests.corpus_traces import corpus_trace

@@ -1,5 +1,5 @@
-"""The compiled what-if replay (analysis/_replay.c) gives the node times of the numpy/Python reference
-(analysis/critical_path_walk.py) on random graphs with equal-time hops (where the ordered pass must finish a
+"""The compiled what-if replay (analysis/critical_path/_replay.c) gives the node times of the numpy/Python reference
+(analysis/critical_path/walk.py) on random graphs with equal-time hops (where the ordered pass must finish a
 predecessor that comes later in time order first), on graphs whose max-plus scan does not settle, and on every step
 of corpus traces with items halved and removed; a cycle is refused, never answered."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gputop_trace.analysis import critical_path_walk as walk
-from gputop_trace.analysis.critical_path_context import _context, _windows
-from gputop_trace.analysis.critical_path_graph import _build_graph
-from gputop_trace.analysis.critical_path_model import _Graph
+from gputop_trace.analysis.critical_path import walk
+from gputop_trace.analysis.critical_path.context import _context, _windows
+from gputop_trace.analysis.critical_path.graph import _build_graph
+from gputop_trace.analysis.critical_path.model import _Graph
 from tests.conftest import require_compiled
 from tests.corpus_traces import corpus_trace
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis.critical_path import PathSegment, StepPath
+from gputop_trace.analysis.critical_path.path import PathSegment, StepPath
 from gputop_trace.tui.view.critical_path_view import (
     breakdown_items,
     breakdown_lines,

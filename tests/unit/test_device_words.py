@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis.findings import find_findings
+from gputop_trace.analysis.findings.assemble import find_findings
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.devices import CUDA, HPU, MTIA, OTHER, ROCM, XPU, DeviceWords, common_words, words_for
 

@@ -8,7 +8,7 @@ from functools import cache
 
 import pytest
 
-from gputop_trace.analysis.findings import Finding, find_findings
+from gputop_trace.analysis.findings.assemble import Finding, find_findings
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind
 from gputop_trace.model.trace import Trace
@@ -246,7 +246,7 @@ def test_the_single_rank_wait_estimate_is_robust_to_one_fast_outlier() -> None:
     that ran 10 ms longer. Calls of another message size have their own baseline."""
     import numpy as np
 
-    from gputop_trace.analysis.collective_findings import single_rank_wait_estimate
+    from gputop_trace.analysis.findings.collective import single_rank_wait_estimate
 
     dur = np.array([11_900_000] * 25 + [21_900_000] * 5 + [4_000] + [1_000_000] * 4, dtype=np.int64)
     names = np.zeros(len(dur), dtype=np.int64)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis.rank_summary import RankSummary, SummaryOptions
+from gputop_trace.analysis.fleet.rank_summary import RankSummary, SummaryOptions
 from gputop_trace.errors import TraceError
 from gputop_trace.fleet.executors import (
     RankJob,
@@ -95,7 +95,7 @@ def test_every_executor_gives_identical_summaries_and_isolates_bad_ranks(mixed_d
     # the truncated rank is recovered up to the cut, and says so
     assert ok[4].collectives < 30 and any("truncat" in w.lower() for w in ok[4].warnings)
     # the rank that the others waited for is matched identically from every executor's summaries
-    from gputop_trace.analysis.fleet_collectives import match_fleet
+    from gputop_trace.analysis.fleet.collectives import match_fleet
 
     assert match_fleet(dask).waits == match_fleet(local).waits
 

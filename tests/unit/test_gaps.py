@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputop_trace.analysis.causes import CAUSES
-from gputop_trace.analysis.gaps import HISTOGRAM_EDGES_NS, Gap, find_gaps
+from gputop_trace.analysis.gaps.causes import CAUSES
+from gputop_trace.analysis.gaps.detect import HISTOGRAM_EDGES_NS, Gap, find_gaps
 from gputop_trace.analysis.intervals import holes, union
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane

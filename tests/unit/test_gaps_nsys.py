@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.findings import find_findings
-from gputop_trace.analysis.gaps import find_gaps
+from gputop_trace.analysis.findings.assemble import find_findings
+from gputop_trace.analysis.gaps.detect import find_gaps
 from gputop_trace.analysis.ranges import range_summary
 from gputop_trace.analysis.transfers import transfer_overlap
 from gputop_trace.load.loader import load_paths

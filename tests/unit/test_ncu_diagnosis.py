@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.ncu_diagnosis import bank_conflicts, coalescing, diagnose, hottest_lines, spills
+from gputop_trace.analysis.ncu_diagnosis.checks import bank_conflicts, coalescing, diagnose, hottest_lines, spills
 from gputop_trace.cli.main import main
 from gputop_trace.ncu.report_reader import load_report
 from gputop_trace.parsers.ncu import parse_source_csv

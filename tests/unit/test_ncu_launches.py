@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis.ncu_launches import launch_spreads
+from gputop_trace.analysis.ncu_diagnosis.launches import launch_spreads
 from gputop_trace.cli.main import main
 from gputop_trace.model.ncu import NcuKernel
 from gputop_trace.ncu.drilldown import build_ncu_command

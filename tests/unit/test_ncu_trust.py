@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.ncu_trust import atomic_instructions, pass_disagreements, replay_passes, trust_notes
-from gputop_trace.analysis.roofline import analyze_kernel
+from gputop_trace.analysis.ncu_diagnosis.trust import (
+    atomic_instructions,
+    pass_disagreements,
+    replay_passes,
+    trust_notes,
+)
+from gputop_trace.analysis.roofline.verdict import analyze_kernel
 from gputop_trace.model.ncu import NcuKernel
 from gputop_trace.ncu.report_reader import load_report
 

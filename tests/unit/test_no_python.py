@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.gaps import find_gaps
+from gputop_trace.analysis.gaps.detect import find_gaps
 from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import Kind

@@ -517,7 +517,7 @@ def test_unified_memory_migrations_are_gpu_activity_but_no_exposed_copy(tmp_path
     """A migration between two kernels fills the gap as ``nsys analyze -r gpu_gaps`` counts it (busy time and
     gaps), and stays out of the exposed copies."""
     from gputop_trace.analysis.busy import device_busy
-    from gputop_trace.analysis.gaps import find_gaps
+    from gputop_trace.analysis.gaps.detect import find_gaps
     from gputop_trace.analysis.transfers import transfer_overlap
 
     ex = basic()

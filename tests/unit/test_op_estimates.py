@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.op_flops import estimate
-from gputop_trace.analysis.ops import nvtx_key, op_table
+from gputop_trace.analysis.operators.flops import estimate
+from gputop_trace.analysis.operators.table import nvtx_key, op_table
 from gputop_trace.load.loader import load_paths
 from tests.conftest import corpus_file
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis.ops import op_table
+from gputop_trace.analysis.operators.table import op_table
 from gputop_trace.load.loader import load_paths
 
 

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.ops import op_table
+from gputop_trace.analysis.operators.table import op_table
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kinds import GPU_BUSY_KINDS, Kind
 from tests.conftest import corpus_file
@@ -48,7 +48,7 @@ def test_emit_nvtx_ranges_make_the_operator_table() -> None:
 
 def test_a_rank_of_a_merged_job_gives_the_table_of_its_own_file() -> None:
     """Merging ranks re-interns the shape strings: rank 0's table from the two-rank job equals its file's."""
-    from gputop_trace.analysis.op_tree import build_op_tree
+    from gputop_trace.analysis.operators.tree import build_op_tree
 
     job = load_paths([corpus_file("kineto/h200_ddp_2gpu")])
     alone = load_paths([corpus_file("kineto/h200_ddp_2gpu/rank0.pt.trace.json.gz")])

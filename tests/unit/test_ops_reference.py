@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gputop_trace.analysis.memory import memory_series
-from gputop_trace.analysis.op_tree import build_op_tree
-from gputop_trace.analysis.ops import OpRow, op_table
+from gputop_trace.analysis.operators.memory import memory_series
+from gputop_trace.analysis.operators.table import OpRow, op_table
+from gputop_trace.analysis.operators.tree import build_op_tree
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.trace import Trace
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop_trace.analysis.roofline import analyze_kernel, classify, is_compiled_kernel
-from gputop_trace.analysis.roofline_limits import (
+from gputop_trace.analysis.roofline.limits import (
     SATURATED_PCT,
     occupancy,
     peak_rates,
@@ -16,6 +15,7 @@ from gputop_trace.analysis.roofline_limits import (
     ridge_point,
     tensor_use,
 )
+from gputop_trace.analysis.roofline.verdict import analyze_kernel, classify, is_compiled_kernel
 from gputop_trace.model.ncu import NcuKernel
 from gputop_trace.ncu.report_reader import load_report
 

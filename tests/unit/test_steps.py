@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gputop_trace.analysis.findings import find_findings
+from gputop_trace.analysis.findings.assemble import find_findings
 from gputop_trace.analysis.steps import find_steps, steps_note
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.tables import Lane

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputop_trace.analysis.finding_draft import Draft, family_label, name_family, plain_name
-from gputop_trace.analysis.transfer_findings import _flag_why, transfer_findings
+from gputop_trace.analysis.findings.draft import Draft, family_label, name_family, plain_name
+from gputop_trace.analysis.findings.transfer import _flag_why, transfer_findings
 from gputop_trace.analysis.transfers import TransferReport, transfer_overlap
 from gputop_trace.model.arrays import distinct
 from gputop_trace.model.kinds import CopyKind, Kind, MemKind

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from gputop_trace.analysis.causes import CAUSE_SHORT
+from gputop_trace.analysis.gaps.causes import CAUSE_SHORT
 from gputop_trace.fleet.parquet import FleetFile, read_fleet
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns, plural

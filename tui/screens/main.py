@@ -128,7 +128,7 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
 
     def _job_note(self) -> str | None:
         """What the findings cannot see: the ranks of the job that were not loaded (None when all were)."""
-        from gputop_trace.analysis.job import job_coverage
+        from gputop_trace.analysis.ranks.job import job_coverage
 
         job = job_coverage(self.trace.meta)
         return job.note if job is not None else None

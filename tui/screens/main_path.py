@@ -14,7 +14,7 @@ from gputop_trace.tui.widgets.timeline_canvas import Interval
 from gputop_trace.units import format_ns
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.critical_path import StepPath
+    from gputop_trace.analysis.critical_path.path import StepPath
     from gputop_trace.tui.widgets.critical_path_panel import CriticalPathPanel, PathSegmentChosen, PathStepChosen
 
 

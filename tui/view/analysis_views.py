@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gputop_trace.analysis.causes import CAUSE_LABELS, CAUSE_SHORT, CAUSES
-from gputop_trace.analysis.compiled_findings import cause_fix
-from gputop_trace.analysis.findings import Finding
-from gputop_trace.analysis.gap_attribution import BREAKDOWN_KEYS
-from gputop_trace.analysis.gaps import DeviceGaps, Gap
+from gputop_trace.analysis.findings.assemble import Finding
+from gputop_trace.analysis.findings.compiled import cause_fix
+from gputop_trace.analysis.gaps.attribution import BREAKDOWN_KEYS
+from gputop_trace.analysis.gaps.causes import CAUSE_LABELS, CAUSE_SHORT, CAUSES
+from gputop_trace.analysis.gaps.detect import DeviceGaps, Gap
 from gputop_trace.analysis.transfers import FLAG_TITLES, FLAGS, TransferReport, direction_label, host_memory_label
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputop_trace.analysis.compiled import kernel_origins
-from gputop_trace.analysis.inductor_info import InductorInfo
+from gputop_trace.analysis.compiled.inductor import InductorInfo
+from gputop_trace.analysis.compiled.regions import kernel_origins
 from gputop_trace.model.kinds import Kind
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.timeline_data import TimelineData

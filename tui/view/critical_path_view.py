@@ -2,7 +2,7 @@
 it with ``n`` / ``N`` selects, the words that say what a segment is, and the rows of the Critical path panel
 (breakdown by category, top items with the what-if column).
 
-The paths come from :func:`gputop_trace.analysis.critical_path.critical_paths` (one :class:`StepPath` per step and
+The paths come from :func:`gputop_trace.analysis.critical_path.path.critical_paths` (one :class:`StepPath` per step and
 rank). Every time is in ns (model time, from the trace start); every share is a percentage 0–100 of the step's path
 length (``StepPath.length_ns``).
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gputop_trace.analysis.critical_path import CATEGORIES, PathSegment, StepPath, WhatIf
+from gputop_trace.analysis.critical_path.path import CATEGORIES, PathSegment, StepPath, WhatIf
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace

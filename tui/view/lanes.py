@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from gputop_trace.analysis.op_tree import DEVICE_MEMORY_TYPES
+from gputop_trace.analysis.operators.tree import DEVICE_MEMORY_TYPES
 from gputop_trace.model.arrays import isin
 from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import LaneKind

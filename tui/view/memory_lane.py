@@ -55,7 +55,7 @@ class MemoryRow:
 
 def memory_rows(trace: Trace) -> dict[tuple[int, int], MemoryRow]:
     """The memory lane of every GPU with allocator records, by (rank, device)."""
-    from gputop_trace.analysis.memory import memory_series
+    from gputop_trace.analysis.operators.memory import memory_series
 
     return {
         (s.rank, s.device): MemoryRow(

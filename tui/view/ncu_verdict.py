@@ -17,9 +17,9 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.text import Text
 
-from gputop_trace.analysis.ncu_launches import LaunchSpread
-from gputop_trace.analysis.roofline import KernelVerdict
-from gputop_trace.analysis.roofline_explain import format_intensity
+from gputop_trace.analysis.ncu_diagnosis.launches import LaunchSpread
+from gputop_trace.analysis.roofline.explain import format_intensity
+from gputop_trace.analysis.roofline.verdict import KernelVerdict
 from gputop_trace.ncu.runner import Guidance
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns, format_si

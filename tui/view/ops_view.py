@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from gputop_trace.analysis.op_tree import build_op_tree
-from gputop_trace.analysis.ops import OPERATOR_KINDS, OpRow, op_table
+from gputop_trace.analysis.operators.table import OPERATOR_KINDS, OpRow, op_table
+from gputop_trace.analysis.operators.tree import build_op_tree
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_ns, format_si

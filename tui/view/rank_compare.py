@@ -9,7 +9,7 @@ further right) or one common time for all (the trace's clock, so collectives tha
 The step's collectives come from the straggler analysis: instances matched across ranks, arrival = kernel start.
 For each rank: how far behind the first arrival it came (lateness), how long it waited inside the step's
 collectives for later ranks, and, for the latest rank at the most uneven collective, what its host was doing
-while the first rank waited for it (:mod:`gputop_trace.analysis.host_activity`, the straggler verdict's words).
+while the first rank waited for it (:mod:`gputop_trace.analysis.host.activity`, the straggler verdict's words).
 Times are int64 ns from the trace start unless a name says otherwise.
 """
 
@@ -21,10 +21,10 @@ from enum import Enum, IntEnum
 
 import numpy as np
 
-from gputop_trace.analysis.collectives import OP_LABEL, Collectives
-from gputop_trace.analysis.host_activity import host_activity
+from gputop_trace.analysis.host.activity import host_activity
+from gputop_trace.analysis.ranks.collectives import OP_LABEL, Collectives
+from gputop_trace.analysis.ranks.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport
 from gputop_trace.analysis.steps import Steps, is_step_name
-from gputop_trace.analysis.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import FlowKind, LaneKind
 from gputop_trace.model.trace import Trace
@@ -311,7 +311,7 @@ class StepComparison:
     """The step's collectives across ranks: per-rank figures, and the most uneven collective (``worst_op`` at
     position ``worst_at`` of ``worst_of``): its latest rank, how late (``spread_ns``, after the first rank), and
     what that rank's host was doing from the first rank's arrival to its own (``activity``, the words of
-    :func:`~gputop_trace.analysis.host_activity.host_activity`)."""
+    :func:`~gputop_trace.analysis.host.activity.host_activity`)."""
 
     slot: StepSlot
     figures: dict[int, RankStepFigures]

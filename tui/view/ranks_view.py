@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputop_trace.analysis.collectives import Collectives, find_collectives
-from gputop_trace.analysis.job import job_coverage
-from gputop_trace.analysis.ranks import RankRow, rank_table
+from gputop_trace.analysis.ranks.collectives import Collectives, find_collectives
+from gputop_trace.analysis.ranks.job import job_coverage
+from gputop_trace.analysis.ranks.stragglers import StragglerReport, find_stragglers
+from gputop_trace.analysis.ranks.table import RankRow, rank_table
 from gputop_trace.analysis.steps import find_steps
-from gputop_trace.analysis.stragglers import StragglerReport, find_stragglers
 from gputop_trace.model.trace import Trace
 from gputop_trace.report.ranks import straggler_sentence
 from gputop_trace.tui.view.rank_compare import RankLanes, StepSlot, rank_lanes, step_slots

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gputop_trace.analysis.busy import DeviceBusy, device_busy
-from gputop_trace.analysis.compiled import CompiledProgram, compiled_program
-from gputop_trace.analysis.inductor_info import InductorLookup
+from gputop_trace.analysis.compiled.inductor import InductorLookup
+from gputop_trace.analysis.compiled.regions import CompiledProgram, compiled_program
 from gputop_trace.model.arrays import I64, U8, distinct_ids
 from gputop_trace.model.kinds import COPY_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
-from gputop_trace.analysis.gaps import CAUSE_FIX
+from gputop_trace.analysis.gaps.detect import CAUSE_FIX
 from gputop_trace.analysis.ranges import RangeRow
 from gputop_trace.analysis.transfers import FLAG_FIX, FLAG_TITLES
 from gputop_trace.safe_text import clean

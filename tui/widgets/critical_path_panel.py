@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
 
-from gputop_trace.analysis.critical_path import StepPath
+from gputop_trace.analysis.critical_path.path import StepPath
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.critical_path_view import (
     ItemRow,

@@ -44,7 +44,7 @@ from textual.widget import Widget
 from textual.widgets import Log, OptionList, Static
 from textual.widgets.option_list import Option
 
-from gputop_trace.analysis.roofline import KernelVerdict, analyze_kernel
+from gputop_trace.analysis.roofline.verdict import KernelVerdict, analyze_kernel
 from gputop_trace.errors import TraceError
 from gputop_trace.model.ncu import NcuReport
 from gputop_trace.ncu import locate

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from gputop_trace.analysis.ops import OpRow
+from gputop_trace.analysis.operators.table import OpRow
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.ops_view import SORTS, OpsView, shape_breakdown, sort_key

@@ -12,8 +12,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from gputop_trace.analysis.collectives import OP_LABEL
-from gputop_trace.analysis.ranks import RankRow
+from gputop_trace.analysis.ranks.collectives import OP_LABEL
+from gputop_trace.analysis.ranks.table import RankRow
 from gputop_trace.tui.messages import JumpToRank
 from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.widgets.figure_static import FigureStatic

@@ -1,0 +1,21 @@
+"""What an Nsight Compute report says beyond the roofline: :mod:`.checks` (spills, bank conflicts, coalescing,
+the hottest source lines), :mod:`.trust` (how far a result can be trusted: replay passes, atomics, passes that
+disagree) and :mod:`.launches` (how much several profiled launches of one kernel differ). Metrics in ncu base units.
+"""
+
+from __future__ import annotations
+
+from gputop_trace.analysis.ncu_diagnosis.checks import Finding, HotLine, diagnose, hottest_lines
+from gputop_trace.analysis.ncu_diagnosis.launches import LaunchSpread, launch_spreads
+from gputop_trace.analysis.ncu_diagnosis.trust import TrustNote, trust_notes
+
+__all__ = [
+    "Finding",
+    "HotLine",
+    "LaunchSpread",
+    "TrustNote",
+    "diagnose",
+    "hottest_lines",
+    "launch_spreads",
+    "trust_notes",
+]
