@@ -4,7 +4,19 @@ and graph replays, each kernel's origin) and :mod:`.inductor` (what the trace kn
 
 from __future__ import annotations
 
-from gputop_trace.analysis.compiled.inductor import InductorInfo, InductorLookup
-from gputop_trace.analysis.compiled.regions import CompiledProgram, compiled_program, kernel_origins
+from typing import TYPE_CHECKING
+
+from gputop_trace.lazy_exports import lazy_names
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.compiled.inductor import InductorInfo, InductorLookup
+    from gputop_trace.analysis.compiled.regions import CompiledProgram, compiled_program, kernel_origins
+
+#: where each public name lives (imported when first read: gputop_trace/lazy_exports.py)
+_HOMES: dict[str, tuple[str, ...]] = {
+    "inductor": ("InductorInfo", "InductorLookup"),
+    "regions": ("CompiledProgram", "compiled_program", "kernel_origins"),
+}
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = ["CompiledProgram", "InductorInfo", "InductorLookup", "compiled_program", "kernel_origins"]

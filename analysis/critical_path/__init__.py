@@ -11,13 +11,24 @@ would take were one item faster (detectors.md §8).
 
 from __future__ import annotations
 
-from gputop_trace.analysis.critical_path.path import (
-    CATEGORIES,
-    PathSegment,
-    StepPath,
-    WhatIf,
-    critical_paths,
-    step_windows,
-)
+from typing import TYPE_CHECKING
+
+from gputop_trace.lazy_exports import lazy_names
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.critical_path.path import (
+        CATEGORIES,
+        PathSegment,
+        StepPath,
+        WhatIf,
+        critical_paths,
+        step_windows,
+    )
+
+#: where each public name lives (imported when first read: gputop_trace/lazy_exports.py)
+_HOMES: dict[str, tuple[str, ...]] = {
+    "path": ("CATEGORIES", "PathSegment", "StepPath", "WhatIf", "critical_paths", "step_windows"),
+}
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = ["CATEGORIES", "PathSegment", "StepPath", "WhatIf", "critical_paths", "step_windows"]

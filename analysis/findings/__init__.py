@@ -9,6 +9,17 @@ detector builds before the findings are ranked. Times are int64 ns.
 
 from __future__ import annotations
 
-from gputop_trace.analysis.findings.assemble import Finding, at_stake_order, find_findings
+from typing import TYPE_CHECKING
+
+from gputop_trace.lazy_exports import lazy_names
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.findings.assemble import Finding, at_stake_order, find_findings
+
+#: where each public name lives (imported when first read: gputop_trace/lazy_exports.py)
+_HOMES: dict[str, tuple[str, ...]] = {
+    "assemble": ("Finding", "at_stake_order", "find_findings"),
+}
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = ["Finding", "at_stake_order", "find_findings"]

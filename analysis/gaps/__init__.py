@@ -5,18 +5,40 @@
 
 from __future__ import annotations
 
-from gputop_trace.analysis.gaps.attribution import BREAKDOWN_KEYS, SLOW_LAUNCH_SHARE
-from gputop_trace.analysis.gaps.causes import CAUSE_LABELS, CAUSE_SHORT, CAUSES, cause_label
-from gputop_trace.analysis.gaps.detect import (
-    CAUSE_FIX,
-    DEFAULT_THRESHOLD_NS,
-    LAUNCH_GAP_NS,
-    SHORT_OP_NS,
-    DeviceGaps,
-    Gap,
-    cause_fix,
-    find_gaps,
-)
+from typing import TYPE_CHECKING
+
+from gputop_trace.lazy_exports import lazy_names
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.gaps.attribution import BREAKDOWN_KEYS, SLOW_LAUNCH_SHARE
+    from gputop_trace.analysis.gaps.causes import CAUSE_LABELS, CAUSE_SHORT, CAUSES, cause_label
+    from gputop_trace.analysis.gaps.detect import (
+        CAUSE_FIX,
+        DEFAULT_THRESHOLD_NS,
+        LAUNCH_GAP_NS,
+        SHORT_OP_NS,
+        DeviceGaps,
+        Gap,
+        cause_fix,
+        find_gaps,
+    )
+
+#: where each public name lives (imported when first read: gputop_trace/lazy_exports.py)
+_HOMES: dict[str, tuple[str, ...]] = {
+    "attribution": ("BREAKDOWN_KEYS", "SLOW_LAUNCH_SHARE"),
+    "causes": ("CAUSE_LABELS", "CAUSE_SHORT", "CAUSES", "cause_label"),
+    "detect": (
+        "CAUSE_FIX",
+        "DEFAULT_THRESHOLD_NS",
+        "LAUNCH_GAP_NS",
+        "SHORT_OP_NS",
+        "DeviceGaps",
+        "Gap",
+        "cause_fix",
+        "find_gaps",
+    ),
+}
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = [
     "BREAKDOWN_KEYS",

@@ -5,8 +5,21 @@ verdict, :func:`analyze_kernel`), :mod:`.limits` (FLOP counts, the GPUs' peaks, 
 
 from __future__ import annotations
 
-from gputop_trace.analysis.roofline.explain import format_intensity
-from gputop_trace.analysis.roofline.limits import GPU_PEAKS
-from gputop_trace.analysis.roofline.verdict import KernelVerdict, analyze_kernel, is_compiled_kernel
+from typing import TYPE_CHECKING
+
+from gputop_trace.lazy_exports import lazy_names
+
+if TYPE_CHECKING:
+    from gputop_trace.analysis.roofline.explain import format_intensity
+    from gputop_trace.analysis.roofline.limits import GPU_PEAKS
+    from gputop_trace.analysis.roofline.verdict import KernelVerdict, analyze_kernel, is_compiled_kernel
+
+#: where each public name lives (imported when first read: gputop_trace/lazy_exports.py)
+_HOMES: dict[str, tuple[str, ...]] = {
+    "explain": ("format_intensity",),
+    "limits": ("GPU_PEAKS",),
+    "verdict": ("KernelVerdict", "analyze_kernel", "is_compiled_kernel"),
+}
+__getattr__ = lazy_names(__name__, _HOMES)
 
 __all__ = ["GPU_PEAKS", "KernelVerdict", "analyze_kernel", "format_intensity", "is_compiled_kernel"]
