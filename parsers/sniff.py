@@ -1,4 +1,6 @@
-"""Deciding what a path holds from its first bytes (never from its name alone)."""
+"""Deciding what a path holds from its first bytes (never from its name alone), and which files of a directory of
+per-rank traces are traces (by their endings: :func:`list_trace_files`, what the loader and the memory estimate
+both read)."""
 
 from __future__ import annotations
 
@@ -53,3 +55,24 @@ def sniff(path: str) -> str:
         "of per-rank traces.",
         path=path,
     )
+
+
+def list_trace_files(directory: str) -> list[str]:
+    """Trace files directly inside ``directory`` (sorted by name), by their endings."""
+    try:
+        entries = sorted(os.listdir(directory))
+    except PermissionError:
+        raise TraceError(f"Permission denied listing {directory}.", path=directory) from None
+    files = [
+        os.path.join(directory, e)
+        for e in entries
+        if e.lower().endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(directory, e))
+    ]
+    if not files:
+        raise TraceError(
+            f"{directory} holds no traces: no file in it ends with {', '.join(TRACE_SUFFIXES)}. "
+            "Point gputop-trace at a trace file, or at the folder torch.profiler's tensorboard_trace_handler "
+            "wrote (one file per rank).",
+            path=directory,
+        )
+    return files

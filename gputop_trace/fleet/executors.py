@@ -57,8 +57,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     otherwise its rank gets a "not found" error row. Raises :class:`TraceError` when a pattern or directory
     matches no trace file at all, or nothing is left.
     """
-    from gputop_trace.load.loader import list_trace_files
-    from gputop_trace.parsers.sniff import TRACE_SUFFIXES
+    from gputop_trace.parsers.sniff import TRACE_SUFFIXES, list_trace_files
 
     out: list[str] = []
     for p in paths:

@@ -89,9 +89,9 @@ def fingerprint_sources() -> list[tuple[str, Path]]:
     loader, every module of the model and every module of the parsers, sub-folders included (``chrome/``,
     ``nsys/``, the C source of the compiled scanner), so that an edit to any of them makes older cache entries stale."""
     from gputop_trace import parsers
-    from gputop_trace.load import loader
 
-    files = [("load/loader.py", Path(loader.__file__))]
+    # the loader's file by its place beside this one, not imported: the loader imports the cache
+    files = [("load/loader.py", Path(__file__).with_name("loader.py"))]
     for base, folder in (("model", Path(model.__file__).parent), ("parsers", Path(parsers.__file__).parent)):
         found = sorted([*folder.rglob("*.py"), *folder.rglob("*.c")])  # .c: the optional compiled scanner
         files += [(f"{base}/{f.relative_to(folder).as_posix()}", f) for f in found]

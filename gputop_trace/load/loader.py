@@ -9,31 +9,10 @@ from gputop_trace.errors import TraceError
 from gputop_trace.load import heap
 from gputop_trace.model.merge import merge_traces
 from gputop_trace.model.trace import Trace
-from gputop_trace.parsers.sniff import TRACE_SUFFIXES, sniff
+from gputop_trace.parsers.sniff import list_trace_files, sniff
 from gputop_trace.parsers.source import Progress
 
 #: ``progress(bytes_done, bytes_total, events_so_far)``
-
-
-def list_trace_files(directory: str) -> list[str]:
-    """Trace files directly inside ``directory`` (sorted by name), by their endings."""
-    try:
-        entries = sorted(os.listdir(directory))
-    except PermissionError:
-        raise TraceError(f"Permission denied listing {directory}.", path=directory) from None
-    files = [
-        os.path.join(directory, e)
-        for e in entries
-        if e.lower().endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(directory, e))
-    ]
-    if not files:
-        raise TraceError(
-            f"{directory} holds no traces: no file in it ends with {', '.join(TRACE_SUFFIXES)}. "
-            "Point gputop-trace at a trace file, or at the folder torch.profiler's tensorboard_trace_handler "
-            "wrote (one file per rank).",
-            path=directory,
-        )
-    return files
 
 
 def load_file(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop_trace.errors import TraceError
+from gputop_trace.parsers.sniff import list_trace_files
 from gputop_trace.parsers.source import GZIP_MAGIC, SQLITE_MAGIC
 from gputop_trace.units import parse_size_bytes
 
@@ -111,8 +112,6 @@ def available_memory() -> int | None:
 
 def trace_files(paths: Sequence[str]) -> list[str]:
     """The files ``paths`` will load: directories expanded to their trace files the way the loader does."""
-    from gputop_trace.load.loader import list_trace_files
-
     files: list[str] = []
     for p in paths:
         files.extend(list_trace_files(p) if os.path.isdir(p) else [p])

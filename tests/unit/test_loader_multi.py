@@ -12,6 +12,7 @@ import pytest
 
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.load import loader
+from gputop_trace.parsers import sniff
 from tests.conftest import CORPUS
 from tests.trace_compare import assert_traces_equal
 
@@ -22,7 +23,7 @@ DDP = CORPUS / "kineto/h200_ddp_2gpu"
 def test_parallel_parse_gives_the_same_trace_as_serial(monkeypatch: pytest.MonkeyPatch) -> None:
     serial = loader.load_paths([str(DDP)], use_cache=False)
     monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
-    files = loader.list_trace_files(str(DDP))
+    files = sniff.list_trace_files(str(DDP))
     assert loader.parallel_workers(files) == 2
     seen: list[tuple[int, int, int]] = []
     parallel = loader.load_paths([str(DDP)], use_cache=False, progress=lambda *a: seen.append(a))
