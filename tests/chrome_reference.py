@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.trace import Trace
+from gputop_trace.parsers.chrome import classify, state
 from gputop_trace.parsers.chrome import loader as chrome
-from gputop_trace.parsers.chrome import state
 from gputop_trace.parsers.chrome.document import DocumentInfo
 
 _INSTANT = ("i", "I", "R")
@@ -373,7 +373,7 @@ def _store(
     """Hand the gathered lists to the shared state as one chunk of columns."""
     if cols["start"]:
         a = {k: np.array(v, dtype=np.uint8 if k == "phc" else np.int64) for k, v in cols.items()}
-        state.append_events(
+        classify.append_events(
             st, a["start"], a["dur"], a["src"], a["cat"], a["name"], a["corr"], a["ext"], a["dev"], a["phc"]
         )
     if kern["event"]:

@@ -286,6 +286,26 @@ def event_classes(
     return out
 
 
+def append_events(
+    st: State,
+    start: np.ndarray[Any, Any],
+    dur: np.ndarray[Any, Any],
+    src: np.ndarray[Any, Any],
+    cat: np.ndarray[Any, Any],
+    name: np.ndarray[Any, Any],
+    corr: np.ndarray[Any, Any],
+    ext: np.ndarray[Any, Any],
+    device: np.ndarray[Any, Any],
+    phc: np.ndarray[Any, Any],
+) -> None:
+    """Append a part's events to the columns (ids cast to the columns' int32 as they are copied), with the class
+    of each one (:func:`event_classes`)."""
+    src, cat, name, device = src.astype(np.int32), cat.astype(np.int32), name.astype(np.int32), device.astype(np.int32)
+    cls = event_classes(st, src, cat, name, device, phc)
+    st.cols.append(start=start, dur=dur, name=name, corr=corr, ext=ext, cls=cls)
+    st.n += int(start.shape[0])
+
+
 def classify_classes(
     st: State, fmt: str, rank: int, cls: np.ndarray[Any, Any]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:

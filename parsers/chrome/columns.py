@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.model.devices import PROFILER_SERIES
+from gputop_trace.parsers.chrome.classify import append_events
 from gputop_trace.parsers.chrome.document import Chunk
 from gputop_trace.parsers.chrome.kernel_args import KernelCols, kernel_cols
 from gputop_trace.parsers.chrome.op_args import OpCols, gather_op_args, op_cols
-from gputop_trace.parsers.chrome.state import PH_I, PH_X, State, append_events
+from gputop_trace.parsers.chrome.state import PH_I, PH_X, State
 from gputop_trace.parsers.chrome.structs import Args
 from gputop_trace.parsers.chrome.values import (
     MAX_ABS_US,

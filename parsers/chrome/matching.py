@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from gputop_trace.parsers.chrome.state import PH_ASYNC, PH_ASYNC_I, PH_BE, State, append_events
+from gputop_trace.parsers.chrome.classify import append_events
+from gputop_trace.parsers.chrome.state import PH_ASYNC, PH_ASYNC_I, PH_BE, State
 
 
 def match_begin_end(st: State, end_of_trace: int) -> None:

@@ -222,26 +222,3 @@ class State:
 
     def name_id(self, name: str) -> int:
         return self.builder.names.intern(name)
-
-
-def append_events(
-    st: State,
-    start: np.ndarray[Any, Any],
-    dur: np.ndarray[Any, Any],
-    src: np.ndarray[Any, Any],
-    cat: np.ndarray[Any, Any],
-    name: np.ndarray[Any, Any],
-    corr: np.ndarray[Any, Any],
-    ext: np.ndarray[Any, Any],
-    device: np.ndarray[Any, Any],
-    phc: np.ndarray[Any, Any],
-) -> None:
-    """Append a part's events to the columns (ids cast to the columns' int32 as they are copied), with the class
-    of each one (:func:`~gputop_trace.parsers.chrome.classify.event_classes`)."""
-    # (imported here: classify imports this module)
-    from gputop_trace.parsers.chrome.classify import event_classes
-
-    src, cat, name, device = src.astype(np.int32), cat.astype(np.int32), name.astype(np.int32), device.astype(np.int32)
-    cls = event_classes(st, src, cat, name, device, phc)
-    st.cols.append(start=start, dur=dur, name=name, corr=corr, ext=ext, cls=cls)
-    st.n += int(start.shape[0])

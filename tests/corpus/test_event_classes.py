@@ -15,7 +15,7 @@ import pytest
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kinds import Kind, LaneKind
 from gputop_trace.model.trace import Trace
-from gputop_trace.parsers.chrome import classify, fast, state
+from gputop_trace.parsers.chrome import classify, fast
 from gputop_trace.parsers.chrome import columns as chrome_columns
 from gputop_trace.parsers.chrome import loader as chrome
 from gputop_trace.parsers.chrome import matching as chrome_matching
@@ -67,7 +67,7 @@ def _both_ways(path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace, Trace
     by_classes = chrome.load(path)
     with monkeypatch.context() as m:
         m.setattr(chrome, "_classify", _by_whole_columns)
-        recording = _recording(state.append_events)
+        recording = _recording(classify.append_events)
         m.setattr(chrome_columns, "append_events", recording)
         m.setattr(chrome_matching, "append_events", recording)
         whole = chrome.load(path)
