@@ -10,7 +10,7 @@ from gputop_trace.analysis.roofline.limits import SATURATED_PCT, first_metric, n
 from gputop_trace.units import format_si
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.roofline.verdict import KernelVerdict
+    from gputop_trace.analysis.roofline.kernel_verdict import KernelVerdict
 
 #: "No eligible warp" share (% of active cycles) that counts as starved of ready warps.
 STARVED_ISSUE_PCT = 70.0

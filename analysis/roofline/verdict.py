@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from gputop_trace.analysis.ncu_diagnosis.checks import Finding, HotLine, diagnose, hottest_lines
-from gputop_trace.analysis.ncu_diagnosis.trust import TrustNote, trust_notes
+from gputop_trace.analysis.ncu_diagnosis.checks import diagnose, hottest_lines
+from gputop_trace.analysis.ncu_diagnosis.trust import trust_notes
 from gputop_trace.analysis.roofline.explain import explain
+from gputop_trace.analysis.roofline.kernel_verdict import KernelVerdict
 from gputop_trace.analysis.roofline.limits import (
     SATURATED_PCT,
-    Occupancy,
-    PrecisionWork,
-    Stall,
     first_metric,
     fp_flops,
     nan_to_zero,
@@ -44,51 +42,6 @@ from gputop_trace.model.ncu import NcuKernel, NcuRule
 
 #: Kernels shorter than this (ns) give unreliable counter values (replay overhead, counter noise).
 TINY_KERNEL_NS = 10_000
-
-
-@dataclass(frozen=True)
-class KernelVerdict:
-    """Everything the drill-down shows for one kernel. Times in ns, rates per second, percentages 0–100,
-    NaN where the report lacks the metric."""
-
-    kernel: NcuKernel
-    launch: int | None
-    duration_ns: float
-    sm_pct: float
-    memory_pct: float
-    dram_pct: float
-    l1_hit_pct: float
-    l2_hit_pct: float
-    tensor_pipe_pct: float
-    tensor_use: str
-    occupancy: Occupancy
-    registers: int | None
-    flops: float
-    dram_bytes: float
-    intensity: float
-    ridge: float
-    precision: str
-    peak_flop_per_s: float
-    peak_dram_bytes_per_s: float
-    achieved_flop_per_s: float
-    peaks_from: str
-    work: tuple[PrecisionWork, ...]
-    verdict: str
-    verdict_basis: str
-    explanation: tuple[str, ...]
-    stalls: tuple[Stall, ...]
-    no_eligible_pct: float
-    sectors_per_request: float
-    rules: tuple[NcuRule, ...]
-    warnings: tuple[str, ...]
-    trust: tuple[TrustNote, ...] = ()
-    diagnosis: tuple[Finding, ...] = ()
-    hot_lines: tuple[HotLine, ...] = ()
-
-    @property
-    def name(self) -> str:
-        """The kernel's function name."""
-        return self.kernel.name
 
 
 def classify(sm_pct: float, memory_pct: float, intensity: float, ridge: float) -> tuple[str, str, str]:
@@ -248,3 +201,8 @@ def analyze_kernel(kernel: NcuKernel, *, launch: int | None = None, compiled: bo
 def _rule_order(r: NcuRule) -> tuple[int, float]:
     rank = {"ERR": 0, "WRN": 1, "OPT": 2, "INF": 3}.get(r.type, 4)
     return rank, -(r.speedup_pct or 0.0)
+
+
+#: KernelVerdict is the type :func:`analyze_kernel` returns (defined in :mod:`.kernel_verdict`, which the plain-words
+#: explanation reads too); named here as well for the callers that import it with the function
+__all__ = ["TINY_KERNEL_NS", "KernelVerdict", "analyze_kernel", "classify", "is_compiled_kernel", "kernel_warnings"]
