@@ -1,5 +1,6 @@
 """Shared fixtures: where the corpus is, and the rule that corpus tests skip on a user's machine without it
-but fail in CI (``GPUTOP_REQUIRE_CORPUS=1``, set by ``.ci/run``)."""
+but fail in CI (``GPUTOP_REQUIRE_CORPUS=1``, set by ``.ci/run``). Before anything is collected, pytest stops with
+one message when the package it would import is not this checkout's editable install (tests/install_check.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.install_check import install_problem
 from tests.paths import CORPUS, ROOT, SAMPLES
 
 __all__ = ["CORPUS", "ROOT", "SAMPLES", "corpus_missing_reason"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stop at once, with one paragraph saying what is wrong and the command that fixes it, when the package the
+    tests would import is not this checkout's editable install (instead of an import error in every test module)."""
+    problem = install_problem(ROOT)
+    if problem is not None:
+        raise pytest.UsageError(problem)
 
 
 def corpus_missing_reason() -> str | None:
