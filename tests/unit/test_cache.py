@@ -150,6 +150,7 @@ def test_empty_trace_round_trips(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # staleness and corruption: rebuilt, never trusted
 # ---------------------------------------------------------------------------------------------------------
+@pytest.mark.corpus
 def test_changed_source_is_parsed_again_and_old_entry_removed(tmp_path: Path, cache_dir: Path) -> None:
     src = _copy_trace(tmp_path)
     old, _ = _load(str(src))
@@ -166,6 +167,7 @@ def test_changed_source_is_parsed_again_and_old_entry_removed(tmp_path: Path, ca
     assert len(old) > 1000
 
 
+@pytest.mark.corpus
 def test_touched_source_is_not_trusted(tmp_path: Path) -> None:
     src = _copy_trace(tmp_path)
     _load(str(src))
@@ -175,6 +177,7 @@ def test_touched_source_is_not_trusted(tmp_path: Path) -> None:
     assert not res.hit and res.written
 
 
+@pytest.mark.corpus
 def test_other_load_options_are_other_entries(tmp_path: Path, cache_dir: Path) -> None:
     src = str(_copy_trace(tmp_path))
     cache.load_cached(src, {"format": "chrome", "default_rank": 0}, lambda: chrome.load(src))
@@ -195,6 +198,7 @@ def _corrupt_and_reload(tmp_path: Path, cache_dir: Path, damage: Any) -> tuple[T
     return again, res, fresh
 
 
+@pytest.mark.corpus
 def test_truncated_column_file_is_rebuilt(tmp_path: Path, cache_dir: Path) -> None:
     def truncate(entry: Path) -> None:
         col = entry / "start_ns.npy"
@@ -209,6 +213,7 @@ def test_truncated_column_file_is_rebuilt(tmp_path: Path, cache_dir: Path) -> No
     assert_traces_equal(reopened, fresh)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(
     ("what", "damage", "reason"),
     [
@@ -287,6 +292,7 @@ _WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.corpus
 def test_processes_opening_one_trace_at_once_all_get_the_same_model(tmp_path: Path, cache_dir: Path) -> None:
     src = _copy_trace(tmp_path)
     script = tmp_path / "worker.py"
@@ -324,6 +330,7 @@ def _digest_in_subprocess(src: Path, tmp_path: Path, env: dict[str, str]) -> str
 # ---------------------------------------------------------------------------------------------------------
 # size bound, bypass, settings
 # ---------------------------------------------------------------------------------------------------------
+@pytest.mark.corpus
 def test_least_recently_used_entries_are_evicted_beyond_the_limit(tmp_path: Path, cache_dir: Path) -> None:
     paths = [str(_copy_trace(tmp_path, f"t{i}.json.gz")) for i in range(3)]
     for i, p in enumerate(paths):
@@ -337,6 +344,7 @@ def test_least_recently_used_entries_are_evicted_beyond_the_limit(tmp_path: Path
     assert len(_entries(cache_dir)) == 2
 
 
+@pytest.mark.corpus
 def test_writing_a_new_entry_keeps_the_cache_under_its_limit(
     tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -380,6 +388,7 @@ def test_small_traces_are_not_cached_by_default(cache_dir: Path, monkeypatch: py
     assert not cache_dir.exists()
 
 
+@pytest.mark.corpus
 def test_cache_lives_in_xdg_cache_home_never_next_to_the_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GPUTOP_TRACE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -392,6 +401,7 @@ def test_cache_lives_in_xdg_cache_home_never_next_to_the_trace(tmp_path: Path, m
     assert cache_keys.cache_root() == tmp_path / "xdg" / "gputop-trace"
 
 
+@pytest.mark.corpus
 def test_no_cache_option_reaches_the_loader(tmp_path: Path, cache_dir: Path) -> None:
     from gputop_trace.cli.common import load
     from gputop_trace.cli.main import build_parser
@@ -414,6 +424,7 @@ def test_size_settings_parse() -> None:
         cache_keys.parse_size("lots")
 
 
+@pytest.mark.corpus
 def test_unwritable_cache_folder_falls_back_to_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -427,6 +438,7 @@ def _hash(t: Trace) -> str:
     return hashlib.sha256(t.start_ns.tobytes()).hexdigest()
 
 
+@pytest.mark.corpus
 def test_meta_type_is_unchanged_by_a_cache_hit(tmp_path: Path) -> None:
     src = str(_copy_trace(tmp_path))
     first, _ = _load(src)

@@ -219,6 +219,7 @@ def test_a_gap_that_is_mostly_one_launch_call_is_a_slow_launch_reported_once() -
     assert f.time_ns == gap["gap_ns"]
 
 
+@pytest.mark.corpus
 def test_the_gaps_table_calls_the_slow_launch_gap_what_the_finding_calls_it(capsys: pytest.CaptureFixture[str]) -> None:
     """The same 6.63 ms gap of external/amd_trace is 'one slow launch call' in `gaps` (text and JSON) and in the
     summary's idle section, not CPU-bound there while the finding says slow launch; CPU-bound keeps the other 12."""
