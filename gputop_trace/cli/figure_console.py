@@ -18,7 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from gputop_trace.tui.view.unit_wrap import FigureText, figure_text
+from gputop_trace.presentation.figure_wrap import FigureText, figure_text
 
 
 class _Whole:

@@ -257,7 +257,7 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
     from rich.text import Text
 
     from gputop_trace.safe_text import clean
-    from gputop_trace.tui.view.ncu_verdict import render_verdict
+    from gputop_trace.presentation.ncu_verdict import render_verdict
 
     con = common.stdout_console()
     title = (
@@ -273,7 +273,7 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
             con.print(Rule(f"kernel {i + 1} of {len(verdicts)}"))
         con.print(render_verdict(v, extra_warnings=extra_warnings))
     from gputop_trace.analysis.ncu_diagnosis.launches import launch_spreads
-    from gputop_trace.tui.view.ncu_verdict import spread_table
+    from gputop_trace.presentation.ncu_verdict import spread_table
 
     for s in launch_spreads(report.kernels):
         con.print(Rule(f"{plural(len(s.indices), 'launch', 'launches')} of {clean(s.name)}"))
