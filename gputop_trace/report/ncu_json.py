@@ -6,7 +6,8 @@ spread of several launches of one kernel, a run's failure guidance, in the ``--j
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gputop_trace.report.envelope import envelope
 
@@ -14,7 +15,24 @@ if TYPE_CHECKING:
     from gputop_trace.analysis.ncu_diagnosis.launches import LaunchSpread
     from gputop_trace.analysis.roofline.verdict import KernelVerdict
     from gputop_trace.model.ncu import NcuReport
-    from gputop_trace.ncu.runner import Guidance
+
+
+class RunGuidance(Protocol):
+    """What :func:`guidance_json` reads of why a profiling run gave no result: ``gputop_trace.ncu.runner.Guidance``,
+    which lives in a layer above this one, so its fields are named here instead of imported."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def details(self) -> Sequence[str]: ...
+    @property
+    def available_kernels(self) -> Sequence[str]: ...
+    @property
+    def exit_code(self) -> int | None: ...
 
 
 def _num(x: float) -> float | None:
@@ -139,7 +157,7 @@ def report_json(
     return doc
 
 
-def guidance_json(g: Guidance) -> dict[str, Any]:
+def guidance_json(g: RunGuidance) -> dict[str, Any]:
     """A failed run's guidance as JSON."""
     return {
         "kind": g.kind,
