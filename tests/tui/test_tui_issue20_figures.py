@@ -75,7 +75,7 @@ def test_transfers_panel_shows_the_jax_memsets_bytes(size: tuple[int, int]) -> N
     run(body())
 
 
-# a figure ending one line, its unit starting the next (written apart from tui/view/unit_wrap.py, on purpose)
+# a figure ending one line, its unit starting the next (written apart from presentation/figure_wrap.py, on purpose)
 _FIGURE_AT_END = re.compile(r"(?<![\w.,])[-+]?\d[\d,]*(?:\.\d+)?$")
 _UNIT_AT_START = re.compile(r"^(?:ns|µs|ms|s|%|B|KiB|MiB|GiB|kB|MB|GB|GB/s|[kMGTP]?FLOP(?:/s)?)(?![\w/])")
 
