@@ -32,7 +32,8 @@ def _main(provider: Provider) -> MainScreen | None:
 
 def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
     """Every palette entry as ``(text, help, callback)``."""
-    from gputop_trace.tui.view.kernel_names import fit_names, kernel_labels
+    from gputop_trace.presentation.kernel_labels import kernel_labels
+    from gputop_trace.presentation.name_fitting import fit_names
     from gputop_trace.tui.widgets.panel_tabs import PANELS
 
     out: list[tuple[str, str, Callable[[], Any]]] = []

@@ -113,7 +113,8 @@ def render_step(con: Console, trace: Trace, p: StepPath, *, multi_rank: bool) ->
     # the numbers and the kind keep their widths; the item gets the rest, cut where the names still read apart
     # kind 10, on path 8, share 6, "2x saves" 8, "gone saves" 10, each column after the first 3 wider (the rule)
     name_width = max(16, con.width - (10 + 8 + 6 + 8 + 10) - 5 * 3 - 1)
-    from gputop_trace.tui.view.kernel_names import fit_names, kernel_labels
+    from gputop_trace.presentation.kernel_labels import kernel_labels
+    from gputop_trace.presentation.name_fitting import fit_names
 
     # kernels by the app's labels: templates that share a short name (cutlass::Kernel) get their parameters after it
     short = kernel_labels(label for cat, label, _ in shown if cat in ("kernel", "collective"))

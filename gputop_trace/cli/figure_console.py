@@ -1,6 +1,6 @@
 """The command line's console: Rich's, with the text it lays out wrapped so that a figure stays with its unit and a
 count with its noun (``29.0 ms``, ``12 kernels``: never ``12`` at the end of one line and ``kernels`` at the start
-of the next), by :class:`~gputop_trace.tui.view.unit_wrap.FigureText`, the app's own wrap.
+of the next), by :class:`~gputop_trace.presentation.figure_wrap.FigureText`, the wrap the app uses too.
 
 Rich joins the texts given to one ``print`` call into a plain ``Text`` (losing the subclass), so a text printed
 alone is handed over inside a small renderable, and the texts inside tables, groups, padding and panels are
@@ -18,7 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from gputop_trace.tui.view.unit_wrap import FigureText, figure_text
+from gputop_trace.presentation.figure_wrap import FigureText, figure_text
 
 
 class _Whole:

@@ -9,7 +9,10 @@ from gputop_trace.cli import common
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.gaps.detect import DeviceGaps
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.analysis.gaps.detect import DeviceGaps, Gap
     from gputop_trace.model.trace import Trace
 
 DEFAULT_LIMIT = 20
@@ -118,17 +121,101 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, *, filtered: bool = False) -> None:
-    """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
+def _device_heading(trace: Trace, d: DeviceGaps, threshold_ns: int, multi_rank: bool) -> Text:
+    """A device's line: its active span, busy and idle time (and % of the span), its gaps of ``threshold_ns`` (ns)
+    or more."""
+    from rich.text import Text
+
+    from gputop_trace.units import format_ns
+
+    label = trace.device_label(d.rank, d.device)
+    label = f"rank {d.rank} {label}" if multi_rank else label
+    return Text(f"{label} (pid {d.pid})", style="bold") + Text(
+        f"  active {format_ns(d.span_ns)}, busy {format_ns(d.busy_ns)} ({d.busy_pct:.1f}%), idle "
+        f"{format_ns(d.idle_ns)} ({d.idle_pct:.1f}%); {plural(len(d.columns), 'gap')} ≥ "
+        f"{format_ns(threshold_ns)} = "
+        f"{format_ns(d.gaps_ns)}"
+    )
+
+
+def _cause_table(d: DeviceGaps) -> Table:
+    """A device's idle time by cause: gaps, time, % of its active span, the largest cause first."""
+    from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.units import format_ns
+
+    causes = compact_table("Idle time by cause")
+    causes.add_column("cause", no_wrap=True)
+    causes.add_column("gaps", justify="right", no_wrap=True)
+    add_number_columns(causes, "time", "% of active")
+    for ct in sorted(d.by_cause.values(), key=lambda c: -c.total_ns):
+        if ct.count:
+            causes.add_row(
+                ct.label,
+                f"{ct.count:,}",
+                format_ns(ct.total_ns),
+                f"{100.0 * ct.total_ns / d.span_ns:.1f}" if d.span_ns else "-",
+            )
+    return causes
+
+
+def _length_table(d: DeviceGaps) -> Table:
+    """A device's idle holes (all of them, under the threshold too) by length: count and total time per bin."""
+    from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.units import format_ns
+
+    hist = compact_table("Idle holes by length (all holes)")
+    hist.add_column("length", no_wrap=True)
+    hist.add_column("holes", justify="right", no_wrap=True)
+    add_number_columns(hist, "time")
+    for lab, n, tot in zip(d.histogram.labels(), d.histogram.counts, d.histogram.total_ns, strict=True):
+        if n:
+            hist.add_row(lab, f"{n:,}", format_ns(tot))
+    return hist
+
+
+def _longest_table(trace: Trace, d: DeviceGaps, shown: list[Gap], *, wide: bool, terminal: bool) -> Table:
+    """The longest gaps ``shown``: where (from the trace start), how long, their cause and what happened; ``wide``
+    (140 columns or more) adds the enclosing range and the next device op."""
     from rich.text import Text
 
     from gputop_trace.analysis.gaps.causes import cause_label
-    from gputop_trace.analysis.gaps.detect import LAUNCH_GAP_NS
     from gputop_trace.analysis.kernels import short_name
     from gputop_trace.cli.pipe_output import cut_at
     from gputop_trace.cli.tables import add_number_columns, compact_table
     from gputop_trace.model.kinds import Kind
     from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    t = compact_table(f"Longest gaps ({len(shown)} of {len(d.columns):,})")
+    add_number_columns(t, "at", "length")
+    t.add_column("cause", no_wrap=True, min_width=10)
+    if wide:
+        t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=cut_at(terminal, 24))
+    t.add_column("what happened", overflow="fold", ratio=1)
+    if wide:
+        t.add_column(
+            f"next {trace.device_words().noun} op",
+            overflow="ellipsis",
+            no_wrap=True,
+            max_width=cut_at(terminal, 32),
+        )
+    for g in shown:
+        cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), cause_label(g.cause, g.words, short=True)]
+        if wide:
+            cells.append(Text(clean(g.range_name or "")))
+        cells.append(Text(clean(g.detail)))
+        if wide:
+            nxt = trace.event_name(g.next_op)
+            cells.append(Text(clean(short_name(nxt) if trace.kind[g.next_op] == Kind.KERNEL else nxt)))
+        t.add_row(*cells)
+    return t
+
+
+def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, *, filtered: bool = False) -> None:
+    """Print per-GPU idle summaries, cause totals, the gap-length histogram and the longest gaps."""
+    from rich.text import Text
+
+    from gputop_trace.analysis.gaps.detect import LAUNCH_GAP_NS
     from gputop_trace.units import format_ns
 
     con = common.stdout_console()
@@ -140,38 +227,9 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
         return
     multi_rank = len({d.rank for d in gaps}) > 1
     for d in gaps:
-        label = trace.device_label(d.rank, d.device)
-        label = f"rank {d.rank} {label}" if multi_rank else label
-        con.print(
-            Text(f"{label} (pid {d.pid})", style="bold")
-            + Text(
-                f"  active {format_ns(d.span_ns)}, busy {format_ns(d.busy_ns)} ({d.busy_pct:.1f}%), idle "
-                f"{format_ns(d.idle_ns)} ({d.idle_pct:.1f}%); {plural(len(d.columns), 'gap')} ≥ "
-                f"{format_ns(threshold_ns)} = "
-                f"{format_ns(d.gaps_ns)}"
-            )
-        )
-        causes = compact_table("Idle time by cause")
-        causes.add_column("cause", no_wrap=True)
-        causes.add_column("gaps", justify="right", no_wrap=True)
-        add_number_columns(causes, "time", "% of active")
-        for ct in sorted(d.by_cause.values(), key=lambda c: -c.total_ns):
-            if ct.count:
-                causes.add_row(
-                    ct.label,
-                    f"{ct.count:,}",
-                    format_ns(ct.total_ns),
-                    f"{100.0 * ct.total_ns / d.span_ns:.1f}" if d.span_ns else "-",
-                )
-        con.print(causes)
-        hist = compact_table("Idle holes by length (all holes)")
-        hist.add_column("length", no_wrap=True)
-        hist.add_column("holes", justify="right", no_wrap=True)
-        add_number_columns(hist, "time")
-        for lab, n, tot in zip(d.histogram.labels(), d.histogram.counts, d.histogram.total_ns, strict=True):
-            if n:
-                hist.add_row(lab, f"{n:,}", format_ns(tot))
-        con.print(hist)
+        con.print(_device_heading(trace, d, threshold_ns, multi_rank))
+        con.print(_cause_table(d))
+        con.print(_length_table(d))
         if d.launch_bound:
             con.print(
                 Text(
@@ -183,30 +241,7 @@ def render(trace: Trace, gaps: list[DeviceGaps], threshold_ns: int, limit: int, 
         shown = d.longest(limit if limit > 0 else len(d.columns))
         if not shown:
             continue
-        wide = con.width >= 140
-        t = compact_table(f"Longest gaps ({len(shown)} of {len(d.columns):,})")
-        add_number_columns(t, "at", "length")
-        t.add_column("cause", no_wrap=True, min_width=10)
-        if wide:
-            t.add_column("range", overflow="ellipsis", no_wrap=True, max_width=cut_at(con.is_terminal, 24))
-        t.add_column("what happened", overflow="fold", ratio=1)
-        if wide:
-            t.add_column(
-                f"next {trace.device_words().noun} op",
-                overflow="ellipsis",
-                no_wrap=True,
-                max_width=cut_at(con.is_terminal, 32),
-            )
-        for g in shown:
-            cells: list[Any] = [format_ns(g.start_ns), format_ns(g.dur_ns), cause_label(g.cause, g.words, short=True)]
-            if wide:
-                cells.append(Text(clean(g.range_name or "")))
-            cells.append(Text(clean(g.detail)))
-            if wide:
-                nxt = trace.event_name(g.next_op)
-                cells.append(Text(clean(short_name(nxt) if trace.kind[g.next_op] == Kind.KERNEL else nxt)))
-            t.add_row(*cells)
-        con.print(t)
+        con.print(_longest_table(trace, d, shown, wide=con.width >= 140, terminal=con.is_terminal))
         con.print()
     con.print(
         Text(

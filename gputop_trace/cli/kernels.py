@@ -202,8 +202,8 @@ def render(doc: dict[str, Any], trace: Trace, *, full_names: bool) -> None:
     from rich.text import Text
 
     from gputop_trace.analysis.kernels import short_name
+    from gputop_trace.presentation.name_fitting import fit_names
     from gputop_trace.safe_text import clean
-    from gputop_trace.tui.view.kernel_names import fit_names
     from gputop_trace.units import format_ns, plural
 
     con = common.stdout_console()

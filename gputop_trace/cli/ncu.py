@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +19,9 @@ from gputop_trace.errors import TraceError
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.ncu_diagnosis.launches import LaunchSpread
     from gputop_trace.analysis.roofline.verdict import KernelVerdict
     from gputop_trace.model.ncu import NcuReport
+    from gputop_trace.ncu.drilldown import NcuCommand
     from gputop_trace.ncu.runner import Guidance, NcuRunResult
 
 
@@ -103,147 +102,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-# ---- JSON ------------------------------------------------------------------------------------------------------
-
-
-def _num(x: float) -> float | None:
-    return None if x is None or math.isnan(x) or math.isinf(x) else round(float(x), 4)
-
-
-def _int(x: float) -> int | None:
-    return None if x is None or math.isnan(x) or math.isinf(x) else round(x)
-
-
-def verdict_json(v: KernelVerdict) -> dict[str, Any]:
-    """One kernel of the ``ncu`` JSON contract (json.md), plus extra fields."""
-    k = v.kernel
-    return {
-        "name": k.name,
-        "demangled": k.demangled,
-        "mangled": k.mangled,
-        "launch": v.launch,
-        "report_index": k.index,
-        "device": k.device_name or None,
-        "grid": list(k.grid) if k.grid else None,
-        "block": list(k.block) if k.block else None,
-        "duration_ns": _int(v.duration_ns),
-        "sm_pct": _num(v.sm_pct),
-        "memory_pct": _num(v.memory_pct),
-        "dram_pct": _num(v.dram_pct),
-        "achieved_occupancy_pct": _num(v.occupancy.achieved_pct),
-        "theoretical_occupancy_pct": _num(v.occupancy.theoretical_pct),
-        "occupancy_limiter": v.occupancy.limiter,
-        "registers": v.registers,
-        "flops": _int(v.flops),
-        "dram_bytes": _int(v.dram_bytes),
-        "intensity_flop_per_byte": _num(v.intensity),
-        "ridge_flop_per_byte": _num(v.ridge),
-        "precision": v.precision or None,
-        "peak_flop_per_s": _num(v.peak_flop_per_s),
-        "peak_dram_bytes_per_s": _num(v.peak_dram_bytes_per_s),
-        "achieved_flop_per_s": _num(v.achieved_flop_per_s),
-        "peaks_from": v.peaks_from or None,
-        "verdict": v.verdict,
-        "verdict_basis": v.verdict_basis or None,
-        "explanation": "\n".join(v.explanation),
-        "stalls": [
-            {"reason": s.reason, "label": s.label, "value": _num(s.cycles), "share_pct": _num(s.share_pct)}
-            for s in v.stalls
-        ],
-        "no_eligible_pct": _num(v.no_eligible_pct),
-        "tensor_pipe_pct": _num(v.tensor_pipe_pct),
-        "tensor_use": v.tensor_use,
-        "l1_hit_pct": _num(v.l1_hit_pct),
-        "l2_hit_pct": _num(v.l2_hit_pct),
-        "sectors_per_request": _num(v.sectors_per_request),
-        "rules": [
-            {
-                "name": r.identifier,
-                "type": r.type,
-                "text": r.text,
-                "title": r.title,
-                "section": r.section,
-                "speedup_pct": _num(r.speedup_pct) if r.speedup_pct is not None else None,
-            }
-            for r in v.rules
-        ],
-        "nvtx": list(k.nvtx),
-        "warnings": list(v.warnings),
-        "trust": [{"kind": t.kind, "level": t.level, "text": t.text} for t in v.trust],
-        "diagnosis": [{"kind": f.kind, "problem": f.problem, "text": f.text} for f in v.diagnosis],
-        "hot_lines": [
-            {
-                "address": h.line.address,
-                "source": h.line.source,
-                "samples": _num(h.line.samples),
-                "share_pct": _num(h.share_pct),
-                "instructions": _num(h.line.instructions),
-            }
-            for h in v.hot_lines
-        ],
-    }
-
-
-def spread_json(s: LaunchSpread) -> dict[str, Any]:
-    """Several launches of one kernel: their report indices and each figure's min / median / max."""
-    return {
-        "name": s.name,
-        "report_indices": list(s.indices),
-        "figures": [
-            {
-                "label": f.label,
-                "metric": f.metric,
-                "unit": f.unit,
-                "n": f.n,
-                "min": _num(f.min),
-                "median": _num(f.median),
-                "max": _num(f.max),
-                "rel_spread": _num(f.rel_spread),
-            }
-            for f in s.figures
-        ],
-        "warning": s.note.text if s.note else None,
-    }
-
-
-def report_json(
-    report: NcuReport, verdicts: list[KernelVerdict], *, run: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The whole ``ncu`` JSON document."""
-    from gputop_trace.analysis.ncu_diagnosis.launches import launch_spreads
-    from gputop_trace.report.envelope import envelope
-
-    doc = envelope("ncu", None, report.path, kernels=[verdict_json(v) for v in verdicts])
-    doc["source"].update(
-        {
-            "format": "ncu",
-            "producer": f"Nsight Compute report (read with {report.reader})",
-            "ranks": [0],
-            "truncated_bytes": 0,
-        }
-    )
-    doc["warnings"] = list(report.warnings) + ([w for w in run.get("warnings", [])] if run else [])
-    doc["launch_spread"] = [spread_json(s) for s in launch_spreads(report.kernels)]
-    if run is not None:
-        doc["run"] = run
-    return doc
-
-
-def guidance_json(g: Guidance) -> dict[str, Any]:
-    """A failed run's guidance as JSON."""
-    return {
-        "kind": g.kind,
-        "title": g.title,
-        "text": g.text,
-        "details": list(g.details),
-        "available_kernels": list(g.available_kernels),
-        "exit_code": g.exit_code,
-    }
-
-
-# ---- running -----------------------------------------------------------------------------------------------------
-
-
 def analyze_report(report: NcuReport, *, launch: int | None = None) -> list[KernelVerdict]:
     """A verdict for every kernel of a report (``launch`` applies to a single-kernel report from our own run)."""
     from gputop_trace.analysis.roofline.verdict import analyze_kernel
@@ -256,8 +114,8 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
     from rich.rule import Rule
     from rich.text import Text
 
+    from gputop_trace.presentation.ncu_verdict import render_verdict
     from gputop_trace.safe_text import clean
-    from gputop_trace.tui.view.ncu_verdict import render_verdict
 
     con = common.stdout_console()
     title = (
@@ -273,7 +131,7 @@ def _print_verdicts(verdicts: list[KernelVerdict], report: NcuReport, extra_warn
             con.print(Rule(f"kernel {i + 1} of {len(verdicts)}"))
         con.print(render_verdict(v, extra_warnings=extra_warnings))
     from gputop_trace.analysis.ncu_diagnosis.launches import launch_spreads
-    from gputop_trace.tui.view.ncu_verdict import spread_table
+    from gputop_trace.presentation.ncu_verdict import spread_table
 
     for s in launch_spreads(report.kernels):
         con.print(Rule(f"{plural(len(s.indices), 'launch', 'launches')} of {clean(s.name)}"))
@@ -298,6 +156,8 @@ def open_report(path: str, *, as_json: bool, ncu_path: str | None = None, source
         report = attach_source(report, read_source_page(exe, path))
     verdicts = analyze_report(report)
     if as_json:
+        from gputop_trace.report.ncu_json import report_json
+
         common.emit_json(report_json(report, verdicts))
     else:
         _print_verdicts(verdicts, report, [])
@@ -319,15 +179,8 @@ def _guidance_message(g: Guidance, target: list[str]) -> str:
     return " ".join(parts)
 
 
-def run_profile(args: argparse.Namespace) -> int:
-    """``gputop-trace ncu --kernel NAME ... -- CMD``."""
-    import asyncio
-
-    from gputop_trace.ncu.drilldown import build_ncu_command, run_files
-    from gputop_trace.ncu.locate import find_ncu
-    from gputop_trace.ncu.report_reader import load_report
-    from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, NcuRunner, not_installed
-
+def _profile_target(args: argparse.Namespace) -> list[str]:
+    """The workload's command line (after ``--``), once the profiling options are checked."""
     target = list(args.args)
     if not target:
         raise TraceError(
@@ -339,20 +192,20 @@ def run_profile(args: argparse.Namespace) -> int:
         raise TraceError(f"--launch-count must be 1 or more, not {args.launch_count}.")
     if args.kernel and args.kernel_regex:
         raise TraceError("Give --kernel NAME or --kernel-regex REGEX, not both.")
-    kernel_label = args.kernel or args.kernel_regex
-    ncu = args.ncu or find_ncu()
-    if not ncu:
-        g = not_installed()
-        if args.json:
-            common.emit_json({**_empty_doc(), "error": guidance_json(g)})
-        raise TraceError(g.text)
+    return target
+
+
+def _build_command(args: argparse.Namespace, target: list[str], ncu: str) -> NcuCommand:
+    """The exact ncu command for the options, writing its report and log to ``--output`` or the user cache dir."""
+    from gputop_trace.ncu.drilldown import build_ncu_command, run_files
+
     if args.output:
         base = args.output.removesuffix(".ncu-rep")
         log_path = base + ".log"
     else:
-        base, log_path = run_files(kernel_label, args.launch, None)
+        base, log_path = run_files(args.kernel or args.kernel_regex, args.launch, None)
     try:
-        cmd = build_ncu_command(
+        return build_ncu_command(
             args.kernel or "",
             target,
             launch_skip=args.launch,
@@ -367,21 +220,27 @@ def run_profile(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise TraceError(f"Cannot build the ncu command: {e}.") from None
-    err = common.Stderr()
-    for note in cmd.notes:
-        err.line(note, style="yellow", prefix="note: ")
-    if not common.confirm_command("ncu command:", [cmd.display()], args.yes, err, what="ncu"):
-        err.line("Not run.")
-        return 0
+
+
+def _run_ncu(cmd: NcuCommand, timeout_ns: int | None, err: common.Stderr) -> NcuRunResult:
+    """Run ``cmd`` (``timeout_ns``: ``--timeout``, else the runner's default), its lines and ncu's on stderr."""
+    import asyncio
+
+    from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, NcuRunner
 
     def on_line(source: str, line: str) -> None:
         err.line(line, style="dim" if source == "ncu" else "", prefix=f"{source:>3}│ ", prefix_style="grey50")
 
-    timeout_s = args.timeout / 1e9 if args.timeout else DEFAULT_TIMEOUT_S
+    timeout_s = timeout_ns / 1e9 if timeout_ns else DEFAULT_TIMEOUT_S
     runner = NcuRunner(cmd, timeout_s=timeout_s, on_line=on_line)
     result: NcuRunResult = asyncio.run(runner.run())
     err.line(f"ncu finished in {result.elapsed_s:.1f} s (exit code {result.returncode})", style="bold")
-    run_doc = {
+    return result
+
+
+def _run_document(cmd: NcuCommand, result: NcuRunResult) -> dict[str, Any]:
+    """The run's part of the JSON document: the command, its files, how long it took (s), how it ended."""
+    return {
         "command": list(cmd.argv),
         "report": result.report_path,
         "log": cmd.log_path,
@@ -393,12 +252,37 @@ def run_profile(args: argparse.Namespace) -> int:
         "nvtx_include": cmd.nvtx_include,
         "warnings": list(result.warnings),
     }
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    """``gputop-trace ncu --kernel NAME ... -- CMD``."""
+    from gputop_trace.ncu.locate import find_ncu
+    from gputop_trace.ncu.report_reader import load_report
+    from gputop_trace.ncu.runner import not_installed
+    from gputop_trace.report.ncu_json import empty_document, guidance_json, report_json
+
+    target = _profile_target(args)
+    ncu = args.ncu or find_ncu()
+    if not ncu:
+        g = not_installed()
+        if args.json:
+            common.emit_json({**empty_document(), "error": guidance_json(g)})
+        raise TraceError(g.text)
+    cmd = _build_command(args, target, ncu)
+    err = common.Stderr()
+    for note in cmd.notes:
+        err.line(note, style="yellow", prefix="note: ")
+    if not common.confirm_command("ncu command:", [cmd.display()], args.yes, err, what="ncu"):
+        err.line("Not run.")
+        return 0
+    result = _run_ncu(cmd, args.timeout, err)
+    run_doc = _run_document(cmd, result)
     if result.failure is not None or result.report_path is None:
         from gputop_trace.ncu.runner import Guidance
 
         g = result.failure or Guidance("no_report", "ncu wrote no report", "See the log above.")
         if args.json:
-            common.emit_json({**_empty_doc(cmd.report_path), "run": run_doc, "error": guidance_json(g)})
+            common.emit_json({**empty_document(cmd.report_path), "run": run_doc, "error": guidance_json(g)})
         raise TraceError(_guidance_message(g, target))
     report = load_report(result.report_path, ncu_path=ncu)
     verdicts = analyze_report(report, launch=cmd.launch_skip if cmd.launch_count == 1 else None)
@@ -407,14 +291,6 @@ def run_profile(args: argparse.Namespace) -> int:
     else:
         _print_verdicts(verdicts, report, list(result.warnings))
     return 0
-
-
-def _empty_doc(path: str = "") -> dict[str, Any]:
-    from gputop_trace.report.envelope import envelope
-
-    doc = envelope("ncu", None, path, kernels=[])
-    doc["source"].update({"format": "ncu", "producer": "Nsight Compute", "ranks": [0], "truncated_bytes": 0})
-    return doc
 
 
 def run(args: argparse.Namespace) -> int:

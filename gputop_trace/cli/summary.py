@@ -66,12 +66,9 @@ def run(args: argparse.Namespace) -> int:
 
 def render(doc: dict[str, Any], trace: Trace) -> None:
     """Print the summary with Rich tables."""
-    from rich.table import Table
     from rich.text import Text
 
-    from gputop_trace.analysis.kernels import short_name
     from gputop_trace.safe_text import clean
-    from gputop_trace.tui.view.kernel_names import fit_names
     from gputop_trace.units import format_ns
 
     con = common.stdout_console()
@@ -82,9 +79,32 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         con.print(Text(src["job"]["note"], style="bold yellow"))
     render_findings(con, doc["findings"])
     noun = trace.device_words().noun
+    con.print(Text(f"{noun}s: {devices_text(doc, trace)}"))
+    con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
+    if doc.get("span_note"):
+        con.print(Text("note: ", style="yellow") + Text(clean(f"{doc['span_note']}.")))
+    render_steps(con, doc)
+    said = trace.device_words()
+    ev = ", ".join(plural(v, *said.kind_words(JSON_KEY_WORDS.get(k, (k, k)))) for k, v in doc["events"].items() if v)
+    con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
+    render_busy(con, doc, noun)
+    render_host(con, doc)
+    render_top_kernels(con, doc)
+    render_gaps(con, doc, trace)
+    render_transfers(con, doc, trace)
+    render_ranges(con, doc, noun)
+    render_memory(con, doc, trace)
+    common.print_warnings(con, trace)
+
+
+def devices_text(doc: dict[str, Any], trace: Trace) -> str:
+    """The devices that were busy (all of them when none was), each with its model and SM (CU) count, and how many
+    more are listed without activity."""
+    from gputop_trace.safe_text import clean
+
     active = {(d["rank"], d["device"]) for d in doc["devices"]}
     shown = [g for g in doc["gpus"] if (g["rank"], g["device"]) in active] or doc["gpus"]
-    multi = len(src["ranks"]) > 1
+    multi = len(doc["source"]["ranks"]) > 1
     gpus = ", ".join(
         (f"rank {g['rank']} " if multi else "")
         + f"{trace.device_label(g['rank'], g['device'])}: {clean(g['name'])}"
@@ -100,19 +120,32 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
     if not gpus and active:  # busy devices, but the trace names none of them (no deviceProperties)
         gpus = ", ".join((f"rank {r} " if multi else "") + trace.device_label(r, d) for r, d in sorted(active))
         more = " (model not recorded: the trace has no deviceProperties)"
-    con.print(Text(f"{noun}s: {gpus or 'none recorded'}{more}"))
-    con.print(Text(f"ranks: {', '.join(str(r) for r in src['ranks'])}   span: {format_ns(doc['span_ns'])}"))
-    if doc.get("span_note"):
-        con.print(Text("note: ", style="yellow") + Text(clean(f"{doc['span_note']}.")))
+    return f"{gpus or 'none recorded'}{more}"
+
+
+def render_steps(con: Console, doc: dict[str, Any]) -> None:
+    """Each rank's mean step time (with its min and max over several steps) and the steps' notes."""
+    from rich.text import Text
+
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    multi = len(doc["source"]["ranks"]) > 1
     for s in doc["steps"]:
         who = f"rank {s['rank']} " if multi else ""
         spread = f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})" if s["count"] > 1 else ""
         con.print(Text(f"{who}step time: {format_ns(s['mean_ns'])} mean over {plural(s['count'], 'step')}{spread}"))
         if s["note"]:
             con.print(Text("note: ", style="yellow") + Text(clean(f"{who}{s['note']}.")))
-    said = trace.device_words()
-    ev = ", ".join(plural(v, *said.kind_words(JSON_KEY_WORDS.get(k, (k, k)))) for k, v in doc["events"].items() if v)
-    con.print(Text(f"events: {sum(doc['events'].values()):,} ({ev})"))
+
+
+def render_busy(con: Console, doc: dict[str, Any], noun: str) -> None:
+    """Each device's busy and idle time, busy % and active span; or why there is none."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.units import format_ns
+
     if doc["devices"]:
         t = Table(title=f"{noun} busy time", title_justify="left")
         for c in ("rank", "device", "busy", "idle", "busy %", "active span"):
@@ -133,28 +166,36 @@ def render(doc: dict[str, Any], trace: Trace) -> None:
         )
     else:
         con.print(Text("No GPU activity in this profile.", style="yellow"))
-    render_host(con, doc)
-    if doc["top_kernels"]:
-        t = Table(title=f"Top {plural(len(doc['top_kernels']), 'kernel')} by total time", title_justify="left")
-        t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, con.width - 50))
-        for c in ("dev", "count", "total", "mean", "%"):
-            t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
-        names = fit_names([clean(short_name(r["name"])) for r in doc["top_kernels"]], max(16, con.width - 50))
-        for r, name in zip(doc["top_kernels"], names, strict=True):  # names that differ read differently
-            t.add_row(
-                Text(name),
-                str(r["device"] if r["device"] is not None else "all"),
-                f"{r['count']:,}",
-                format_ns(r["total_ns"]),
-                format_ns(r["mean_ns"]),
-                f"{r['pct']:.1f}",
-            )
-        con.print(t)
-    render_gaps(con, doc, trace)
-    render_transfers(con, doc, trace)
-    render_ranges(con, doc, noun)
-    render_memory(con, doc, trace)
-    common.print_warnings(con, trace)
+
+
+def render_top_kernels(con: Console, doc: dict[str, Any]) -> None:
+    """The top kernels by total time, their names cut to the console's width so that names that differ read
+    differently."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gputop_trace.analysis.kernels import short_name
+    from gputop_trace.presentation.name_fitting import fit_names
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_ns
+
+    if not doc["top_kernels"]:
+        return
+    t = Table(title=f"Top {plural(len(doc['top_kernels']), 'kernel')} by total time", title_justify="left")
+    t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, con.width - 50))
+    for c in ("dev", "count", "total", "mean", "%"):
+        t.add_column(c, justify="right", no_wrap=True, min_width=len(c))
+    names = fit_names([clean(short_name(r["name"])) for r in doc["top_kernels"]], max(16, con.width - 50))
+    for r, name in zip(doc["top_kernels"], names, strict=True):  # names that differ read differently
+        t.add_row(
+            Text(name),
+            str(r["device"] if r["device"] is not None else "all"),
+            f"{r['count']:,}",
+            format_ns(r["total_ns"]),
+            format_ns(r["mean_ns"]),
+            f"{r['pct']:.1f}",
+        )
+    con.print(t)
 
 
 def _units_of(trace: Trace, g: dict[str, Any]) -> str:

@@ -9,7 +9,9 @@ from gputop_trace.cli import common
 from gputop_trace.units import plural
 
 if TYPE_CHECKING:
-    from gputop_trace.analysis.transfers import TransferReport
+    from rich.table import Table
+
+    from gputop_trace.analysis.transfers import CopyRow, TransferReport
     from gputop_trace.model.trace import Trace
 
 DEFAULT_LIMIT = 20
@@ -87,30 +89,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render(trace: Trace, rep: TransferReport, limit: int) -> None:
-    """Print device totals, per-direction totals, flags with their fix, and the most exposed copies."""
-    from rich.text import Text
-
+def _direction_table(rep: TransferReport) -> Table:
+    """Copies by direction and host memory: count, bytes, time (ns), exposed time, % hidden under kernels, GB/s."""
     from gputop_trace.cli.tables import add_number_columns, compact_table
-    from gputop_trace.safe_text import clean
     from gputop_trace.units import format_bytes, format_ns
 
-    con = common.stdout_console()
-    if not rep.columns.event.size and not rep.uvm_events.size:
-        con.print(Text("No copies or memsets in this profile.", style="yellow"))
-        common.print_warnings(con, trace)
-        return
-    multi_rank = len({d.rank for d in rep.devices}) > 1
-    for d in rep.devices:
-        label = trace.device_label(d.rank, d.device)
-        label = f"rank {d.rank} {label}" if multi_rank else label
-        con.print(
-            Text(f"{label}", style="bold")
-            + Text(
-                f"  {plural(d.copies, 'copy/memset', 'copies/memsets')}, {format_ns(d.copy_ns)} of copy time, "
-                f"{format_ns(d.exposed_ns)} exposed (not under any kernel)"
-            )
-        )
     t = compact_table("By direction and host memory")
     t.add_column("dir", no_wrap=True)
     t.add_column("host", no_wrap=True)
@@ -128,7 +111,69 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
             f"{dr.hidden_pct:.0f}",
             f"{dr.bytes_per_s / 1e9:.2f}" if dr.direction != "memset" else "-",
         )
-    con.print(t)
+    return t
+
+
+def _exposed_table(rep: TransferReport, shown: list[CopyRow], *, wide: bool) -> Table:
+    """The most exposed copies ``shown``: where (from the trace start), how long, exposed, direction, bytes, stream,
+    range; ``wide`` (120 columns or more) adds the % hidden and the flags."""
+    from rich.text import Text
+
+    from gputop_trace.cli.tables import add_number_columns, compact_table
+    from gputop_trace.safe_text import clean
+    from gputop_trace.units import format_bytes, format_ns
+
+    ct = compact_table(f"Most exposed copies ({len(shown)} of {len(rep.columns):,})")
+    add_number_columns(ct, "at", "dur", "exposed")
+    # headers never shrink (a narrow terminal cut "strm" to "s…")
+    ct.add_column("dir", no_wrap=True, min_width=len("dir"))
+    ct.add_column("host", no_wrap=True, min_width=len("host"))
+    add_number_columns(ct, "bytes", width=8)
+    ct.add_column("strm", justify="right", no_wrap=True, min_width=len("strm"))
+    ct.add_column("range", overflow="ellipsis", no_wrap=True, min_width=8)
+    if wide:
+        ct.add_column("hid %", justify="right", no_wrap=True)
+        ct.add_column("flags", overflow="fold")
+    for r in shown:
+        cells: list[Any] = [
+            format_ns(r.start_ns),
+            format_ns(r.dur_ns),
+            format_ns(r.exposed_ns),
+            r.direction,
+            r.host_memory or "-",
+            format_bytes(r.bytes),
+            str(r.stream),
+            Text(clean(r.range_name or "")),
+        ]
+        if wide:
+            cells += [f"{r.hidden_pct:.0f}", ", ".join(r.flags)]
+        ct.add_row(*cells)
+    return ct
+
+
+def render(trace: Trace, rep: TransferReport, limit: int) -> None:
+    """Print device totals, per-direction totals, flags with their fix, and the most exposed copies."""
+    from rich.text import Text
+
+    from gputop_trace.units import format_ns
+
+    con = common.stdout_console()
+    if not rep.columns.event.size and not rep.uvm_events.size:
+        con.print(Text("No copies or memsets in this profile.", style="yellow"))
+        common.print_warnings(con, trace)
+        return
+    multi_rank = len({d.rank for d in rep.devices}) > 1
+    for d in rep.devices:
+        label = trace.device_label(d.rank, d.device)
+        label = f"rank {d.rank} {label}" if multi_rank else label
+        con.print(
+            Text(f"{label}", style="bold")
+            + Text(
+                f"  {plural(d.copies, 'copy/memset', 'copies/memsets')}, {format_ns(d.copy_ns)} of copy time, "
+                f"{format_ns(d.exposed_ns)} exposed (not under any kernel)"
+            )
+        )
+    con.print(_direction_table(rep))
     if rep.flags:
         con.print(Text("Flags", style="bold"))
         for f in rep.flags:
@@ -141,33 +186,7 @@ def render(trace: Trace, rep: TransferReport, limit: int) -> None:
         con.print(Text("No copy flags raised.", style="green"))
     shown = rep.most_exposed(limit if limit > 0 else None)
     if shown:
-        wide = con.width >= 120
-        ct = compact_table(f"Most exposed copies ({len(shown)} of {len(rep.columns):,})")
-        add_number_columns(ct, "at", "dur", "exposed")
-        # headers never shrink (a narrow terminal cut "strm" to "s…")
-        ct.add_column("dir", no_wrap=True, min_width=len("dir"))
-        ct.add_column("host", no_wrap=True, min_width=len("host"))
-        add_number_columns(ct, "bytes", width=8)
-        ct.add_column("strm", justify="right", no_wrap=True, min_width=len("strm"))
-        ct.add_column("range", overflow="ellipsis", no_wrap=True, min_width=8)
-        if wide:
-            ct.add_column("hid %", justify="right", no_wrap=True)
-            ct.add_column("flags", overflow="fold")
-        for r in shown:
-            cells: list[Any] = [
-                format_ns(r.start_ns),
-                format_ns(r.dur_ns),
-                format_ns(r.exposed_ns),
-                r.direction,
-                r.host_memory or "-",
-                format_bytes(r.bytes),
-                str(r.stream),
-                Text(clean(r.range_name or "")),
-            ]
-            if wide:
-                cells += [f"{r.hidden_pct:.0f}", ", ".join(r.flags)]
-            ct.add_row(*cells)
-        con.print(ct)
+        con.print(_exposed_table(rep, shown, wide=con.width >= 120))
     if len(rep.uvm_events):
         con.print(
             Text(

@@ -9,7 +9,7 @@ import pytest
 from gputop_trace.load.loader import load_paths
 from gputop_trace.model.kernel_names import collective_op
 from gputop_trace.model.kinds import Kind
-from gputop_trace.tui.view.kernel_names import Family
+from gputop_trace.presentation.kernel_labels import Family
 from gputop_trace.tui.view.timeline_data import kernel_name_families
 from tests.conftest import CORPUS
 

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import corpus_file
 
 #: never on the path of a command that writes JSON
-HEAVY = ("textual", "rich", "pandas", "dask", "pyarrow", "gputop_trace.tui", "subprocess")
+HEAVY = ("textual", "rich", "pandas", "dask", "pyarrow", "gputop_trace.tui", "gputop_trace.presentation", "subprocess")
 #: nor what a small trace's command does not need: numpy's masked arrays (imported by a plain ``np.unique``,
 #: ``np.isin`` or ``np.percentile``: the model's ``distinct``, ``isin`` and ``percentile`` stand in), the thread
 #: pools of large loads and the logging they bring

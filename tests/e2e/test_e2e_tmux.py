@@ -17,7 +17,7 @@ import pytest
 
 from gputop_trace.analysis.kernels import kernel_table
 from gputop_trace.load.loader import load_paths
-from gputop_trace.tui.view.kernel_names import kernel_label
+from gputop_trace.presentation.kernel_labels import kernel_label
 from tests.conftest import corpus_file
 
 TRACE = "kineto/h200_gpt_train_small.json.gz"

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.text import Text
 from textual.geometry import Region
 
+from gputop_trace.presentation.figure_wrap import FigureText, keep_spaces, unit_spaces
 from gputop_trace.tui.app import GputopApp
-from gputop_trace.tui.view.unit_wrap import FigureText, keep_spaces, unit_spaces
 from tests.cli_run import run_cli
 from tests.conftest import corpus_file
 from tests.tui_helpers import press, run, wait_loaded, wait_until

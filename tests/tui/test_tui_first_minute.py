@@ -74,7 +74,7 @@ XMMA = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize{}x128x32_warpgroupsize1x
 
 
 def test_fit_names_keeps_what_differs() -> None:
-    from gputop_trace.tui.view.kernel_names import fit_names
+    from gputop_trace.presentation.name_fitting import fit_names
 
     names = [NVJET_A, NVJET_B, *(XMMA.format(t) for t in (64, 128, 192, 256, 320)), "short"]
     for width in (16, 24, 28, 40):
@@ -107,7 +107,7 @@ MUL_NAMES = [MUL.format("AUnaryFunctor", 2), MUL.format("BinaryFunctor", 3)]
 
 
 def test_fit_names_shows_every_place_where_names_differ() -> None:
-    from gputop_trace.tui.view.kernel_names import fit_names
+    from gputop_trace.presentation.name_fitting import fit_names
 
     for width in (20, 24, 28, 46):
         fitted = fit_names(SM80_NAMES, width)
@@ -126,7 +126,8 @@ def test_fit_names_shows_every_place_where_names_differ() -> None:
 
 
 def test_kernel_labels_tell_instantiations_of_one_template_apart() -> None:
-    from gputop_trace.tui.view.kernel_names import fit_names, kernel_label, kernel_labels
+    from gputop_trace.presentation.kernel_labels import kernel_label, kernel_labels
+    from gputop_trace.presentation.name_fitting import fit_names
 
     assert kernel_label(MUL_NAMES[0]) == kernel_label(MUL_NAMES[1]) == "Mul·vectorized_elementwise_kernel"
     labels = kernel_labels([*MUL_NAMES, NVJET_A])

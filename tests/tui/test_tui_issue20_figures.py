@@ -75,7 +75,7 @@ def test_transfers_panel_shows_the_jax_memsets_bytes(size: tuple[int, int]) -> N
     run(body())
 
 
-# a figure ending one line, its unit starting the next (written apart from tui/view/unit_wrap.py, on purpose)
+# a figure ending one line, its unit starting the next (written apart from presentation/figure_wrap.py, on purpose)
 _FIGURE_AT_END = re.compile(r"(?<![\w.,])[-+]?\d[\d,]*(?:\.\d+)?$")
 _UNIT_AT_START = re.compile(r"^(?:ns|µs|ms|s|%|B|KiB|MiB|GiB|kB|MB|GB|GB/s|[kMGTP]?FLOP(?:/s)?)(?![\w/])")
 
@@ -149,7 +149,7 @@ def test_details_pane_never_splits_a_figure_from_its_unit(size: tuple[int, int])
 
 
 def test_figure_text_wraps_like_text_but_keeps_figures_whole() -> None:
-    from gputop_trace.tui.view.unit_wrap import FigureText, break_offsets, unit_spaces
+    from gputop_trace.presentation.figure_wrap import FigureText, break_offsets, unit_spaces
 
     line = "rank 0 step time 29.0 ms mean over 5 steps (min 22.8 ms, max 35.3 ms); 2 ranks 29.0 ms–33.1 ms"
     assert [line[i - 4 : i + 3] for i in unit_spaces(line)] == [

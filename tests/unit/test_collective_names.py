@@ -8,7 +8,7 @@ import pytest
 
 from gputop_trace.analysis.ranks.collectives import find_collectives
 from gputop_trace.model.kernel_names import collective_op
-from gputop_trace.tui.view.kernel_names import Family, kernel_family
+from gputop_trace.presentation.kernel_labels import Family, kernel_family
 from tests.synthetic import Synth
 
 CUSTOM_ALL_REDUCE = (

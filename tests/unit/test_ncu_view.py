@@ -12,7 +12,7 @@ from gputop_trace.analysis.roofline.kernel_verdict import KernelVerdict
 from gputop_trace.analysis.roofline.verdict import analyze_kernel
 from gputop_trace.ncu.report_reader import load_report
 from gputop_trace.ncu.runner import Guidance
-from gputop_trace.tui.view.ncu_verdict import PctBar, RooflinePlot, render_guidance, render_verdict
+from gputop_trace.presentation.ncu_verdict import PctBar, RooflinePlot, render_guidance, render_verdict
 
 
 def _lines(renderable: RenderableType, width: int) -> list[str]:

@@ -25,9 +25,9 @@ from gputop_trace.analysis.critical_path.path import CATEGORIES, PathSegment, St
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import LaneKind
 from gputop_trace.model.trace import Trace
+from gputop_trace.presentation.kernel_labels import kernel_labels
 from gputop_trace.report.critical_path_json import CATEGORY_TITLES
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.view.kernel_names import kernel_labels
 from gputop_trace.units import format_ns, plural
 
 #: Categories whose items are kernels, shown by their short label (the full name is in the row's sentence).

@@ -15,12 +15,12 @@ from rich.text import Text
 from gputop_trace.model.devices import PROFILER_LANE
 from gputop_trace.model.kinds import COPY_KIND_LABEL, KIND_WORDS, MEM_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
+from gputop_trace.presentation.figure_wrap import FigureText
+from gputop_trace.presentation.kernel_labels import FAMILY_LABEL, kernel_display_name
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.compiled_details import inductor_rows, replay_rows
-from gputop_trace.tui.view.kernel_names import FAMILY_LABEL, kernel_display_name
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, enclosing_ranges, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
-from gputop_trace.tui.view.unit_wrap import FigureText
 from gputop_trace.units import format_bytes, format_ns, format_rate, plural
 
 #: Each kind in words (singular), as the details pane names what is selected.

@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 from gputop_trace.model.trace import Trace
+from gputop_trace.presentation.kernel_labels import kernel_display_name
 from gputop_trace.report.envelope import dumps
-from gputop_trace.tui.view.kernel_names import kernel_display_name
 from gputop_trace.units import format_ns
 
 DEFAULT_EXPORT = "gputop-findings.md"

@@ -16,7 +16,7 @@ from rich.style import Style
 
 from gputop_trace.model.arrays import I32, U8
 from gputop_trace.model.kinds import CopyKind, Kind
-from gputop_trace.tui.view.kernel_names import Family
+from gputop_trace.presentation.kernel_labels import Family
 
 
 class Sid(IntEnum):

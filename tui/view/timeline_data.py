@@ -17,8 +17,8 @@ from gputop_trace.analysis.compiled.regions import CompiledProgram, compiled_pro
 from gputop_trace.model.arrays import I64, U8, distinct_ids
 from gputop_trace.model.kinds import COPY_KIND_LABEL, Kind, LaneKind
 from gputop_trace.model.trace import Trace
+from gputop_trace.presentation.kernel_labels import Family, kernel_family, kernel_label
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.view.kernel_names import Family, kernel_family, kernel_label
 from gputop_trace.tui.view.lanes import LaneLayout
 from gputop_trace.tui.view.memory_lane import MemoryRow, memory_rows
 from gputop_trace.tui.view.palette import event_sids

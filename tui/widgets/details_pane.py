@@ -15,10 +15,10 @@ from textual.style import Style
 from textual.visual import RenderOptions, Visual
 from textual.widgets import Static
 
+from gputop_trace.presentation.figure_wrap import break_offsets
 from gputop_trace.tui.view.details import describe_event, details_text
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex
 from gputop_trace.tui.view.timeline_data import TimelineData
-from gputop_trace.tui.view.unit_wrap import break_offsets
 from gputop_trace.units import format_ns, plural
 
 HINT = (

@@ -12,8 +12,8 @@ from typing import Any
 from rich.text import Text
 
 from gputop_trace.analysis.diff.attribution import CATEGORY_LABELS, DiffRow
+from gputop_trace.presentation.kernel_labels import kernel_label
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.view.kernel_names import kernel_label
 from gputop_trace.tui.widgets.table_panel import Column, TablePanel
 from gputop_trace.units import format_ns
 

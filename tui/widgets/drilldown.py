@@ -51,8 +51,8 @@ from gputop_trace.ncu import locate
 from gputop_trace.ncu.drilldown import DrilldownRequest, NcuCommand, load_target, save_target
 from gputop_trace.ncu.report_reader import load_report
 from gputop_trace.ncu.runner import DEFAULT_TIMEOUT_S, Guidance, NcuRunner, NcuRunResult, not_installed
+from gputop_trace.presentation.ncu_verdict import render_guidance, render_verdict
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.view.ncu_verdict import render_guidance, render_verdict
 from gputop_trace.tui.widgets.ncu_confirm import ConfirmResult, NcuConfirmScreen
 
 IDLE_TEXT = (

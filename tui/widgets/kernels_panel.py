@@ -16,16 +16,16 @@ from textual.widgets import Static
 
 from gputop_trace.analysis.kernels import KernelRow
 from gputop_trace.analysis.profiler_ranges import profiler_lanes
-from gputop_trace.safe_text import clean
-from gputop_trace.tui.messages import JumpToEvent
-from gputop_trace.tui.view.histogram import histogram_text
-from gputop_trace.tui.view.kernel_names import (
+from gputop_trace.presentation.kernel_labels import (
     FAMILY_LABEL,
     kernel_display_name,
     kernel_family,
     kernel_label,
     kernel_labels,
 )
+from gputop_trace.safe_text import clean
+from gputop_trace.tui.messages import JumpToEvent
+from gputop_trace.tui.view.histogram import histogram_text
 from gputop_trace.tui.widgets.table_panel import Column, SortedTablePanel
 from gputop_trace.units import format_ns, plural
 

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
-from gputop_trace.tui.view.kernel_names import fit_names
+from gputop_trace.presentation.name_fitting import fit_names
 from gputop_trace.tui.view.navigation import compile_search
 from gputop_trace.tui.widgets.figure_static import FigureStatic
 

@@ -19,7 +19,7 @@ from textual import events
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from gputop_trace.tui.view.kernel_names import fit_names
+from gputop_trace.presentation.name_fitting import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
 from gputop_trace.tui.view.memory_lane import memory_row_cells
 from gputop_trace.tui.view.navigation import FlowIndex

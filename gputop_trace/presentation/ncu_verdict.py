@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
@@ -124,77 +125,21 @@ class RooflinePlot:
         yield from self.lines(min(options.max_width, self.max_width))
 
     def lines(self, width: int) -> list[Text]:
-        """The plot as text lines for a given total width."""
+        """The plot as text lines for a given total width (cells): the y labels (FLOP/s), the roofs and the
+        kernel's point, the x axis and its labels (FLOP/byte)."""
         v = self.v
-        peak, bw, ridge, inten, ach = (
-            v.peak_flop_per_s,
-            v.peak_dram_bytes_per_s,
-            v.ridge,
-            v.intensity,
-            v.achieved_flop_per_s,
-        )
         ylab_w = 12
-        w = max(16, width - ylab_w - 1)
-        h = self.height
-        lo = 10 ** math.floor(math.log10(min(inten, ridge)) - 1)
-        hi = 10 ** math.ceil(math.log10(max(inten, ridge)) + 1)
-        ymax = peak * 1.15
-        ymin = min(ach / 2.0, lo * bw)
-
-        def col_of(x: float) -> int:
-            return max(
-                0, min(w - 1, round((math.log10(x) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * (w - 1)))
-            )
-
-        def row_of(y: float) -> int:
-            f = (math.log10(max(y, ymin)) - math.log10(ymin)) / (math.log10(ymax) - math.log10(ymin))
-            return max(0, min(h - 1, h - 1 - round(f * (h - 1))))
-
+        axes = _Axes.around(v, max(16, width - ylab_w - 1), self.height)
+        w, h = axes.width, axes.height
         grid = [[" "] * w for _ in range(h)]
         styles: list[list[str]] = [[""] * w for _ in range(h)]
-        prev_row: int | None = None
-        ridge_col = col_of(ridge)
-        for c in range(w):
-            x = lo * (hi / lo) ** (c / (w - 1))
-            r = row_of(min(x * bw, peak))
-            flat = x * bw >= peak
-            grid[r][c] = "━" if flat else "╱"
-            styles[r][c] = "bright_white"
-            if prev_row is not None and abs(prev_row - r) > 1:
-                for rr in range(min(prev_row, r) + 1, max(prev_row, r)):
-                    grid[rr][c] = "│"
-                    styles[rr][c] = "bright_white"
-            prev_row = r
-        for rr in range(row_of(peak) + 1, h):
-            if grid[rr][ridge_col] == " ":
-                grid[rr][ridge_col] = "┊"
-                styles[rr][ridge_col] = "grey50"
-        pc, pr = col_of(inten), row_of(ach)
-        grid[pr][pc] = "●"
-        styles[pr][pc] = POINT_STYLE.get(v.verdict, "bold magenta")
-        point_style = POINT_STYLE.get(v.verdict, "")
-        name = "this kernel"
-        candidates = [
-            (pr, pc + 2, name),
-            (pr, pc - len(name) - 1, name),
-            (pr + 1, pc, "↑ " + name),
-            (pr + 1, pc - len(name) - 1, name + " ↑"),
-            (pr - 1, pc, "↓ " + name),
-            (pr - 1, pc - len(name) - 1, name + " ↓"),
-        ]
-        for lr, start, text in candidates:
-            if not (0 <= lr < h and start >= 0 and start + len(text) <= w):
-                continue
-            if all(grid[lr][i] == " " for i in range(start, start + len(text))):
-                for i, ch in enumerate(text):
-                    grid[lr][start + i] = ch
-                    styles[lr][start + i] = point_style
-                break
+        _draw_roofs(axes, v, grid, styles)
+        _draw_point(axes, v, grid, styles)
         out: list[Text] = []
-        top_label = format_si(peak, "FLOP/s")
-        bottom_label = format_si(ymin, "FLOP/s")
+        top_label = format_si(v.peak_flop_per_s, "FLOP/s")
+        bottom_label = format_si(axes.ymin, "FLOP/s")
         for r in range(h):
-            lab = top_label if r == row_of(peak) else (bottom_label if r == h - 1 else "")
+            lab = top_label if r == axes.row_of(v.peak_flop_per_s) else (bottom_label if r == h - 1 else "")
             t = Text(_fit(lab, ylab_w).rjust(ylab_w), style="dim")
             t.append("│", style="grey50")
             for c in range(w):
@@ -203,21 +148,115 @@ class RooflinePlot:
         axis = Text(" " * ylab_w + "└" + "─" * w, style="grey50")
         out.append(axis)
         xl = Text(" " * (ylab_w + 1))
-        left, right = f"{format_intensity(lo)}", f"{format_intensity(hi)} FLOP/byte"
-        ridge_txt = f"ridge {format_intensity(ridge)}"
-        line = [" "] * w
-        for i, ch in enumerate(left[:w]):
-            line[i] = ch
-        start = max(0, w - len(right))
-        for i, ch in enumerate(right[: w - start]):
-            line[start + i] = ch
-        rs = max(len(left) + 1, min(ridge_col - len(ridge_txt) // 2, start - len(ridge_txt) - 1))
-        if rs >= len(left) + 1 and rs + len(ridge_txt) < start:
-            for i, ch in enumerate(ridge_txt):
-                line[rs + i] = ch
-        xl.append("".join(line), style="dim")
+        xl.append(_x_labels(axes, v.ridge), style="dim")
         out.append(xl)
         return out
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """The roofline's log-log axes: ``width`` × ``height`` cells, arithmetic intensity ``lo`` to ``hi``
+    (FLOP/byte) across, ``ymin`` to ``ymax`` (FLOP/s) up."""
+
+    width: int
+    height: int
+    lo: float
+    hi: float
+    ymin: float
+    ymax: float
+
+    @staticmethod
+    def around(v: KernelVerdict, width: int, height: int) -> _Axes:
+        """Axes a decade wider than the kernel's intensity and the ridge on each side, up to 15 % above the
+        compute roof and down to half the kernel's FLOP rate (or the memory roof at ``lo``)."""
+        inten, ridge = v.intensity, v.ridge
+        lo = 10 ** math.floor(math.log10(min(inten, ridge)) - 1)
+        hi = 10 ** math.ceil(math.log10(max(inten, ridge)) + 1)
+        ymax = v.peak_flop_per_s * 1.15
+        ymin = min(v.achieved_flop_per_s / 2.0, lo * v.peak_dram_bytes_per_s)
+        return _Axes(width, height, lo, hi, ymin, ymax)
+
+    def col_of(self, x: float) -> int:
+        """The column of intensity ``x`` (FLOP/byte)."""
+        lo, hi, w = self.lo, self.hi, self.width
+        return max(0, min(w - 1, round((math.log10(x) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * (w - 1))))
+
+    def row_of(self, y: float) -> int:
+        """The row of rate ``y`` (FLOP/s; row 0 at the top)."""
+        ymin, ymax, h = self.ymin, self.ymax, self.height
+        f = (math.log10(max(y, ymin)) - math.log10(ymin)) / (math.log10(ymax) - math.log10(ymin))
+        return max(0, min(h - 1, h - 1 - round(f * (h - 1))))
+
+
+def _draw_roofs(axes: _Axes, v: KernelVerdict, grid: list[list[str]], styles: list[list[str]]) -> None:
+    """The memory roof (``╱``, joined by ``│`` where it climbs more than a row a column), the compute roof (``━``)
+    and a dotted line (``┊``) down from the ridge point."""
+    peak, bw = v.peak_flop_per_s, v.peak_dram_bytes_per_s
+    w, h, lo, hi = axes.width, axes.height, axes.lo, axes.hi
+    prev_row: int | None = None
+    ridge_col = axes.col_of(v.ridge)
+    for c in range(w):
+        x = lo * (hi / lo) ** (c / (w - 1))
+        r = axes.row_of(min(x * bw, peak))
+        flat = x * bw >= peak
+        grid[r][c] = "━" if flat else "╱"
+        styles[r][c] = "bright_white"
+        if prev_row is not None and abs(prev_row - r) > 1:
+            for rr in range(min(prev_row, r) + 1, max(prev_row, r)):
+                grid[rr][c] = "│"
+                styles[rr][c] = "bright_white"
+        prev_row = r
+    for rr in range(axes.row_of(peak) + 1, h):
+        if grid[rr][ridge_col] == " ":
+            grid[rr][ridge_col] = "┊"
+            styles[rr][ridge_col] = "grey50"
+
+
+def _draw_point(axes: _Axes, v: KernelVerdict, grid: list[list[str]], styles: list[list[str]]) -> None:
+    """The kernel as ``●`` at (its intensity, its FLOP rate), labelled ``this kernel`` at the first place around it
+    where the label covers nothing."""
+    w, h = axes.width, axes.height
+    pc, pr = axes.col_of(v.intensity), axes.row_of(v.achieved_flop_per_s)
+    grid[pr][pc] = "●"
+    styles[pr][pc] = POINT_STYLE.get(v.verdict, "bold magenta")
+    point_style = POINT_STYLE.get(v.verdict, "")
+    name = "this kernel"
+    candidates = [
+        (pr, pc + 2, name),
+        (pr, pc - len(name) - 1, name),
+        (pr + 1, pc, "↑ " + name),
+        (pr + 1, pc - len(name) - 1, name + " ↑"),
+        (pr - 1, pc, "↓ " + name),
+        (pr - 1, pc - len(name) - 1, name + " ↓"),
+    ]
+    for lr, start, text in candidates:
+        if not (0 <= lr < h and start >= 0 and start + len(text) <= w):
+            continue
+        if all(grid[lr][i] == " " for i in range(start, start + len(text))):
+            for i, ch in enumerate(text):
+                grid[lr][start + i] = ch
+                styles[lr][start + i] = point_style
+            break
+
+
+def _x_labels(axes: _Axes, ridge: float) -> str:
+    """The x axis's labels in its width: ``lo`` at the left, ``hi FLOP/byte`` at the right, ``ridge …`` under the
+    ridge point where it fits between them."""
+    w = axes.width
+    left, right = f"{format_intensity(axes.lo)}", f"{format_intensity(axes.hi)} FLOP/byte"
+    ridge_txt = f"ridge {format_intensity(ridge)}"
+    ridge_col = axes.col_of(ridge)
+    line = [" "] * w
+    for i, ch in enumerate(left[:w]):
+        line[i] = ch
+    start = max(0, w - len(right))
+    for i, ch in enumerate(right[: w - start]):
+        line[start + i] = ch
+    rs = max(len(left) + 1, min(ridge_col - len(ridge_txt) // 2, start - len(ridge_txt) - 1))
+    if rs >= len(left) + 1 and rs + len(ridge_txt) < start:
+        for i, ch in enumerate(ridge_txt):
+            line[rs + i] = ch
+    return "".join(line)
 
 
 def _kv(label: str, value: str, width: int = 16) -> Text:

@@ -1,8 +1,9 @@
 """Where to break a line so that a figure and its unit stay on one line (``29.0 ms``, never ``29.0`` at the end of
 one line and ``ms`` at the start of the next), and a count and its noun too (``12 kernels``, ``3 × 16.0 KiB``).
 Textual-free: Rich's own word wrap, told that the space between a number and its unit or noun is not a place to
-break; ``widgets/details_pane.py`` draws the pane's text with it, the panels and the findings draw
-:class:`FigureText`, and the command line's console (``cli/common.py``) wraps every text it prints with it.
+break; the app's details pane (``tui/widgets/details_pane.py``) draws its text with it, the panels and the findings
+draw :class:`FigureText`, and the command line's console (``cli/figure_console.py``) wraps every text it prints with
+it.
 
 A no-break space would not do: Rich and Textual break lines at any ``\\s``, U+00A0 included."""
 
