@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
@@ -73,7 +73,7 @@ class GputopApp(App[int]):
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TraceCommands}
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_app", "Quit"),
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
     ]

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
@@ -53,7 +53,7 @@ class DiffApp(App[int]):
     TITLE = "gputop-trace diff"
     CSS_PATH = "app.tcss"
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q,escape", "quit_app", "Quit"),
         Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
     ]

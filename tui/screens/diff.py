@@ -10,13 +10,13 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
 from gputop_trace.analysis.diff.compare import RunDiff
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.keymap import help_sections
+from gputop_trace.tui.keymap import FIT, ZOOM_PAN, help_sections, nav_bindings
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.view.diff_stack import stack_title, stacked_step
 from gputop_trace.tui.view.timeline_data import TimelineData
@@ -26,15 +26,20 @@ from gputop_trace.tui.widgets.diff_stack import DiffStack
 from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.units import plural
 
-DIFF_BINDINGS: list[Binding] = [
+DIFF_BINDINGS: list[BindingType] = [
     Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", tooltip="The previous compared step"),
     Binding("right_square_bracket", "step(1)", "Next step", key_display="]", tooltip="The next compared step"),
     Binding("R", "toggle_stack", "Stack", tooltip="The stacked step of both runs on the whole screen, and back"),
-    Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", show=False, tooltip="Zoom the stacking in"),
-    Binding("s,minus", "zoom(2.0)", "Zoom out", show=False, tooltip="Zoom the stacking out"),
-    Binding("a,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan the stacking left"),
-    Binding("d,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan the stacking right"),
-    Binding("0,home", "fit", "Fit the step", show=False, tooltip="Show the whole step of both runs"),
+    *nav_bindings(
+        ZOOM_PAN,
+        {
+            "zoom(0.5)": ("Zoom in", "Zoom the stacking in"),
+            "zoom(2.0)": ("Zoom out", "Zoom the stacking out"),
+            "pan(-0.25)": ("Pan left", "Pan the stacking left"),
+            "pan(0.25)": ("Pan right", "Pan the stacking right"),
+        },
+    ),
+    *nav_bindings(FIT, {"fit": ("Fit the step", "Show the whole step of both runs")}),
     Binding("tab", "switch_focus", "Panel/stack", show=False, tooltip="Move between the Diff panel and the stacking"),
     Binding("question_mark", "help", "Help", key_display="?", tooltip="This help"),
 ]
@@ -70,7 +75,7 @@ class DiffScreen(Screen[None]):
     DiffScreen.-stack-only > DiffStack { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = DIFF_BINDINGS  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = DIFF_BINDINGS
 
     def __init__(
         self, diff: RunDiff, data: tuple[TimelineData, TimelineData], paths: tuple[str, str], *, mono: bool

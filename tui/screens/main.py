@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
@@ -75,7 +75,7 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
     MainScreen #switcher > * { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = MAIN_BINDINGS  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = MAIN_BINDINGS
 
     # ---- layout ----------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
@@ -37,7 +37,7 @@ class KernelTable(SortedTablePanel):
 
     title = "Kernels panel"
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse"),
     ]

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
@@ -28,7 +28,7 @@ class OpsTable(SortedTablePanel):
 
     title = "Ops panel"
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse"),
     ]

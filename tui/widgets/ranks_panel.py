@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from gputop_trace.analysis.ranks.collectives import OP_LABEL
@@ -53,7 +53,7 @@ class RanksPanel(TablePanel):
     }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "cycle_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse"),
     ]
