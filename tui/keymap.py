@@ -56,6 +56,21 @@ def nav_bindings(
     ]
 
 
+#: Sorting a table panel (Kernels, Ranks, Ops): the same two keys on each.
+SORT_BINDINGS: list[BindingType] = [
+    Binding("o", "cycle_sort", "Sort"),
+    Binding("r", "reverse_sort", "Reverse"),
+]
+
+
+def quit_bindings(keys: str) -> list[BindingType]:
+    """An app's quit keys: ``keys`` (in the footer), and Ctrl+C from anywhere, a text field included (priority)."""
+    return [
+        Binding(keys, "quit_app", "Quit"),
+        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
+    ]
+
+
 #: The timeline and panel keys (tui.md's table), defined on the main screen so they also work from a panel.
 MAIN_BINDINGS: list[BindingType] = [
     *nav_bindings(

@@ -92,16 +92,15 @@ class CompareScreen(Screen[ShowRank | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = COMPARE_BINDINGS
 
-    def __init__(self, data: TimelineData, view: RanksView | None, anchor: CompareAnchor, *, mono: bool) -> None:
+    def __init__(self, data: TimelineData, view: RanksView | None, anchor: CompareAnchor) -> None:
         super().__init__()
         self.data = data
         self.view = view
         self.start_at = anchor
-        self.mono = mono
 
     def compose(self) -> ComposeResult:
         yield Static("", id="compare-title")
-        yield RankCompare(self.data, mono=self.mono, id="compare")
+        yield RankCompare(self.data, id="compare")
         yield Static("", id="compare-summary")
         yield FittingFooter()
 
@@ -221,4 +220,4 @@ class CompareScreen(Screen[ShowRank | None]):
 
     def action_help(self) -> None:
         """The keys of this view."""
-        self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
+        self.app.push_screen(HelpScreen(self.help_sections()))

@@ -18,7 +18,9 @@ from gputop_trace.analysis.diff.compare import RunDiff
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.keymap import FIT, ZOOM_PAN, help_sections, nav_bindings
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
+from gputop_trace.tui.theme import theme_palette
 from gputop_trace.tui.view.diff_stack import stack_title, stacked_step
+from gputop_trace.tui.view.palette import Palette
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import fit_label
 from gputop_trace.tui.widgets.diff_panel import DiffPanel, panel_rows
@@ -51,10 +53,15 @@ def short_path(path: str) -> str:
     return "/".join(parts[-2:]) if parts else path
 
 
-def _verdict_style(kind: str, mono: bool) -> str:
-    if mono:
+def _verdict_style(kind: str, palette: Palette) -> str:
+    """The verdict's style: bold, in the colour of a faster, slower or unclear TEST (none when identical)."""
+    if kind == "identical":
         return "bold"
-    return {"faster": "bold green", "slower": "bold red", "identical": "bold"}.get(kind, "bold yellow")
+    return palette.text_style(_VERDICT_COLOURS.get(kind, "gputop-verdict-unclear"), bold=True)
+
+
+#: verdict kind -> the theme variable of its colour
+_VERDICT_COLOURS = {"faster": "gputop-verdict-faster", "slower": "gputop-verdict-slower"}
 
 
 class DiffScreen(Screen[None]):
@@ -77,14 +84,11 @@ class DiffScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = DIFF_BINDINGS
 
-    def __init__(
-        self, diff: RunDiff, data: tuple[TimelineData, TimelineData], paths: tuple[str, str], *, mono: bool
-    ) -> None:
+    def __init__(self, diff: RunDiff, data: tuple[TimelineData, TimelineData], paths: tuple[str, str]) -> None:
         super().__init__()
         self.diff = diff
         self.data = data
         self.paths = paths
-        self.mono = mono
         self.pair = 0
 
     def compose(self) -> ComposeResult:
@@ -92,7 +96,7 @@ class DiffScreen(Screen[None]):
         yield Static("", id="diff-verdict")
         yield DiffPanel(id="diff-panel")
         yield Static("", id="stack-title")
-        yield DiffStack(self.data, mono=self.mono, id="diff-stack")
+        yield DiffStack(self.data, id="diff-stack")
         yield FittingFooter()
 
     @property
@@ -111,7 +115,7 @@ class DiffScreen(Screen[None]):
                 style="bold",
             )
         )
-        text = Text(d.verdict.sentence, style=_verdict_style(d.verdict.kind, self.mono))
+        text = Text(d.verdict.sentence, style=_verdict_style(d.verdict.kind, theme_palette(self.app.current_theme)))
         for x in d.comparability.differences:
             text.append(f"\n! {x.what}: BASE {clean(x.base)}, TEST {clean(x.test)}: {x.weakens}", style="yellow")
         self.query_one("#diff-verdict", Static).update(text)
@@ -189,4 +193,4 @@ class DiffScreen(Screen[None]):
 
     def action_help(self) -> None:
         """The keys of this view."""
-        self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
+        self.app.push_screen(HelpScreen(self.help_sections()))

@@ -1,0 +1,65 @@
+"""The app's Textual themes and the timeline palette drawn from them.
+
+``gputop`` is Textual's dark theme carrying the palette's own colours as theme variables (``$gputop-kernel-gemm``,
+``$gputop-path``, … from :data:`~gputop_trace.tui.view.palette.THEME_COLOURS`); ``gputop-mono`` is the same theme
+marked monochrome (``$gputop-mono: true``), the one the app takes under ``NO_COLOR``. The Line-API widgets (the
+timeline, ranks side by side, the Diff view's stacking) build Rich styles per cell, so they never look colours up
+through CSS: they take a :class:`~gputop_trace.tui.view.palette.Palette` made once per theme
+(:func:`theme_palette`) and a new one when the theme changes (:func:`watch_palette`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from textual.app import App
+from textual.theme import BUILTIN_THEMES, Theme
+from textual.widget import Widget
+
+from gputop_trace.tui.view.palette import MONO_VARIABLE, THEME_COLOURS, Palette
+
+#: the app's theme, and its monochrome twin (``NO_COLOR``)
+THEME = "gputop"
+MONO_THEME = "gputop-mono"
+
+
+def _gputop_theme(name: str, *, mono: bool) -> Theme:
+    """Textual's dark theme (the colours the app was drawn with) plus the palette's variables."""
+    base = BUILTIN_THEMES["textual-dark"]
+    variables = {**base.variables, **THEME_COLOURS, MONO_VARIABLE: "true" if mono else "false"}
+    return replace(base, name=name, variables=variables)
+
+
+GPUTOP_THEME = _gputop_theme(THEME, mono=False)
+GPUTOP_MONO_THEME = _gputop_theme(MONO_THEME, mono=True)
+
+
+def use_gputop_themes(app: App[Any]) -> None:
+    """Register both themes on ``app`` and take ``gputop``, or ``gputop-mono`` when colours are off
+    (``NO_COLOR``)."""
+    app.register_theme(GPUTOP_THEME)
+    app.register_theme(GPUTOP_MONO_THEME)
+    app.theme = MONO_THEME if app.no_color else THEME
+
+
+_palettes: dict[tuple[str, tuple[tuple[str, str], ...]], Palette] = {}
+
+
+def theme_palette(theme: Theme) -> Palette:
+    """The palette of ``theme``'s variables, made once per theme (a theme without the palette's variables gets
+    the default colours)."""
+    key = (theme.name, tuple(sorted(theme.variables.items())))
+    palette = _palettes.get(key)
+    if palette is None:
+        palette = _palettes[key] = Palette.from_variables(theme.variables)
+    return palette
+
+
+def watch_palette(widget: Widget, apply: Callable[[Palette], None]) -> None:
+    """Call ``apply`` with the palette of the app's theme now, and again with the new one whenever the theme
+    changes (for as long as ``widget`` is mounted)."""
+    app = widget.app
+    apply(theme_palette(app.current_theme))
+    app.theme_changed_signal.subscribe(widget, lambda theme: apply(theme_palette(theme)))
