@@ -82,14 +82,6 @@ class CompareScreen(Screen[ShowRank | None]):
 
     HELP_TITLE: ClassVar[str] = "Ranks side by side"
 
-    DEFAULT_CSS = """
-    CompareScreen { layout: vertical; }
-    CompareScreen > #compare-title { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    CompareScreen > #compare-summary {
-        height: auto; max-height: 6; padding: 0 1; border-top: solid $panel-lighten-2;
-    }
-    """
-
     BINDINGS: ClassVar[list[BindingType]] = COMPARE_BINDINGS
 
     def __init__(self, data: TimelineData, view: RanksView | None, anchor: CompareAnchor) -> None:

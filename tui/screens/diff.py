@@ -69,19 +69,6 @@ class DiffScreen(Screen[None]):
 
     HELP_TITLE: ClassVar[str] = "Two runs compared"
 
-    DEFAULT_CSS = """
-    DiffScreen { layout: vertical; }
-    DiffScreen > #diff-title { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    DiffScreen > #diff-verdict { height: auto; max-height: 5; padding: 0 1; }
-    DiffScreen > DiffPanel { height: 1fr; min-height: 4; }
-    DiffScreen > #stack-title {
-        height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis;
-    }
-    DiffScreen > DiffStack { height: 45%; }
-    DiffScreen.-stack-only > DiffPanel { display: none; }
-    DiffScreen.-stack-only > DiffStack { height: 1fr; }
-    """
-
     BINDINGS: ClassVar[list[BindingType]] = DIFF_BINDINGS
 
     def __init__(self, diff: RunDiff, data: tuple[TimelineData, TimelineData], paths: tuple[str, str]) -> None:

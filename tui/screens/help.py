@@ -38,18 +38,6 @@ class HelpSection:
 class HelpScreen(ModalScreen[None]):
     """Key bindings of the focused pane, then the screen's and the app's, then the colours."""
 
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 96%;
-        max-width: 110;
-        height: 94%;
-        border: round $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
-
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
