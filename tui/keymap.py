@@ -1,4 +1,6 @@
-"""The main screen's keys, and the help generated from whatever bindings are active (focused pane first)."""
+"""The key tables: the timeline's navigation keys, defined once and shared by every screen that shows a timeline
+(:func:`nav_bindings`), the main screen's keys, the shared sort and quit keys; and the help generated from whatever
+bindings are active (focused pane first)."""
 
 from __future__ import annotations
 

@@ -38,22 +38,32 @@ GPUTOP_MONO_THEME = _gputop_theme(MONO_THEME, mono=True)
 
 def use_gputop_themes(app: App[Any]) -> None:
     """Register both themes on ``app`` and take ``gputop``, or ``gputop-mono`` when colours are off
-    (``NO_COLOR``)."""
+    (``NO_COLOR``). A theme the user chose for Textual (``TEXTUAL_THEME``) is kept when colours are on: its
+    base colours, with the palette's default colours on the timeline."""
     app.register_theme(GPUTOP_THEME)
     app.register_theme(GPUTOP_MONO_THEME)
-    app.theme = MONO_THEME if app.no_color else THEME
+    if app.no_color:
+        app.theme = MONO_THEME
+    elif app.theme == _TEXTUAL_DEFAULT:
+        app.theme = THEME
 
 
-_palettes: dict[tuple[str, tuple[tuple[str, str], ...]], Palette] = {}
+#: the theme Textual takes when the user chose none (the gputop theme has its colours)
+_TEXTUAL_DEFAULT = "textual-dark"
+
+
+#: id of a theme -> (that theme, its palette): a theme object is registered once and lives as long as the app
+_palettes: dict[int, tuple[Theme, Palette]] = {}
 
 
 def theme_palette(theme: Theme) -> Palette:
-    """The palette of ``theme``'s variables, made once per theme (a theme without the palette's variables gets
-    the default colours)."""
-    key = (theme.name, tuple(sorted(theme.variables.items())))
-    palette = _palettes.get(key)
-    if palette is None:
-        palette = _palettes[key] = Palette.from_variables(theme.variables)
+    """The palette of ``theme``'s variables, made once per theme object (a theme without the palette's
+    variables gets the default colours)."""
+    hit = _palettes.get(id(theme))
+    if hit is not None and hit[0] is theme:
+        return hit[1]
+    palette = Palette.from_variables(theme.variables)
+    _palettes[id(theme)] = (theme, palette)
     return palette
 
 

@@ -289,14 +289,16 @@ class FleetScreen(Screen[None]):
     def _cells(self, r: dict[str, Any], cols: list[tuple[str, int, bool, int]]) -> list[Text]:
         flagged = bool(r.get("late_outlier") or r.get("step_outlier"))
         values = self._values(r)
+        palette = self.palette
+        straggler = palette.text_style("gputop-straggler", bold=True) if flagged else ""
         cells = []
         for label, w, right, _ in cols:
             v = values[label][:w]
-            style = self.palette.text_style("gputop-straggler", bold=True) if flagged and label == "rank" else ""
+            style = straggler if label == "rank" else ""
             cells.append(Text(v.rjust(w) if right else v, style=style, no_wrap=True, overflow="ellipsis"))
         per_step = max(1, min(3, self._width // max(1, self._max_steps)))
         levels = heat_levels(self._ratio.get(id(r), np.zeros(0)), self._width, cells_per_step=per_step)
-        return [*cells, heat_text(levels, self.palette)]
+        return [*cells, heat_text(levels, palette)]
 
     def _error_cells(self, e: dict[str, Any], cols: list[tuple[str, int, bool, int]]) -> list[Text]:
         style = self.palette.text_style("gputop-straggler")
