@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import get_current_worker
@@ -28,10 +28,12 @@ from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.commands import TraceCommands, system_commands
+from gputop_trace.tui.keymap import quit_bindings
 from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
+from gputop_trace.tui.theme import use_gputop_themes
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import plural
 
@@ -73,10 +75,7 @@ class GputopApp(App[int]):
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TraceCommands}
     ENABLE_COMMAND_PALETTE = True
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("q", "quit_app", "Quit"),
-        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = quit_bindings("q")
 
     def __init__(
         self,
@@ -100,6 +99,7 @@ class GputopApp(App[int]):
         events (``--no-python``) until the palette's "Load Python stack events" asks for them; ``inductor_dir``
         is torch.compile's debug output (``--inductor-dir``), attached to the trace once it is loaded."""
         super().__init__()
+        use_gputop_themes(self)  # the palette's colours; monochrome under NO_COLOR
         self.fleet = fleet
         self.load_token = 0
         self.paths = list(paths) if fleet is None else []
@@ -137,11 +137,6 @@ class GputopApp(App[int]):
         self.clear_notifications()
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
 
-    @property
-    def mono(self) -> bool:
-        """Whether colours are off (``NO_COLOR``)."""
-        return bool(self.no_color)
-
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
         return system_commands(self, self.action_quit_app)
@@ -152,7 +147,7 @@ class GputopApp(App[int]):
         if self.fleet is not None:
             from gputop_trace.tui.screens.fleet import FleetScreen
 
-            return FleetScreen(self.fleet, mono=self.mono)
+            return FleetScreen(self.fleet)
         return super().get_default_screen()
 
     def on_mount(self) -> None:
@@ -316,7 +311,7 @@ class GputopApp(App[int]):
         loading_below = any(isinstance(s, LoadingScreen) for s in self.screen_stack)
         while loading_below and not isinstance(self.screen, LoadingScreen):
             self.pop_screen()
-        main = MainScreen(message.trace, message.data, message.flows, self.paths, mono=self.mono)
+        main = MainScreen(message.trace, message.data, message.flows, self.paths)
         if loading_below:
             self.switch_screen(main)
         else:  # loaded before the app started (on_mount): nothing to replace

@@ -30,13 +30,20 @@ def _main(provider: Provider) -> MainScreen | None:
     return screen if isinstance(screen, MainScreen) else None
 
 
-def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]]:
-    """Every palette entry as ``(text, help, callback)``."""
-    from gputop_trace.presentation.kernel_labels import kernel_labels
-    from gputop_trace.presentation.name_fitting import fit_names
+Entry = tuple[str, str, Callable[[], Any]]
+
+
+def palette_entries(main: MainScreen) -> list[Entry]:
+    """Every palette entry as ``(text, help, callback)``: panels and lanes, the screen's actions, then the
+    kernels and the ranges to go to."""
+    return [*_panel_and_lane_entries(main), *_action_entries(main), *_kernel_entries(main), *_range_entries(main)]
+
+
+def _panel_and_lane_entries(main: MainScreen) -> list[Entry]:
+    """Show a panel; fold or unfold a lane, collapse or expand a group, or all of them."""
     from gputop_trace.tui.widgets.panel_tabs import PANELS
 
-    out: list[tuple[str, str, Callable[[], Any]]] = []
+    out: list[Entry] = []
     for pid, title in (("details", "Details"), *PANELS):
         out.append((f"Panel: {title}", f"show the {title} panel", partial(main.show_panel, pid)))
     tl = main.timeline
@@ -59,6 +66,13 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
             partial(tl.set_collapsed, {k for k in layout.group_keys() if "/pid" in k}),
         )
     )
+    return out
+
+
+def _action_entries(main: MainScreen) -> list[Entry]:
+    """The app's and the screen's actions: back to the fleet, load Python events, fit, the critical path,
+    ranks side by side, search, export, help."""
+    out: list[Entry] = []
     back = getattr(main.app, "back_to_fleet", None)
     if getattr(main.app, "fleet", None) is not None and callable(back):
         out.append(("Back to the fleet", "close this rank's trace and show every rank again (Esc)", back))
@@ -71,7 +85,7 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
                 load_python,
             )
         )
-    out.append(("Fit the whole trace", "zoom out to show everything (0)", tl.fit_all))
+    out.append(("Fit the whole trace", "zoom out to show everything (0)", main.timeline.fit_all))
     out.append(
         (
             "Critical path: show / hide",
@@ -89,6 +103,15 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
     out.append(("Search event names…", "regex search; n / N walk the matches (/)", main.action_search))
     out.append(("Export findings…", "write Markdown or JSON (e)", main.action_export))
     out.append(("Help: keys", "every key of the focused pane (?)", main.action_help))
+    return out
+
+
+def _kernel_entries(main: MainScreen) -> list[Entry]:
+    """Go to the first launch of each of the top kernels (names cut where they still read differently)."""
+    from gputop_trace.presentation.kernel_labels import kernel_labels
+    from gputop_trace.presentation.name_fitting import fit_names
+
+    out: list[Entry] = []
     rows = main.kernel_rows or []
     multi = len({(r.rank, r.device) for r in rows}) > 1
     shown = [r for r in rows[:MAX_KERNELS] if len(r.events)]
@@ -105,6 +128,12 @@ def palette_entries(main: MainScreen) -> list[tuple[str, str, Callable[[], Any]]
                 partial(main.select_and_show, int(r.events[0]), rezoom=True),
             )
         )
+    return out
+
+
+def _range_entries(main: MainScreen) -> list[Entry]:
+    """Go to the first instance of each of the top range names."""
+    out: list[Entry] = []
     t = main.trace
     for rn in main.range_names[:MAX_RANGES]:
         what = "GPU annotation" if rn.on_gpu else "range"

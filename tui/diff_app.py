@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
@@ -31,10 +31,12 @@ from gputop_trace.tui.app import (
     internal_error_message,
 )
 from gputop_trace.tui.commands import system_commands
+from gputop_trace.tui.keymap import quit_bindings
 from gputop_trace.tui.messages import LoadFailed, LoadProgress
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.diff import DiffScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
+from gputop_trace.tui.theme import use_gputop_themes
 from gputop_trace.tui.view.timeline_data import TimelineData
 
 
@@ -53,10 +55,7 @@ class DiffApp(App[int]):
     TITLE = "gputop-trace diff"
     CSS_PATH = "app.tcss"
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("q,escape", "quit_app", "Quit"),
-        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = quit_bindings("q,escape")
 
     def __init__(
         self,
@@ -70,17 +69,13 @@ class DiffApp(App[int]):
     ) -> None:
         """``runs``: both sides already loaded (``view A B`` loads them to tell two runs from one job)."""
         super().__init__()
+        use_gputop_themes(self)  # the palette's colours; monochrome under NO_COLOR
         self.base, self.test = list(base), list(test)
         self.runs = runs
         self.max_memory = max_memory
         self.use_cache = use_cache
         self.include_python = include_python
         self.diff: RunDiff | None = None
-
-    @property
-    def mono(self) -> bool:
-        """Whether colours are off (``NO_COLOR``)."""
-        return bool(self.no_color)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
@@ -148,7 +143,7 @@ class DiffApp(App[int]):
     def on_diff_ready(self, message: DiffReady) -> None:
         self.diff = message.diff
         paths = (", ".join(self.base), ", ".join(self.test))
-        self.switch_screen(DiffScreen(message.diff, message.data, paths, mono=self.mono))
+        self.switch_screen(DiffScreen(message.diff, message.data, paths))
 
     def on_load_progress(self, message: LoadProgress) -> None:
         screen = self.screen

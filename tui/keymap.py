@@ -1,26 +1,95 @@
-"""The main screen's keys, and the help generated from whatever bindings are active (focused pane first)."""
+"""The key tables: the timeline's navigation keys, defined once and shared by every screen that shows a timeline
+(:func:`nav_bindings`), the main screen's keys, the shared sort and quit keys; and the help generated from whatever
+bindings are active (focused pane first)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import Widget
 
 from gputop_trace.tui.screens.help import HelpEntry, HelpSection
 
+
+@dataclass(frozen=True)
+class NavKey:
+    """One timeline navigation key: the keys that run it, its action and the key a footer shows for it. What it
+    says (its description and tooltip) is each screen's own: :func:`nav_bindings`."""
+
+    keys: str
+    action: str
+    key_display: str | None = None
+
+
+#: Zoom, pan and fit: the same keys on every screen that shows a timeline (the main timeline, ranks side by side,
+#: the Diff view's stacking), each screen's table built from them (:func:`nav_bindings`) so that they can't drift.
+ZOOM_PAN: tuple[NavKey, ...] = (
+    NavKey("w,plus,equals_sign", "zoom(0.5)", "w"),
+    NavKey("s,minus", "zoom(2.0)", "s"),
+    NavKey("a,h,left", "pan(-0.25)"),
+    NavKey("d,l,right", "pan(0.25)"),
+)
+FIT: tuple[NavKey, ...] = (NavKey("0,home", "fit"),)
+#: the lane (line) cursor: the screens whose timeline has one (the main timeline, ranks side by side)
+LINE_MOVES: tuple[NavKey, ...] = (NavKey("j,down", "line(1)"), NavKey("k,up", "line(-1)"))
+#: every timeline's navigation keys (the Diff view's stacking has no line cursor: its j / k move in its panel)
+TIMELINE_NAVIGATION: tuple[NavKey, ...] = ZOOM_PAN + FIT
+
+
+def nav_bindings(
+    keys: Sequence[NavKey], words: Mapping[str, tuple[str, str]], *, shown: Collection[str] = ()
+) -> list[Binding]:
+    """The bindings of shared navigation ``keys``, with each action's (description, tooltip) from ``words`` (every
+    action needs its words: a screen says what its keys do there); the actions in ``shown`` are in the footer."""
+    return [
+        Binding(
+            k.keys,
+            k.action,
+            words[k.action][0],
+            show=k.action in shown,
+            key_display=k.key_display,
+            tooltip=words[k.action][1],
+        )
+        for k in keys
+    ]
+
+
+#: Sorting a table panel (Kernels, Ranks, Ops): the same two keys on each.
+SORT_BINDINGS: list[BindingType] = [
+    Binding("o", "cycle_sort", "Sort"),
+    Binding("r", "reverse_sort", "Reverse"),
+]
+
+
+def quit_bindings(keys: str) -> list[BindingType]:
+    """An app's quit keys: ``keys`` (in the footer), and Ctrl+C from anywhere, a text field included (priority)."""
+    return [
+        Binding(keys, "quit_app", "Quit"),
+        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
+    ]
+
+
 #: The timeline and panel keys (tui.md's table), defined on the main screen so they also work from a panel.
-MAIN_BINDINGS: list[Binding] = [
-    Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", key_display="w", tooltip="Zoom in around the cursor ▼"),
-    Binding("s,minus", "zoom(2.0)", "Zoom out", key_display="s", tooltip="Zoom out around the cursor ▼"),
-    Binding("a,h,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan left by a quarter of the window"),
-    Binding("d,l,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan right by a quarter of the window"),
-    Binding("j,down", "line(1)", "Next lane", show=False, tooltip="Next lane row (down)"),
-    Binding("k,up", "line(-1)", "Previous lane", show=False, tooltip="Previous lane row (up)"),
+MAIN_BINDINGS: list[BindingType] = [
+    *nav_bindings(
+        ZOOM_PAN + LINE_MOVES,
+        {
+            "zoom(0.5)": ("Zoom in", "Zoom in around the cursor ▼"),
+            "zoom(2.0)": ("Zoom out", "Zoom out around the cursor ▼"),
+            "pan(-0.25)": ("Pan left", "Pan left by a quarter of the window"),
+            "pan(0.25)": ("Pan right", "Pan right by a quarter of the window"),
+            "line(1)": ("Next lane", "Next lane row (down)"),
+            "line(-1)": ("Previous lane", "Previous lane row (up)"),
+        },
+        shown={"zoom(0.5)", "zoom(2.0)"},
+    ),
     Binding("pagedown", "line(10)", "Lanes page down", show=False, tooltip="Ten lane rows down"),
     Binding("pageup", "line(-10)", "Lanes page up", show=False, tooltip="Ten lane rows up"),
-    Binding("0,home", "fit", "Fit whole trace", show=False, tooltip="Fit the whole trace"),
+    *nav_bindings(FIT, {"fit": ("Fit whole trace", "Fit the whole trace")}),
     Binding("f", "zoom_selection", "Zoom to selection", show=False, tooltip="Zoom to the selected event"),
     Binding(
         "left_square_bracket",
@@ -123,7 +192,7 @@ MAIN_BINDINGS: list[Binding] = [
 ]
 
 
-def help_sections(screen: Screen[Any], order_by: list[Binding]) -> list[HelpSection]:
+def help_sections(screen: Screen[Any], order_by: Sequence[BindingType]) -> list[HelpSection]:
     """Help generated from the bindings active on ``screen``, grouped by where they are defined: ours first (the
     focused pane's, then the screen's in the order of ``order_by``, then the app's), then the keys Textual's own
     widgets bring (a table's cursor and scrolling keys) under their own heading at the end. Keys that do the same

@@ -16,6 +16,7 @@ from textual.widgets import DataTable
 
 from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.tui.screens.fleet import FleetScreen, heat_levels, step_ratios
+from gputop_trace.tui.theme import MONO_THEME, use_gputop_themes
 from tests.fleet_helpers import fleet_parquet, fleet_small  # noqa: F401  (fixtures)
 
 CAUSES = ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced", "gpu_dependency")
@@ -84,15 +85,15 @@ def small_fleet() -> FleetFile:
 class FleetApp(App[None]):
     """The fleet screen alone, recording the ranks Enter opened (message and callback)."""
 
-    def __init__(self, fleet: FleetFile, *, mono: bool = False) -> None:
+    def __init__(self, fleet: FleetFile) -> None:
         super().__init__()
+        use_gputop_themes(self)
         self.fleet = fleet
-        self.mono = mono
         self.opened: list[tuple[str, int]] = []
         self.called: list[tuple[str, int]] = []
 
     def on_mount(self) -> None:
-        self.push_screen(FleetScreen(self.fleet, on_open=lambda p, r: self.called.append((p, r)), mono=self.mono))
+        self.push_screen(FleetScreen(self.fleet, on_open=lambda p, r: self.called.append((p, r))))
 
     def on_fleet_screen_open_rank(self, m: FleetScreen.OpenRank) -> None:
         self.opened.append((m.path, m.rank))
@@ -187,7 +188,8 @@ async def test_enter_on_a_failed_rank_opens_nothing_and_says_why() -> None:
 
 @sync
 async def test_heat_strip_marks_the_slow_step() -> None:
-    app = FleetApp(small_fleet(), mono=True)
+    app = FleetApp(small_fleet())
+    app.theme = MONO_THEME  # as under NO_COLOR
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
         table = _screen(app).query_one(DataTable)

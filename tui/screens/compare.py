@@ -10,11 +10,11 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gputop_trace.tui.keymap import help_sections
+from gputop_trace.tui.keymap import FIT, LINE_MOVES, ZOOM_PAN, help_sections, nav_bindings
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
 from gputop_trace.tui.view.rank_compare import op_label, step_sentence, title_text
 from gputop_trace.tui.view.ranks_view import RanksView
@@ -22,16 +22,21 @@ from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.tui.widgets.rank_compare import MARKER, RankCompare
 
-COMPARE_BINDINGS: list[Binding] = [
+COMPARE_BINDINGS: list[BindingType] = [
     Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", tooltip="The previous step"),
     Binding("right_square_bracket", "step(1)", "Next step", key_display="]", tooltip="The next step"),
-    Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", show=False, tooltip="Zoom in around the middle"),
-    Binding("s,minus", "zoom(2.0)", "Zoom out", show=False, tooltip="Zoom out around the middle"),
-    Binding("a,h,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan left by a quarter of the window"),
-    Binding("d,l,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan right by a quarter of the window"),
-    Binding("j,down", "line(1)", "Next line", show=False, tooltip="Next line (down)"),
-    Binding("k,up", "line(-1)", "Previous line", show=False, tooltip="Previous line (up)"),
-    Binding("0,home", "fit", "Fit the step", show=False, tooltip="Show the whole step on every rank"),
+    *nav_bindings(
+        ZOOM_PAN + LINE_MOVES,
+        {
+            "zoom(0.5)": ("Zoom in", "Zoom in around the middle"),
+            "zoom(2.0)": ("Zoom out", "Zoom out around the middle"),
+            "pan(-0.25)": ("Pan left", "Pan left by a quarter of the window"),
+            "pan(0.25)": ("Pan right", "Pan right by a quarter of the window"),
+            "line(1)": ("Next line", "Next line (down)"),
+            "line(-1)": ("Previous line", "Previous line (up)"),
+        },
+    ),
+    *nav_bindings(FIT, {"fit": ("Fit the step", "Show the whole step on every rank")}),
     Binding("tab", "next_rank(1)", "Next rank", show=False, tooltip="The next rank's header line"),
     Binding("shift+tab", "next_rank(-1)", "Previous rank", show=False, tooltip="The previous rank's header line"),
     Binding(
@@ -77,26 +82,17 @@ class CompareScreen(Screen[ShowRank | None]):
 
     HELP_TITLE: ClassVar[str] = "Ranks side by side"
 
-    DEFAULT_CSS = """
-    CompareScreen { layout: vertical; }
-    CompareScreen > #compare-title { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    CompareScreen > #compare-summary {
-        height: auto; max-height: 6; padding: 0 1; border-top: solid $panel-lighten-2;
-    }
-    """
+    BINDINGS: ClassVar[list[BindingType]] = COMPARE_BINDINGS
 
-    BINDINGS: ClassVar[list[Binding]] = COMPARE_BINDINGS  # type: ignore[assignment]
-
-    def __init__(self, data: TimelineData, view: RanksView | None, anchor: CompareAnchor, *, mono: bool) -> None:
+    def __init__(self, data: TimelineData, view: RanksView | None, anchor: CompareAnchor) -> None:
         super().__init__()
         self.data = data
         self.view = view
         self.start_at = anchor
-        self.mono = mono
 
     def compose(self) -> ComposeResult:
         yield Static("", id="compare-title")
-        yield RankCompare(self.data, mono=self.mono, id="compare")
+        yield RankCompare(self.data, id="compare")
         yield Static("", id="compare-summary")
         yield FittingFooter()
 
@@ -216,4 +212,4 @@ class CompareScreen(Screen[ShowRank | None]):
 
     def action_help(self) -> None:
         """The keys of this view."""
-        self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
+        self.app.push_screen(HelpScreen(self.help_sections()))

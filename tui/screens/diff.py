@@ -10,15 +10,17 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
 from gputop_trace.analysis.diff.compare import RunDiff
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.keymap import help_sections
+from gputop_trace.tui.keymap import FIT, ZOOM_PAN, help_sections, nav_bindings
 from gputop_trace.tui.screens.help import HelpScreen, HelpSection
+from gputop_trace.tui.theme import theme_palette
 from gputop_trace.tui.view.diff_stack import stack_title, stacked_step
+from gputop_trace.tui.view.palette import Palette
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import fit_label
 from gputop_trace.tui.widgets.diff_panel import DiffPanel, panel_rows
@@ -26,15 +28,20 @@ from gputop_trace.tui.widgets.diff_stack import DiffStack
 from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.units import plural
 
-DIFF_BINDINGS: list[Binding] = [
+DIFF_BINDINGS: list[BindingType] = [
     Binding("left_square_bracket", "step(-1)", "Prev step", key_display="[", tooltip="The previous compared step"),
     Binding("right_square_bracket", "step(1)", "Next step", key_display="]", tooltip="The next compared step"),
     Binding("R", "toggle_stack", "Stack", tooltip="The stacked step of both runs on the whole screen, and back"),
-    Binding("w,plus,equals_sign", "zoom(0.5)", "Zoom in", show=False, tooltip="Zoom the stacking in"),
-    Binding("s,minus", "zoom(2.0)", "Zoom out", show=False, tooltip="Zoom the stacking out"),
-    Binding("a,left", "pan(-0.25)", "Pan left", show=False, tooltip="Pan the stacking left"),
-    Binding("d,right", "pan(0.25)", "Pan right", show=False, tooltip="Pan the stacking right"),
-    Binding("0,home", "fit", "Fit the step", show=False, tooltip="Show the whole step of both runs"),
+    *nav_bindings(
+        ZOOM_PAN,
+        {
+            "zoom(0.5)": ("Zoom in", "Zoom the stacking in"),
+            "zoom(2.0)": ("Zoom out", "Zoom the stacking out"),
+            "pan(-0.25)": ("Pan left", "Pan the stacking left"),
+            "pan(0.25)": ("Pan right", "Pan the stacking right"),
+        },
+    ),
+    *nav_bindings(FIT, {"fit": ("Fit the step", "Show the whole step of both runs")}),
     Binding("tab", "switch_focus", "Panel/stack", show=False, tooltip="Move between the Diff panel and the stacking"),
     Binding("question_mark", "help", "Help", key_display="?", tooltip="This help"),
 ]
@@ -46,10 +53,15 @@ def short_path(path: str) -> str:
     return "/".join(parts[-2:]) if parts else path
 
 
-def _verdict_style(kind: str, mono: bool) -> str:
-    if mono:
+def _verdict_style(kind: str, palette: Palette) -> str:
+    """The verdict's style: bold, in the colour of a faster, slower or unclear TEST (none when identical)."""
+    if kind == "identical":
         return "bold"
-    return {"faster": "bold green", "slower": "bold red", "identical": "bold"}.get(kind, "bold yellow")
+    return palette.text_style(_VERDICT_COLOURS.get(kind, "gputop-verdict-unclear"), bold=True)
+
+
+#: verdict kind -> the theme variable of its colour
+_VERDICT_COLOURS = {"faster": "gputop-verdict-faster", "slower": "gputop-verdict-slower"}
 
 
 class DiffScreen(Screen[None]):
@@ -57,29 +69,13 @@ class DiffScreen(Screen[None]):
 
     HELP_TITLE: ClassVar[str] = "Two runs compared"
 
-    DEFAULT_CSS = """
-    DiffScreen { layout: vertical; }
-    DiffScreen > #diff-title { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    DiffScreen > #diff-verdict { height: auto; max-height: 5; padding: 0 1; }
-    DiffScreen > DiffPanel { height: 1fr; min-height: 4; }
-    DiffScreen > #stack-title {
-        height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis;
-    }
-    DiffScreen > DiffStack { height: 45%; }
-    DiffScreen.-stack-only > DiffPanel { display: none; }
-    DiffScreen.-stack-only > DiffStack { height: 1fr; }
-    """
+    BINDINGS: ClassVar[list[BindingType]] = DIFF_BINDINGS
 
-    BINDINGS: ClassVar[list[Binding]] = DIFF_BINDINGS  # type: ignore[assignment]
-
-    def __init__(
-        self, diff: RunDiff, data: tuple[TimelineData, TimelineData], paths: tuple[str, str], *, mono: bool
-    ) -> None:
+    def __init__(self, diff: RunDiff, data: tuple[TimelineData, TimelineData], paths: tuple[str, str]) -> None:
         super().__init__()
         self.diff = diff
         self.data = data
         self.paths = paths
-        self.mono = mono
         self.pair = 0
 
     def compose(self) -> ComposeResult:
@@ -87,7 +83,7 @@ class DiffScreen(Screen[None]):
         yield Static("", id="diff-verdict")
         yield DiffPanel(id="diff-panel")
         yield Static("", id="stack-title")
-        yield DiffStack(self.data, mono=self.mono, id="diff-stack")
+        yield DiffStack(self.data, id="diff-stack")
         yield FittingFooter()
 
     @property
@@ -106,7 +102,7 @@ class DiffScreen(Screen[None]):
                 style="bold",
             )
         )
-        text = Text(d.verdict.sentence, style=_verdict_style(d.verdict.kind, self.mono))
+        text = Text(d.verdict.sentence, style=_verdict_style(d.verdict.kind, theme_palette(self.app.current_theme)))
         for x in d.comparability.differences:
             text.append(f"\n! {x.what}: BASE {clean(x.base)}, TEST {clean(x.test)}: {x.weakens}", style="yellow")
         self.query_one("#diff-verdict", Static).update(text)
@@ -184,4 +180,4 @@ class DiffScreen(Screen[None]):
 
     def action_help(self) -> None:
         """The keys of this view."""
-        self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
+        self.app.push_screen(HelpScreen(self.help_sections()))

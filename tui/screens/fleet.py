@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -29,12 +28,15 @@ from textual.widgets import DataTable, Static
 from gputop_trace.analysis.gaps.causes import CAUSE_SHORT
 from gputop_trace.fleet.parquet import FleetFile, read_fleet
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.theme import theme_palette
+from gputop_trace.tui.view.palette import Palette
 from gputop_trace.units import format_ns, plural
 
 #: Heat levels: step time / median rank's, upper bounds of each level (the last level is open).
 HEAT_BOUNDS = (0.97, 1.03, 1.10, 1.25)
 HEAT_GLYPHS = ("▁", "▂", "▄", "▆", "█")
-HEAT_COLOURS = ("#4c8bf5", "#5fb760", "#e0c040", "#e08a3b", "#e05d5d")
+#: the theme variable of each heat level's colour (tui/view/palette.py: THEME_COLOURS)
+HEAT_COLOURS = tuple(f"gputop-heat-{lv}" for lv in range(len(HEAT_GLYPHS)))
 
 
 @dataclass(frozen=True)
@@ -93,14 +95,14 @@ def heat_levels(ratio: np.ndarray, width: int, *, cells_per_step: int = 1) -> np
     return out
 
 
-def heat_text(levels: np.ndarray, *, mono: bool = False) -> Text:
-    """The strip as text: one glyph per cell, coloured unless ``mono``."""
+def heat_text(levels: np.ndarray, palette: Palette) -> Text:
+    """The strip as text: one glyph per cell, in ``palette``'s heat colours (none in monochrome)."""
     t = Text(no_wrap=True, overflow="crop")
     for lv in levels.tolist():
         if lv < 0:
             t.append(" ")
         else:
-            t.append(HEAT_GLYPHS[lv], style=Style() if mono else Style(color=HEAT_COLOURS[lv]))
+            t.append(HEAT_GLYPHS[lv], style=palette.colour(HEAT_COLOURS[lv]))
     return t
 
 
@@ -139,13 +141,11 @@ class FleetScreen(Screen[None]):
         fleet: FleetFile,
         *,
         on_open: Callable[[str, int], None] | None = None,
-        mono: bool | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
         self.fleet = fleet
         self.on_open = on_open
-        self.mono = bool(os.environ.get("NO_COLOR")) if mono is None else mono
         has_late = any(r.get("arrival_late_ns") is not None for r in fleet.rows)
         self.sort_index = 0 if has_late else 1
         self.descending = SORT_KEYS[self.sort_index].descending
@@ -202,11 +202,16 @@ class FleetScreen(Screen[None]):
             text.append("No rank stands out.", style="dim")
         self.query_one("#fleet-findings", Static).update(text)
 
+    @property
+    def palette(self) -> Palette:
+        """The colours of the app's theme (none under ``NO_COLOR``: the monochrome theme)."""
+        return theme_palette(self.app.current_theme)
+
     def _keys_text(self) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("Enter open rank  s sort  r reverse  Esc back  heat: step vs median rank ")
         for lv, g in enumerate(HEAT_GLYPHS):
-            t.append(g, style=Style() if self.mono else Style(color=HEAT_COLOURS[lv]))
+            t.append(g, style=self.palette.colour(HEAT_COLOURS[lv]))
         t.append(" (≤-3% … ≥+25%)")
         return t
 
@@ -284,17 +289,19 @@ class FleetScreen(Screen[None]):
     def _cells(self, r: dict[str, Any], cols: list[tuple[str, int, bool, int]]) -> list[Text]:
         flagged = bool(r.get("late_outlier") or r.get("step_outlier"))
         values = self._values(r)
+        palette = self.palette
+        straggler = palette.text_style("gputop-straggler", bold=True) if flagged else ""
         cells = []
         for label, w, right, _ in cols:
             v = values[label][:w]
-            style = ("bold" if self.mono else "bold red") if flagged and label == "rank" else ""
+            style = straggler if label == "rank" else ""
             cells.append(Text(v.rjust(w) if right else v, style=style, no_wrap=True, overflow="ellipsis"))
         per_step = max(1, min(3, self._width // max(1, self._max_steps)))
         levels = heat_levels(self._ratio.get(id(r), np.zeros(0)), self._width, cells_per_step=per_step)
-        return [*cells, heat_text(levels, mono=self.mono)]
+        return [*cells, heat_text(levels, palette)]
 
     def _error_cells(self, e: dict[str, Any], cols: list[tuple[str, int, bool, int]]) -> list[Text]:
-        style = "" if self.mono else "red"
+        style = self.palette.text_style("gputop-straggler")
         cells = [
             Text(
                 str(e["rank"]).rjust(w) if label == "rank" else ("-".rjust(w) if right else "-"),

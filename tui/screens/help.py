@@ -13,7 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop_trace.tui.view.palette import LEGEND, Overlay, Palette, Role, style_key
+from gputop_trace.tui.theme import theme_palette
+from gputop_trace.tui.view.palette import LEGEND, Overlay, Role, style_key
 
 
 @dataclass(frozen=True)
@@ -37,18 +38,6 @@ class HelpSection:
 class HelpScreen(ModalScreen[None]):
     """Key bindings of the focused pane, then the screen's and the app's, then the colours."""
 
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 96%;
-        max-width: 110;
-        height: 94%;
-        border: round $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
-
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
@@ -57,10 +46,9 @@ class HelpScreen(ModalScreen[None]):
         Binding("k,up", "scroll(-1)", "Scroll", show=False),
     ]
 
-    def __init__(self, sections: list[HelpSection], *, mono: bool = False) -> None:
+    def __init__(self, sections: list[HelpSection]) -> None:
         super().__init__()
         self.sections = sections
-        self.mono = mono
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
@@ -75,12 +63,12 @@ class HelpScreen(ModalScreen[None]):
             yield Static(self._legend())
 
     def _legend(self) -> Table:
-        pal = Palette(mono=self.mono)
+        pal = theme_palette(self.app.current_theme)  # the colours as the timeline draws them
         table = Table(title="Colours", title_justify="left", show_header=False, box=None, expand=True)
         table.add_column("swatch", no_wrap=True, width=14)
         table.add_column("meaning", ratio=1)
         for sid, meaning in LEGEND.items():
-            table.add_row(Text("  ████  ", style=pal.sample(sid)) if not self.mono else Text("  ────  "), meaning)
+            table.add_row(Text("  ████  ", style=pal.sample(sid)) if not pal.mono else Text("  ────  "), meaning)
         for overlay, meaning in (
             (Overlay.PATH, "on the critical path (p shows it; n / N walk it)"),
             (Overlay.PATH_IDLE, "idle time on the critical path"),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
@@ -75,11 +75,11 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
     MainScreen #switcher > * { height: 1fr; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = MAIN_BINDINGS  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = MAIN_BINDINGS
 
     # ---- layout ----------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Timeline(self.data, flows=self.flows, mono=self.mono, id="timeline")
+        yield Timeline(self.data, flows=self.flows, id="timeline")
         with Vertical(id="bottom"):
             yield PanelTabs(id="tabs")
             with ContentSwitcher(initial="details", id="switcher"):
@@ -272,7 +272,7 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
             if result is not None:
                 tl.show_rank_interval(result.rank, result.start, result.end, result.cursor)
 
-        self.app.push_screen(CompareScreen(self.data, view, anchor, mono=self.mono), shown)
+        self.app.push_screen(CompareScreen(self.data, view, anchor), shown)
 
     def action_back(self) -> None:
         """Esc: leave a filter, then a panel, then the search, then the selection; then back to the fleet screen
@@ -304,4 +304,4 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         """?: the keys of the focused pane and the screen, generated from the bindings."""
         from gputop_trace.tui.screens.help import HelpScreen
 
-        self.app.push_screen(HelpScreen(self.help_sections(), mono=self.mono))
+        self.app.push_screen(HelpScreen(self.help_sections()))

@@ -27,13 +27,12 @@ if TYPE_CHECKING:
 class MainState(Screen[None]):
     """The main screen's state, its timeline, the status bar and the details of the selection."""
 
-    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str], *, mono: bool) -> None:
+    def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str]) -> None:
         super().__init__()
         self.trace = trace
         self.data = data
         self.flows = flows
         self.paths = paths
-        self.mono = mono
         self.names: NameIndex | None = None
         self.kernel_rows: list[Any] | None = None
         self.range_names: list[Any] = []

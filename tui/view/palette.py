@@ -8,6 +8,7 @@ as their label followed by ``─``, and selection is reverse video, so everythin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 import numpy as np
@@ -88,35 +89,104 @@ COPY_SID[int(CopyKind.HTOD)] = int(Sid.COPY_HTOD)
 COPY_SID[int(CopyKind.DTOH)] = int(Sid.COPY_DTOH)
 COPY_SID[int(CopyKind.DTOD)] = int(Sid.COPY_DTOD)
 
-COLOURS: dict[Sid, str] = {
-    Sid.K_OTHER: "#8e9aaf",
-    Sid.K_GEMM: "#4c8bf5",
-    Sid.K_ATTENTION: "#b07ce8",
-    Sid.K_ELEMENTWISE: "#5fb760",
-    Sid.K_REDUCTION: "#e0a63b",
-    Sid.K_COLLECTIVE: "#e05d5d",
-    Sid.K_TRITON: "#3fbfbf",
-    Sid.COPY_HTOD: "#d98e4a",
-    Sid.COPY_DTOH: "#c47ac0",
-    Sid.COPY_DTOD: "#b8a16a",
-    Sid.COPY_OTHER: "#a89070",
-    Sid.MEMSET: "#9a8c7a",
-    Sid.UVM: "#c0a040",
-    Sid.GRAPH: "#6a8fd0",
-    Sid.API: "#7f9c5a",
-    Sid.SYNC: "#d0504a",
-    Sid.CPU_OP: "#6c7fb0",
-    Sid.RANGE: "#5e8fa8",
-    Sid.GPU_RANGE: "#5e8fa8",
-    Sid.PYTHON: "#7a7a7a",
-    Sid.OSRT: "#a07850",
-    Sid.MARKER: "#d0d060",
-    Sid.OTHER: "#808080",
-    Sid.UTIL: "#76b900",
-    Sid.GAP: "#e05d5d",
-    Sid.RULE: "#505050",
-    Sid.MEMORY: "#b07cc6",
+#: The palette's own colours, by the name of the theme variable that carries each: tui/theme.py makes them the
+#: variables of the app's Textual themes (``$gputop-kernel-gemm`` in its CSS); this is their Textual-free source.
+#: Hex colours are exact RGB; the named ones are the terminal's own (ANSI) colours.
+THEME_COLOURS: dict[str, str] = {
+    "gputop-kernel-other": "#8e9aaf",
+    "gputop-kernel-gemm": "#4c8bf5",
+    "gputop-kernel-attention": "#b07ce8",
+    "gputop-kernel-elementwise": "#5fb760",
+    "gputop-kernel-reduction": "#e0a63b",
+    "gputop-kernel-collective": "#e05d5d",
+    "gputop-kernel-triton": "#3fbfbf",
+    "gputop-copy-htod": "#d98e4a",
+    "gputop-copy-dtoh": "#c47ac0",
+    "gputop-copy-dtod": "#b8a16a",
+    "gputop-copy-other": "#a89070",
+    "gputop-memset": "#9a8c7a",
+    "gputop-uvm": "#c0a040",
+    "gputop-graph": "#6a8fd0",
+    "gputop-api": "#7f9c5a",
+    "gputop-sync": "#d0504a",
+    "gputop-cpu-op": "#6c7fb0",
+    "gputop-range": "#5e8fa8",
+    "gputop-gpu-range": "#5e8fa8",
+    "gputop-python": "#7a7a7a",
+    "gputop-osrt": "#a07850",
+    "gputop-marker": "#d0d060",
+    "gputop-other": "#808080",
+    "gputop-util": "#76b900",
+    "gputop-gap": "#e05d5d",
+    "gputop-rule": "#505050",
+    "gputop-memory": "#b07cc6",
+    # an idle gap drawn as a box: light text on dark red
+    "gputop-gap-box-text": "#ffd0d0",
+    "gputop-gap-box": "#5a1e1e",
+    # a box's label: dark on a light fill, light on a dark one
+    "gputop-label-dark": "#101010",
+    "gputop-label-light": "#f0f0f0",
+    # the flow partner of the selection
+    "gputop-partner": "#ffd75f",
+    # the critical path (p): its segments in pink, idle time on it in dark pink
+    "gputop-path": "#ff5fd7",
+    "gputop-path-idle": "#6a2a60",
+    "gputop-path-idle-text": "#ffc8f0",
+    # the Diff view's stacking: the header of each run
+    "gputop-base-run": "magenta",
+    "gputop-test-run": "cyan",
+    # ranks side by side: a rank late at the step's collective; a plot's message (nothing to draw)
+    "gputop-late": "yellow",
+    "gputop-message": "yellow",
+    # the fleet screen: its heat strip (step time vs the median rank's, level 0 fastest … 4 slowest), and a
+    # straggler rank or a rank that could not be read
+    "gputop-heat-0": "#4c8bf5",
+    "gputop-heat-1": "#5fb760",
+    "gputop-heat-2": "#e0c040",
+    "gputop-heat-3": "#e08a3b",
+    "gputop-heat-4": "#e05d5d",
+    "gputop-straggler": "red",
+    # the Diff view's verdict: TEST faster, slower, or a change within the noise
+    "gputop-verdict-faster": "green",
+    "gputop-verdict-slower": "red",
+    "gputop-verdict-unclear": "yellow",
 }
+#: the theme variable saying that the theme is monochrome (``NO_COLOR``): its value is ``"true"`` there
+MONO_VARIABLE = "gputop-mono"
+
+#: style id -> the theme variable of its colour
+SID_VARIABLES: dict[Sid, str] = {
+    Sid.K_OTHER: "gputop-kernel-other",
+    Sid.K_GEMM: "gputop-kernel-gemm",
+    Sid.K_ATTENTION: "gputop-kernel-attention",
+    Sid.K_ELEMENTWISE: "gputop-kernel-elementwise",
+    Sid.K_REDUCTION: "gputop-kernel-reduction",
+    Sid.K_COLLECTIVE: "gputop-kernel-collective",
+    Sid.K_TRITON: "gputop-kernel-triton",
+    Sid.COPY_HTOD: "gputop-copy-htod",
+    Sid.COPY_DTOH: "gputop-copy-dtoh",
+    Sid.COPY_DTOD: "gputop-copy-dtod",
+    Sid.COPY_OTHER: "gputop-copy-other",
+    Sid.MEMSET: "gputop-memset",
+    Sid.UVM: "gputop-uvm",
+    Sid.GRAPH: "gputop-graph",
+    Sid.API: "gputop-api",
+    Sid.SYNC: "gputop-sync",
+    Sid.CPU_OP: "gputop-cpu-op",
+    Sid.RANGE: "gputop-range",
+    Sid.GPU_RANGE: "gputop-gpu-range",
+    Sid.PYTHON: "gputop-python",
+    Sid.OSRT: "gputop-osrt",
+    Sid.MARKER: "gputop-marker",
+    Sid.OTHER: "gputop-other",
+    Sid.UTIL: "gputop-util",
+    Sid.GAP: "gputop-gap",
+    Sid.RULE: "gputop-rule",
+    Sid.MEMORY: "gputop-memory",
+}
+
+#: style id -> its colour in the default palette
+COLOURS: dict[Sid, str] = {sid: THEME_COLOURS[name] for sid, name in SID_VARIABLES.items()}
 
 #: What each style id means, for the legend in the help screen.
 LEGEND: dict[Sid, str] = {
@@ -168,19 +238,49 @@ def style_key(sid: int, role: int, overlay: int = 0) -> int:
     return (overlay << 16) | (role << 8) | sid
 
 
-def _text_colour(hex_bg: str) -> str:
+def _text_colour(hex_bg: str, dark: str, light: str) -> str:
+    """The label colour that reads better on ``hex_bg``: ``dark`` on a light fill, ``light`` on a dark one."""
     c = Color.parse(hex_bg).get_truecolor()
     lum = 0.2126 * c.red + 0.7152 * c.green + 0.0722 * c.blue
-    return "#101010" if lum > 110 else "#f0f0f0"
+    return dark if lum > 110 else light
+
+
+#: copies and memsets: underlined in monochrome (their colour tells them apart otherwise)
+_COPY_SIDS = frozenset({Sid.COPY_HTOD, Sid.COPY_DTOH, Sid.COPY_DTOD, Sid.COPY_OTHER, Sid.MEMSET})
 
 
 class Palette:
-    """Resolves style keys into Rich styles, in colour or monochrome."""
+    """Resolves style keys into Rich styles, in colour or monochrome. ``colours`` maps theme variable names to
+    colours (:data:`THEME_COLOURS`, the default); a Textual theme's palette is :meth:`from_variables`."""
 
-    def __init__(self, *, mono: bool = False) -> None:
+    def __init__(self, *, mono: bool = False, colours: Mapping[str, str] | None = None) -> None:
         self.mono = mono
+        self.colours: dict[str, str] = {**THEME_COLOURS, **(colours or {})}
+        self._sid_colours = {sid: self.colours[name] for sid, name in SID_VARIABLES.items()}
         self.box_fill = "─" if mono else " "
         self._cache: dict[int, Style] = {}
+
+    def same_as(self, other: Palette) -> bool:
+        """Whether ``other`` draws exactly as this one (same colours, both monochrome or both not)."""
+        return self.mono == other.mono and self.colours == other.colours
+
+    @classmethod
+    def from_variables(cls, variables: Mapping[str, str]) -> Palette:
+        """The palette a theme's variables describe: its ``gputop-*`` colours (any missing one from
+        :data:`THEME_COLOURS`), monochrome when :data:`MONO_VARIABLE` is ``"true"``."""
+        colours = {name: variables[name] for name in THEME_COLOURS if name in variables}
+        return cls(mono=variables.get(MONO_VARIABLE) == "true", colours=colours)
+
+    def colour(self, name: str) -> Style:
+        """A foreground of the named colour (a key of :data:`THEME_COLOURS`); no colour in monochrome."""
+        return Style() if self.mono else Style(color=self.colours[name])
+
+    def text_style(self, name: str, *, bold: bool = False) -> str:
+        """A style string in the named colour (``"bold red"``; no colour in monochrome) for text that a Textual
+        widget shows: Textual reads a string's colour names as its own (``red`` is ``#ff0000``), unlike the
+        terminal's colours of a Rich :class:`Style` (:meth:`colour`), so text drawn with a string keeps one."""
+        words = (["bold"] if bold else []) + ([] if self.mono else [self.colours[name]])
+        return " ".join(words)
 
     def style(self, key: int) -> Style:
         """The Rich style of a style key (cached)."""
@@ -191,32 +291,50 @@ class Palette:
 
     def _make(self, key: int) -> Style:
         overlay, role, sid = key >> 16, (key >> 8) & 0xFF, key & 0xFF
+        return self._base(sid, role) + self._overlay(overlay, role)
+
+    def _base(self, sid: int, role: int) -> Style:
+        """What a cell of style id ``sid`` drawn as ``role`` looks like, before any highlight."""
+        c = self.colours
         base = Style()
-        colour = COLOURS.get(Sid(sid)) if sid in Sid._value2member_map_ else None
+        colour = self._sid_colours.get(Sid(sid)) if sid in Sid._value2member_map_ else None
         if not self.mono and colour:
             if role == Role.BOX:
-                base = Style(color=_text_colour(colour), bgcolor=colour)
+                base = Style(
+                    color=_text_colour(colour, c["gputop-label-dark"], c["gputop-label-light"]), bgcolor=colour
+                )
             elif role == Role.DENSE or (role == Role.LABEL and sid == Sid.RULE) or sid == Sid.GAP:
                 base = Style(color=colour)
         elif self.mono and sid == Sid.RULE:
             base = Style(dim=True)
         if sid == Sid.GAP and role == Role.BOX and not self.mono:
-            base = Style(color="#ffd0d0", bgcolor="#5a1e1e")
-        if sid in (Sid.COPY_HTOD, Sid.COPY_DTOH, Sid.COPY_DTOD, Sid.COPY_OTHER, Sid.MEMSET) and self.mono:
+            base = Style(color=c["gputop-gap-box-text"], bgcolor=c["gputop-gap-box"])
+        if sid in _COPY_SIDS and self.mono:
             base += Style(underline=True)
-        if overlay == Overlay.SELECTED:
-            base += Style(reverse=True, bold=True)
-        elif overlay == Overlay.PARTNER:
-            base += Style(reverse=True, underline=True) if self.mono else Style(bgcolor="#ffd75f", color="#101010")
-        elif overlay == Overlay.CURSOR:
-            base += Style(underline=True, bold=True) if role != Role.BLANK else Style(reverse=True, dim=True)
-        elif overlay == Overlay.MATCH:
-            base += Style(underline=True, bold=True)
-        elif overlay == Overlay.PATH:
-            base += Style(underline=True, bold=True) if self.mono else Style(bgcolor="#ff5fd7", color="#101010")
-        elif overlay == Overlay.PATH_IDLE:
-            base += Style(underline=True, dim=True) if self.mono else Style(bgcolor="#6a2a60", color="#ffc8f0")
         return base
+
+    def _overlay(self, overlay: int, role: int) -> Style:
+        """The highlight ``overlay`` adds to a cell drawn as ``role``."""
+        c = self.colours
+        if overlay == Overlay.SELECTED:
+            return Style(reverse=True, bold=True)
+        if overlay == Overlay.PARTNER:
+            if self.mono:
+                return Style(reverse=True, underline=True)
+            return Style(bgcolor=c["gputop-partner"], color=c["gputop-label-dark"])
+        if overlay == Overlay.CURSOR:
+            return Style(underline=True, bold=True) if role != Role.BLANK else Style(reverse=True, dim=True)
+        if overlay == Overlay.MATCH:
+            return Style(underline=True, bold=True)
+        if overlay == Overlay.PATH:
+            if self.mono:
+                return Style(underline=True, bold=True)
+            return Style(bgcolor=c["gputop-path"], color=c["gputop-label-dark"])
+        if overlay == Overlay.PATH_IDLE:
+            if self.mono:
+                return Style(underline=True, dim=True)
+            return Style(bgcolor=c["gputop-path-idle"], color=c["gputop-path-idle-text"])
+        return Style()
 
     def sample(self, sid: Sid) -> Style:
         """A legend swatch for a style id."""

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Static
@@ -64,7 +64,7 @@ class CriticalPathPanel(TablePanel):
     }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left_square_bracket", "step(-1)", "Previous step", tooltip="Critical path of the previous step"),
         Binding("right_square_bracket", "step(1)", "Next step", tooltip="Critical path of the next step"),
     ]

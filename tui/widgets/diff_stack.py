@@ -12,6 +12,7 @@ from textual import events
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputop_trace.tui.theme import watch_palette
 from gputop_trace.tui.view.diff_stack import StackedStep, StackLine
 from gputop_trace.tui.view.palette import Palette, Role, Sid, style_key
 from gputop_trace.tui.view.rank_compare import LineKind, busy_pct, line_bounds
@@ -38,10 +39,10 @@ class DiffStack(Widget, can_focus=True):
     DiffStack { height: 1fr; min-height: 4; }
     """
 
-    def __init__(self, data: tuple[TimelineData, TimelineData], *, mono: bool = False, id: str | None = None) -> None:
+    def __init__(self, data: tuple[TimelineData, TimelineData], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.data = data
-        self.palette = Palette(mono=mono)
+        self.palette = Palette()  # until mounted: then the app's theme's (set_palette)
         self.step: StackedStep | None = None
         self.t0, self.t1 = 0, 1
         self.lo, self.hi = 0, 1
@@ -49,6 +50,16 @@ class DiffStack(Widget, can_focus=True):
         self.message = "no matched steps to stack"
         self._width, self._height = 80, 10
         self._cache: OrderedDict[tuple[object, ...], list[Segment]] = OrderedDict()
+
+    def on_mount(self) -> None:
+        watch_palette(self, self.set_palette)
+
+    def set_palette(self, palette: Palette) -> None:
+        """Draw with ``palette`` (the app's theme's): forget what was drawn with another."""
+        changed = not palette.same_as(self.palette)
+        self.palette = palette
+        if changed:
+            self._changed()
 
     @property
     def label_width(self) -> int:
@@ -131,7 +142,7 @@ class DiffStack(Widget, can_focus=True):
     def _line(self, line: StackLine, idx: int) -> list[Segment]:
         base = self.rich_style
         if line.kind == LineKind.HEADER:
-            style = Style(bold=True, color=None if self.palette.mono else ("cyan" if line.side else "magenta"))
+            style = Style(bold=True) + self.palette.colour("gputop-test-run" if line.side else "gputop-base-run")
             return [Segment(fit_label(" " + line.label, self._width, min_chars=1), base + style)]
         assert self.step is not None
         offset = self.step.offsets[line.side]

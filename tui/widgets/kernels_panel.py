@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
@@ -24,6 +24,7 @@ from gputop_trace.presentation.kernel_labels import (
     kernel_labels,
 )
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.keymap import SORT_BINDINGS
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.histogram import histogram_text
 from gputop_trace.tui.widgets.table_panel import Column, SortedTablePanel
@@ -37,10 +38,7 @@ class KernelTable(SortedTablePanel):
 
     title = "Kernels panel"
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("o", "cycle_sort", "Sort"),
-        Binding("r", "reverse_sort", "Reverse"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = SORT_BINDINGS
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

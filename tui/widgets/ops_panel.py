@@ -11,12 +11,13 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
 from gputop_trace.analysis.operators.table import OpRow
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.keymap import SORT_BINDINGS
 from gputop_trace.tui.messages import JumpToEvent
 from gputop_trace.tui.view.ops_view import SORTS, OpsView, shape_breakdown, sort_key
 from gputop_trace.tui.widgets.table_panel import Column, SortedTablePanel
@@ -28,10 +29,7 @@ class OpsTable(SortedTablePanel):
 
     title = "Ops panel"
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("o", "cycle_sort", "Sort"),
-        Binding("r", "reverse_sort", "Reverse"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = SORT_BINDINGS
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

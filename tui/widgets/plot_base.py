@@ -13,6 +13,8 @@ from rich.style import Style
 from textual.cache import LRUCache
 from textual.widget import Widget
 
+from gputop_trace.tui.theme import watch_palette
+from gputop_trace.tui.view.palette import Palette
 from gputop_trace.tui.view.timeline_math import Window, fit_label, label_width
 from gputop_trace.units import format_ns
 
@@ -42,6 +44,7 @@ class PlotWidget(Widget, Generic[LineT], can_focus=True):
         self._width, self._height = 80, height
         self._default_height = height
         self._strips: LRUCache[StripKey, list[Segment]] = LRUCache(cache_lines)
+        self.palette = Palette()  # until mounted: then the app's theme's (set_palette)
 
     # ---- geometry ------------------------------------------------------------------------------------------
     @property
@@ -67,6 +70,14 @@ class PlotWidget(Widget, Generic[LineT], can_focus=True):
     def on_mount(self) -> None:
         self._width = max(1, self.size.width or 80)
         self._height = max(1, self.size.height or self._default_height)
+        watch_palette(self, self.set_palette)
+
+    def set_palette(self, palette: Palette) -> None:
+        """Draw with ``palette`` (the app's theme's): forget what was drawn with another."""
+        changed = not palette.same_as(self.palette)
+        self.palette = palette
+        if changed:
+            self.invalidate()
 
     def _sync_size(self) -> None:
         """Take the widget's size if it changed since the last resize event (forgetting the cached strips)."""

@@ -63,10 +63,9 @@ class RankCompare(PlotWidget[CompareLine], can_focus=True):
     class Changed(Message):
         """The step, the alignment or the window changed."""
 
-    def __init__(self, data: TimelineData, *, mono: bool = False, id: str | None = None) -> None:
+    def __init__(self, data: TimelineData, *, id: str | None = None) -> None:
         super().__init__(cache_lines=CACHE_LINES, height=20, id=id)
         self.data = data
-        self.palette = Palette(mono=mono)
         self.view: RanksView | None = None
         self.align = Align.STEP
         self.slot_index = -1
@@ -204,6 +203,12 @@ class RankCompare(PlotWidget[CompareLine], can_focus=True):
         self._scroll_to_current()
         self.refresh()
 
+    def set_palette(self, palette: Palette) -> None:
+        """Draw with ``palette`` (the app's theme's), forgetting the styles made with the previous one."""
+        if not palette.same_as(self.palette):
+            self._styles.clear()
+        super().set_palette(palette)
+
     def _style(self, key: int) -> Style:
         st = self._styles.get(key)
         if st is None:
@@ -241,12 +246,12 @@ class RankCompare(PlotWidget[CompareLine], can_focus=True):
                 sp = self.slot.spans.get(line.rank)
                 late = cmp.has_late_rank and line.rank == cmp.late_rank
                 text = ("⚑ " if late else "  ") + header_text(cmp, line.rank, sp[1] - sp[0] if sp else None)
-                style = Style(bold=True) + (Style(color="yellow") if late and not self.palette.mono else Style())
+                style = Style(bold=True) + (self.palette.colour("gputop-late") if late else Style())
                 if late and self.palette.mono:
                     style += Style(underline=True)
             else:
                 text = "   " + line.label
-                style = Style(italic=True, color="yellow") if not self.palette.mono else Style(italic=True)
+                style = Style(italic=True) + self.palette.colour("gputop-late")
             if current:
                 style += Style(reverse=True)
             return [Segment(fit_label(text, self._width, min_chars=1), base + style)]

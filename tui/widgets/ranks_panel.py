@@ -9,11 +9,12 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.widgets import DataTable, Static
 
 from gputop_trace.analysis.ranks.collectives import OP_LABEL
 from gputop_trace.analysis.ranks.table import RankRow
+from gputop_trace.tui.keymap import SORT_BINDINGS
 from gputop_trace.tui.messages import JumpToRank
 from gputop_trace.tui.view.ranks_view import RanksView
 from gputop_trace.tui.widgets.figure_static import FigureStatic
@@ -53,10 +54,7 @@ class RanksPanel(TablePanel):
     }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("o", "cycle_sort", "Sort"),
-        Binding("r", "reverse_sort", "Reverse"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = SORT_BINDINGS
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
@@ -46,7 +46,7 @@ class TablePanel(Vertical):
     TablePanel > .panel-note.-message { height: auto; text-wrap: wrap; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "row(1)", "Next row", show=False),
         Binding("k", "row(-1)", "Previous row", show=False),
         Binding("slash", "focus_filter", "Filter"),

@@ -23,7 +23,7 @@ from gputop_trace.presentation.name_fitting import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
 from gputop_trace.tui.view.memory_lane import memory_row_cells
 from gputop_trace.tui.view.navigation import FlowIndex
-from gputop_trace.tui.view.palette import Overlay, Palette, Role, Sid, style_key
+from gputop_trace.tui.view.palette import Overlay, Role, Sid, style_key
 from gputop_trace.tui.view.row_render import Cells, event_row_cells, rule_cells, to_segments, util_row_cells
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label, ruler_line
@@ -60,7 +60,6 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
         data: TimelineData,
         *,
         flows: FlowIndex | None = None,
-        mono: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -68,7 +67,6 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
         super().__init__(cache_lines=CACHE_LINES, height=24, name=name, id=id, classes=classes)
         self.data = data
         self.flows = flows
-        self.palette = Palette(mono=mono)
         self.collapsed: set[str] = data.layout.default_collapsed()
         self._line_of: dict[tuple[int, int], int] = {}
         self.lo, self.hi = data.extent
@@ -341,7 +339,7 @@ class TimelineCanvas(PlotWidget[DisplayRow]):
     def _line_segments(self, idx: int) -> list[Segment]:
         line = self.lines[idx]
         if line.kind == RowKind.NOTE:
-            style = self._base_style + Style(color="yellow", italic=True)
+            style = self._base_style + Style(color=self.palette.colours["gputop-message"], italic=True)
             return [Segment(fit_label(" " + line.label, self._width, min_chars=1), style)]
         gutter = self._gutter_segments(idx, line)
         w = self._frame()
