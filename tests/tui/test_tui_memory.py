@@ -15,7 +15,8 @@ from gputop_trace.analysis.operators.memory import memory_series
 from gputop_trace.load.loader import load_paths
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.view.lanes import RowKind
-from gputop_trace.tui.view.memory_lane import RESERVED, MemoryRow, column_max, memory_row_cells
+from gputop_trace.tui.view.memory_lane import RESERVED, MemoryRow, column_max
+from gputop_trace.tui.view.row_render import memory_row_cells
 from gputop_trace.units import format_bytes
 from tests.tui_helpers import run, screen_text, timeline, wait_loaded
 

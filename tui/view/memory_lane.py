@@ -7,18 +7,11 @@ bytes, times in ns."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
-from gputop_trace.tui.view.palette import Role, Sid, style_key
-from gputop_trace.tui.view.timeline_math import EIGHTHS, Bins
-
-if TYPE_CHECKING:
-    from gputop_trace.tui.view.row_render import Cells
-
 
 #: the series a memory row draws
 ALLOCATED, RESERVED = "allocated", "reserved"
@@ -85,18 +78,3 @@ def column_max(row: MemoryRow, bounds: I64, which: str = ALLOCATED) -> I64:
         level[has] = np.maximum(level[has], inside)
     out: I64 = level.astype(np.int64)
     return out
-
-
-def memory_row_cells(row: MemoryRow, bounds: I64, which: str = ALLOCATED) -> Cells:
-    """Cells of a memory row: block height = the column's most bytes of the series over the row's scale."""
-    from gputop_trace.tui.view.row_render import Cells  # row_render needs the timeline data, which needs this
-
-    width = len(bounds) - 1
-    level = column_max(row, bounds, which)
-    eighths = np.ceil(8 * level / max(row.scale or row.peak, 1)).astype(np.int64)
-    eighths = np.where(level > 0, np.clip(eighths, 1, 8), 0)
-    glyphs = np.array(list(EIGHTHS))
-    chars: list[str] = glyphs[eighths].tolist()
-    keys = np.where(level > 0, style_key(int(Sid.MEMORY), int(Role.DENSE)), 0).astype(np.int64)
-    z = np.zeros(width, dtype=np.int64)
-    return Cells(chars, keys, np.full(width, -1, dtype=np.int64), Bins(z, z, z - 1, z))

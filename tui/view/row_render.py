@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from gputop_trace.model.arrays import I64
+from gputop_trace.tui.view.memory_lane import ALLOCATED, MemoryRow, column_max
 from gputop_trace.tui.view.palette import Overlay, Role, Sid, style_key
 from gputop_trace.tui.view.timeline_data import GapMarks, TimelineData
 from gputop_trace.tui.view.timeline_math import EIGHTHS, Bins, RowData, bin_row, fit_label, label_with_duration, runs
@@ -163,3 +164,16 @@ def to_segments(cells: Cells, style_of: Callable[[int], Style]) -> list[Segment]
     return [
         Segment(text[s : s + n], style_of(k)) for s, n, k in zip(starts.tolist(), lengths.tolist(), keys, strict=True)
     ]
+
+
+def memory_row_cells(row: MemoryRow, bounds: I64, which: str = ALLOCATED) -> Cells:
+    """Cells of a memory row: block height = the column's most bytes of the series over the row's scale."""
+    width = len(bounds) - 1
+    level = column_max(row, bounds, which)
+    eighths = np.ceil(8 * level / max(row.scale or row.peak, 1)).astype(np.int64)
+    eighths = np.where(level > 0, np.clip(eighths, 1, 8), 0)
+    glyphs = np.array(list(EIGHTHS))
+    chars: list[str] = glyphs[eighths].tolist()
+    keys = np.where(level > 0, style_key(int(Sid.MEMORY), int(Role.DENSE)), 0).astype(np.int64)
+    z = np.zeros(width, dtype=np.int64)
+    return Cells(chars, keys, np.full(width, -1, dtype=np.int64), Bins(z, z, z - 1, z))

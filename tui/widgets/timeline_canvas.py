@@ -21,10 +21,16 @@ from textual.strip import Strip
 
 from gputop_trace.presentation.name_fitting import fit_names
 from gputop_trace.tui.view.lanes import DisplayRow, RowKind
-from gputop_trace.tui.view.memory_lane import memory_row_cells
 from gputop_trace.tui.view.navigation import FlowIndex
 from gputop_trace.tui.view.palette import Overlay, Role, Sid, style_key
-from gputop_trace.tui.view.row_render import Cells, event_row_cells, rule_cells, to_segments, util_row_cells
+from gputop_trace.tui.view.row_render import (
+    Cells,
+    event_row_cells,
+    memory_row_cells,
+    rule_cells,
+    to_segments,
+    util_row_cells,
+)
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.view.timeline_math import Window, column_bounds, fit_label, ruler_line
 from gputop_trace.tui.widgets.plot_base import PlotWidget
