@@ -184,29 +184,10 @@ def range_summary(
         rng = rng[trace.event_rank[rng] == rank]
     if not len(rng):
         return []
-    # (domain, display name) per distinct name id, then a group code per range
-    domains = _domains(trace)
-    name_ids = np.flatnonzero(np.bincount(trace.name[rng], minlength=len(trace.names)))
-    group_of_name = np.full(len(trace.names), -1, dtype=np.int64)
-    labels: dict[tuple[str, str], int] = {}
-    want = name_filter.lower() if name_filter else None
-    for i in name_ids.tolist():
-        dom, disp = split_range_name(trace.names[i], domains, merge_operator_ids=merge_operator_ids)
-        if want is not None and want not in trace.names[i].lower():
-            continue
-        group_of_name[i] = labels.setdefault((dom, disp), len(labels))
-    inv = group_of_name[trace.name[rng]]
-    keep = inv >= 0
-    rng, inv = rng[keep], inv[keep]
+    rng, inv, label_list = _range_groups(trace, rng, name_filter, merge_operator_ids)
     if not len(rng):
         return []
-    label_list = list(labels)
-    dom_codes: dict[str, int] = {}
-    dom_of_group = np.array([dom_codes.setdefault(d, len(dom_codes)) for d, _ in label_list], dtype=np.int64)
-    depth = np.zeros(len(rng), dtype=np.int64)
-    for code in distinct(dom_of_group[inv]).tolist():
-        m = np.flatnonzero(dom_of_group[inv] == code)
-        depth[m] = range_depths(trace, rng[m])
+    depth = _depths_by_domain(trace, rng, inv, label_list)
     busy, span, nops, nborrowed = _projection(trace, rng, device)
     g = len(label_list)
     dur = trace.dur_ns[rng]
@@ -216,20 +197,8 @@ def range_summary(
 
         cs, ce = cut_ranges(trace, rng)
         dur = ce - cs
-    shorter = np.bincount(inv, weights=(dur < recorded), minlength=g).astype(np.int64)
-    recorded_total = np.bincount(inv, weights=recorded, minlength=g).astype(np.int64)
-    count = np.bincount(inv, minlength=g)
-    total = np.bincount(inv, weights=dur, minlength=g).astype(np.int64)
-    mins = np.full(g, np.iinfo(np.int64).max, dtype=np.int64)
-    maxs = np.zeros(g, dtype=np.int64)
-    np.minimum.at(mins, inv, dur)
-    np.maximum.at(maxs, inv, dur)
-    maxd = np.zeros(g, dtype=np.int64)
-    np.maximum.at(maxd, inv, depth)
-    gpu = np.bincount(inv, weights=busy, minlength=g).astype(np.int64)
-    gspan = np.bincount(inv, weights=span, minlength=g).astype(np.int64)
-    gops = np.bincount(inv, weights=nops, minlength=g).astype(np.int64)
-    gborrowed = np.bincount(inv, weights=nborrowed, minlength=g).astype(np.int64)
+    st = _group_stats(inv, g, dur, recorded, depth, (busy, span, nops, nborrowed))
+    count = st["count"]
     annot = _annotation_ns(trace, rank)
     order = np.argsort(inv, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(count)))
@@ -244,24 +213,87 @@ def range_summary(
                 name=disp,
                 domain=dom,
                 count=int(count[j]),
-                total_ns=int(total[j]),
-                mean_ns=float(total[j]) / int(count[j]),
-                min_ns=int(mins[j]),
-                max_ns=int(maxs[j]),
-                gpu_ns=int(gpu[j]),
-                gpu_span_ns=int(gspan[j]),
-                gpu_ops=int(gops[j]),
+                total_ns=int(st["total"][j]),
+                mean_ns=float(st["total"][j]) / int(count[j]),
+                min_ns=int(st["min"][j]),
+                max_ns=int(st["max"][j]),
+                gpu_ns=int(st["gpu"][j]),
+                gpu_span_ns=int(st["gpu_span"][j]),
+                gpu_ops=int(st["gpu_ops"][j]),
                 gpu_annotation_ns=annot.get(disp) if annot else None,
-                max_depth=int(maxd[j]),
+                max_depth=int(st["max_depth"][j]),
                 threads=len(distinct(trace.lane[members])),
                 events=np.sort(members),
-                gpu_ops_autograd=int(gborrowed[j]),
-                cut=int(shorter[j]),
-                recorded_total_ns=int(recorded_total[j]),
+                gpu_ops_autograd=int(st["borrowed"][j]),
+                cut=int(st["cut"][j]),
+                recorded_total_ns=int(st["recorded_total"][j]),
             )
         )
     rows.sort(key=lambda r: (-r.total_ns, r.name, r.domain))
     return rows
+
+
+def _range_groups(
+    trace: Trace, rng: I64, name_filter: str | None, merge_operator_ids: bool
+) -> tuple[I64, I64, list[tuple[str, str]]]:
+    """The ranges ``rng`` whose names pass ``name_filter``, each one's group, and the (domain, display name) of
+    each group; the names are split once per distinct name id."""
+    domains = _domains(trace)
+    name_ids = np.flatnonzero(np.bincount(trace.name[rng], minlength=len(trace.names)))
+    group_of_name = np.full(len(trace.names), -1, dtype=np.int64)
+    labels: dict[tuple[str, str], int] = {}
+    want = name_filter.lower() if name_filter else None
+    for i in name_ids.tolist():
+        dom, disp = split_range_name(trace.names[i], domains, merge_operator_ids=merge_operator_ids)
+        if want is not None and want not in trace.names[i].lower():
+            continue
+        group_of_name[i] = labels.setdefault((dom, disp), len(labels))
+    inv = group_of_name[trace.name[rng]]
+    keep = inv >= 0
+    return rng[keep], inv[keep], list(labels)
+
+
+def _depths_by_domain(trace: Trace, rng: I64, inv: I64, label_list: list[tuple[str, str]]) -> I64:
+    """Each range's nesting depth among the ranges of its thread and domain."""
+    dom_codes: dict[str, int] = {}
+    dom_of_group = np.array([dom_codes.setdefault(d, len(dom_codes)) for d, _ in label_list], dtype=np.int64)
+    depth = np.zeros(len(rng), dtype=np.int64)
+    for code in distinct(dom_of_group[inv]).tolist():
+        m = np.flatnonzero(dom_of_group[inv] == code)
+        depth[m] = range_depths(trace, rng[m])
+    return depth
+
+
+def _group_stats(
+    inv: I64, g: int, dur: I64, recorded: I64, depth: I64, projected: tuple[I64, I64, I64, I64]
+) -> dict[str, I64]:
+    """Per group of the ``g``: count, total / min / max duration (ns, as measured: ``dur``), instances cut shorter
+    than ``recorded`` and the recorded total (ns), deepest nesting, and the sums of the GPU projection
+    ``projected`` (busy ns, span ns, ops, ops borrowed from autograd)."""
+    busy, span, nops, nborrowed = projected
+    mins = np.full(g, np.iinfo(np.int64).max, dtype=np.int64)
+    maxs = np.zeros(g, dtype=np.int64)
+    np.minimum.at(mins, inv, dur)
+    np.maximum.at(maxs, inv, dur)
+    maxd = np.zeros(g, dtype=np.int64)
+    np.maximum.at(maxd, inv, depth)
+
+    def total(w: np.ndarray) -> I64:
+        return np.bincount(inv, weights=w, minlength=g).astype(np.int64)
+
+    return {
+        "cut": total(dur < recorded),
+        "recorded_total": total(recorded),
+        "count": np.bincount(inv, minlength=g),
+        "total": total(dur),
+        "min": mins,
+        "max": maxs,
+        "max_depth": maxd,
+        "gpu": total(busy),
+        "gpu_span": total(span),
+        "gpu_ops": total(nops),
+        "borrowed": total(nborrowed),
+    }
 
 
 def _annotation_ns(trace: Trace, rank: int | None) -> dict[str, int]:

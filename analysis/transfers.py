@@ -332,26 +332,7 @@ def transfer_overlap(trace: Trace, *, rank: int | None = None, device: int | Non
     """Overlap, exposed time, per-direction totals and flags of every copy and memset (see the module doc)."""
     c = trace.copies
     ev = c.event
-    kind = trace.kind[ev] if len(ev) else np.zeros(0, dtype=np.uint8)
-    sel = isin(kind, np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.uint8)) & (c.direction < CopyKind.UVM_HTOD)
-    uvm_sel = (kind == Kind.UVM) | (c.direction >= CopyKind.UVM_HTOD)
-    dev_all = trace.event_device[ev] if len(ev) else np.zeros(0, dtype=np.int32)
-    rk_all = trace.event_rank[ev] if len(ev) else np.zeros(0, dtype=np.int32)
-    if rank is not None:
-        sel &= rk_all == rank
-        uvm_sel &= rk_all == rank
-    if device is not None:
-        sel &= dev_all == device
-        uvm_sel &= dev_all == device
-    rows = np.flatnonzero(sel)
-    uvm_rows = np.flatnonzero(uvm_sel)
-    # memcpy/memset events that have no side-table row still count (direction unknown)
-    extra = trace.of_kind(Kind.MEMCPY, Kind.MEMSET)
-    extra = extra[~isin(extra, ev)]
-    if rank is not None:
-        extra = extra[trace.event_rank[extra] == rank]
-    if device is not None:
-        extra = extra[trace.event_device[extra] == device]
+    rows, uvm_rows, extra = _selected(trace, rank, device)
     events = np.concatenate((ev[rows], extra)).astype(np.int64)
     direction = np.concatenate((c.direction[rows], np.zeros(len(extra), dtype=np.uint8)))
     src = np.concatenate((c.src_kind[rows], np.zeros(len(extra), dtype=np.uint8)))
@@ -368,29 +349,8 @@ def transfer_overlap(trace: Trace, *, rank: int | None = None, device: int | Non
     start = trace.start_ns[events]
     end = start + trace.dur_ns[events]
     lanes = trace.lane[events].astype(np.int64)
-    overlap = np.zeros(len(events), dtype=np.int64)
-    devices: list[DeviceTransfers] = []
     kernels = trace.of_kind(Kind.KERNEL, Kind.GRAPH)
-    k_dev = trace.event_device[kernels]
-    k_rank = trace.event_rank[kernels]
-    c_dev = trace.event_device[events]
-    c_rank = trace.event_rank[events]
-    for r, d in sorted({(int(a), int(b)) for a, b in zip(c_rank.tolist(), c_dev.tolist(), strict=True)}):
-        here = np.flatnonzero((c_rank == r) & (c_dev == d))
-        kd = kernels[(k_rank == r) & (k_dev == d)]
-        kd_lane = trace.lane[kd]
-        ks = trace.start_ns[kd]
-        ke = ks + trace.dur_ns[kd]
-        for ln in distinct(lanes[here]).tolist():
-            mine = here[lanes[here] == ln]
-            other = kd_lane != ln
-            us, ue = union(ks[other], ke[other])
-            overlap[mine] = overlap_with_union(start[mine], end[mine], us, ue)
-        cs, ce = union(start[here], end[here])
-        kus, kue = union(ks, ke)
-        copy_ns = int((ce - cs).sum())
-        hidden = int(overlap_with_union(cs, ce, kus, kue).sum())
-        devices.append(DeviceTransfers(r, d, len(here), copy_ns, copy_ns - hidden))
+    overlap, devices = _overlap_by_device(trace, events, start, end, lanes, kernels)
     exposed = (end - start) - overlap
     api = trace.launch_of[events]
     is_async = np.where(side_async >= 0, side_async, _api_async(trace, api)).astype(np.int8)
@@ -413,6 +373,65 @@ def transfer_overlap(trace: Trace, *, rank: int | None = None, device: int | Non
         uvm_events=np.sort(ev[uvm_rows]).astype(np.int64),
         trace=trace,
     )
+
+
+def _selected(trace: Trace, rank: int | None, device: int | None) -> tuple[I64, I64, I64]:
+    """The copy-table rows of the copies and memsets of ``rank`` / ``device`` (None: all), those of the unified
+    memory events, and the memcpy/memset events that have no side-table row (they still count, direction
+    unknown)."""
+    c = trace.copies
+    ev = c.event
+    kind = trace.kind[ev] if len(ev) else np.zeros(0, dtype=np.uint8)
+    sel = isin(kind, np.array([Kind.MEMCPY, Kind.MEMSET], dtype=np.uint8)) & (c.direction < CopyKind.UVM_HTOD)
+    uvm_sel = (kind == Kind.UVM) | (c.direction >= CopyKind.UVM_HTOD)
+    dev_all = trace.event_device[ev] if len(ev) else np.zeros(0, dtype=np.int32)
+    rk_all = trace.event_rank[ev] if len(ev) else np.zeros(0, dtype=np.int32)
+    if rank is not None:
+        sel &= rk_all == rank
+        uvm_sel &= rk_all == rank
+    if device is not None:
+        sel &= dev_all == device
+        uvm_sel &= dev_all == device
+    rows = np.flatnonzero(sel)
+    uvm_rows = np.flatnonzero(uvm_sel)
+    # memcpy/memset events that have no side-table row still count (direction unknown)
+    extra = trace.of_kind(Kind.MEMCPY, Kind.MEMSET)
+    extra = extra[~isin(extra, ev)]
+    if rank is not None:
+        extra = extra[trace.event_rank[extra] == rank]
+    if device is not None:
+        extra = extra[trace.event_device[extra] == device]
+    return rows, uvm_rows, extra
+
+
+def _overlap_by_device(
+    trace: Trace, events: I64, start: I64, end: I64, lanes: I64, kernels: I64
+) -> tuple[I64, list[DeviceTransfers]]:
+    """Each copy's time (ns) overlapped by kernels (``kernels``: of every device) on other lanes of its device,
+    and per device the copies' total and exposed time (ns)."""
+    overlap = np.zeros(len(events), dtype=np.int64)
+    devices: list[DeviceTransfers] = []
+    k_dev = trace.event_device[kernels]
+    k_rank = trace.event_rank[kernels]
+    c_dev = trace.event_device[events]
+    c_rank = trace.event_rank[events]
+    for r, d in sorted({(int(a), int(b)) for a, b in zip(c_rank.tolist(), c_dev.tolist(), strict=True)}):
+        here = np.flatnonzero((c_rank == r) & (c_dev == d))
+        kd = kernels[(k_rank == r) & (k_dev == d)]
+        kd_lane = trace.lane[kd]
+        ks = trace.start_ns[kd]
+        ke = ks + trace.dur_ns[kd]
+        for ln in distinct(lanes[here]).tolist():
+            mine = here[lanes[here] == ln]
+            other = kd_lane != ln
+            us, ue = union(ks[other], ke[other])
+            overlap[mine] = overlap_with_union(start[mine], end[mine], us, ue)
+        cs, ce = union(start[here], end[here])
+        kus, kue = union(ks, ke)
+        copy_ns = int((ce - cs).sum())
+        hidden = int(overlap_with_union(cs, ce, kus, kue).sum())
+        devices.append(DeviceTransfers(r, d, len(here), copy_ns, copy_ns - hidden))
+    return overlap, devices
 
 
 def _flags(

@@ -1,5 +1,5 @@
-/* The optional compiled replay of a step's critical-path graph (gputop_trace/analysis/critical_path_walk.py's
- * _replay): the longest path from the step start to every node, in one pass over the nodes, where the numpy path
+/* The optional compiled replay of a step's critical-path graph (analysis/critical_path/walk.py's
+ * replay_graph): the longest path from the step start to every node, in one pass over the nodes, where the numpy path
  * needs max-plus scans repeated until cross-lane hops settle and, on programs that synchronise after every kernel,
  * an ordered pass in Python (that path stays the reference and the fallback; tests/unit/test_critical_path_replay.py
  * compares them).

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from gputop_trace.analysis.critical_path.model import (
-    _R_COLL,
-    _R_COPY,
-    _R_CPU,
-    _R_KERNEL,
-    _R_LAUNCH,
-    _R_NONE,
-    _R_RANGE,
-    _R_SYNC,
+    ROLE_COLL,
+    ROLE_COPY,
+    ROLE_CPU,
+    ROLE_KERNEL,
+    ROLE_LAUNCH,
+    ROLE_NONE,
+    ROLE_RANGE,
+    ROLE_SYNC,
 )
 from gputop_trace.analysis.host.classes import is_sync_call_name
 from gputop_trace.analysis.steps import find_steps, is_step_name
@@ -27,7 +27,7 @@ from gputop_trace.model.trace import Trace
 
 
 @dataclass
-class _Ctx:
+class PathContext:
     """Per-trace arrays shared by every step (built once)."""
 
     trace: Trace
@@ -39,10 +39,11 @@ class _Ctx:
     name_flags: np.ndarray  # per name id: 1 sync call, 2 step range, 4 collective, 8 stream wait, 16 event record
 
 
-_CTX: weakref.WeakKeyDictionary[Trace, _Ctx] = weakref.WeakKeyDictionary()
+_CTX: weakref.WeakKeyDictionary[Trace, PathContext] = weakref.WeakKeyDictionary()
 
 
-def _context(trace: Trace) -> _Ctx:
+def path_context(trace: Trace) -> PathContext:
+    """The trace's :class:`PathContext`, built on first use and kept with the trace."""
     ctx = _CTX.get(trace)
     if ctx is None:
         ctx = _build_context(trace)
@@ -50,7 +51,7 @@ def _context(trace: Trace) -> _Ctx:
     return ctx
 
 
-def _build_context(trace: Trace) -> _Ctx:
+def _build_context(trace: Trace) -> PathContext:
     n = len(trace)
     role = np.zeros(n, dtype=np.int8)
     lane_kind = trace.lane_kind[trace.lane] if n else np.zeros(0, dtype=np.uint8)
@@ -68,21 +69,21 @@ def _build_context(trace: Trace) -> _Ctx:
         flags[i] |= (8 if nm.endswith("StreamWaitEvent") else 0) | (16 if "EventRecord" in nm else 0)
     f = flags[trace.name] if n else flags[:0]
     cpu = on_cpu & positive
-    role[cpu & (kind == Kind.CPU_OP)] = _R_CPU
-    role[cpu & (kind == Kind.RANGE) & ((f & 2) == 0)] = _R_RANGE
-    role[cpu & (kind == Kind.API)] = _R_LAUNCH
-    role[cpu & ((kind == Kind.SYNC) | (((kind == Kind.API) | (kind == Kind.CPU_OP)) & ((f & 1) != 0)))] = _R_SYNC
+    role[cpu & (kind == Kind.CPU_OP)] = ROLE_CPU
+    role[cpu & (kind == Kind.RANGE) & ((f & 2) == 0)] = ROLE_RANGE
+    role[cpu & (kind == Kind.API)] = ROLE_LAUNCH
+    role[cpu & ((kind == Kind.SYNC) | (((kind == Kind.API) | (kind == Kind.CPU_OP)) & ((f & 1) != 0)))] = ROLE_SYNC
     gpu = on_gpu & positive
-    role[gpu & (kind == Kind.KERNEL)] = _R_KERNEL
-    role[gpu & (kind == Kind.KERNEL) & ((f & 4) != 0)] = _R_COLL
-    role[gpu & ((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))] = _R_COPY
+    role[gpu & (kind == Kind.KERNEL)] = ROLE_KERNEL
+    role[gpu & (kind == Kind.KERNEL) & ((f & 4) != 0)] = ROLE_COLL
+    role[gpu & ((kind == Kind.MEMCPY) | (kind == Kind.MEMSET))] = ROLE_COPY
     # a copy call that returns only after its copy ended (pageable memory, cudaMemcpy) waited for it
-    copies = np.flatnonzero(role == _R_COPY)
+    copies = np.flatnonzero(role == ROLE_COPY)
     caller = trace.launch_of[copies]
     has = caller >= 0
     copies, caller = copies[has], caller[has]
-    blocking = (trace.end_ns[copies] <= trace.end_ns[caller]) & (role[caller] == _R_LAUNCH)
-    role[caller[blocking]] = _R_SYNC
+    blocking = (trace.end_ns[copies] <= trace.end_ns[caller]) & (role[caller] == ROLE_LAUNCH)
+    role[caller[blocking]] = ROLE_SYNC
     cummax = trace.end_ns.copy()
     off = trace.lane_offsets
     for ln in range(len(trace.lanes)):
@@ -92,15 +93,15 @@ def _build_context(trace: Trace) -> _Ctx:
     peers, note = _collective_peers(trace, role)
     first_wait: dict[int, int] = {}
     if n:
-        waits = np.flatnonzero((role == _R_LAUNCH) & ((f & 8) != 0))
+        waits = np.flatnonzero((role == ROLE_LAUNCH) & ((f & 8) != 0))
         for r, t in zip(trace.event_rank[waits].tolist(), trace.start_ns[waits].tolist(), strict=True):
             first_wait[int(r)] = min(first_wait.get(int(r), int(t)), int(t))
-    return _Ctx(trace, role, cummax, peers, note, first_wait, flags)
+    return PathContext(trace, role, cummax, peers, note, first_wait, flags)
 
 
 def _collective_peers(trace: Trace, role: np.ndarray) -> tuple[dict[int, tuple[int, list[int]]], str | None]:
     ranks = trace.meta.ranks
-    if len(ranks) < 2 or not np.any(role == _R_COLL):
+    if len(ranks) < 2 or not np.any(role == ROLE_COLL):
         return {}, None
     world = trace.meta.world_size
     if world is not None and world > len(ranks):
@@ -123,7 +124,7 @@ def _collective_peers(trace: Trace, role: np.ndarray) -> tuple[dict[int, tuple[i
     return out, None
 
 
-def _select(ctx: _Ctx, lanes: list[int], s: int, e: int) -> I64:
+def events_in_window(ctx: PathContext, lanes: list[int], s: int, e: int) -> I64:
     """Events of the graph on ``lanes`` that overlap ``[s, e)``, lane by lane in the model's order."""
     tr = ctx.trace
     parts: list[I64] = []
@@ -136,12 +137,12 @@ def _select(ctx: _Ctx, lanes: list[int], s: int, e: int) -> I64:
         if hi <= lo:
             continue
         idx = np.arange(lo, hi, dtype=np.int64)
-        keep = (ctx.role[lo:hi] != _R_NONE) & (tr.end_ns[lo:hi] > s)
+        keep = (ctx.role[lo:hi] != ROLE_NONE) & (tr.end_ns[lo:hi] > s)
         parts.append(idx[keep])
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _windows(trace: Trace, ctx: _Ctx) -> list[tuple[int, int, str, int, int, str | None]]:
+def noted_step_windows(trace: Trace, ctx: PathContext) -> list[tuple[int, int, str, int, int, str | None]]:
     """(rank, step index, step name, start, end, note) of every step; a rank without step ranges is one
     pseudo-step spanning its recorded work."""
     out: list[tuple[int, int, str, int, int, str | None]] = []
@@ -151,7 +152,7 @@ def _windows(trace: Trace, ctx: _Ctx) -> list[tuple[int, int, str, int, int, str
         for i in range(len(st)):
             s = int(st.start_ns[i])
             out.append((st.rank, i, trace.event_name(int(st.events[i])), s, s + int(st.dur_ns[i]), None))
-    used = ctx.role != _R_NONE
+    used = ctx.role != ROLE_NONE
     for rk in sorted({int(x) for x in trace.lane_rank.tolist()} - have):
         sel = used & (trace.event_rank == rk)
         if not sel.any():

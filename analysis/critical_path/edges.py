@@ -7,20 +7,20 @@ from __future__ import annotations
 import numpy as np
 
 from gputop_trace.analysis.critical_path.model import (
-    _R_COLL,
-    _R_COPY,
-    _R_CPU,
-    _R_KERNEL,
-    _R_LAUNCH,
-    _R_NONE,
-    _R_RANGE,
-    _R_SYNC,
+    ROLE_COLL,
+    ROLE_COPY,
+    ROLE_CPU,
+    ROLE_KERNEL,
+    ROLE_LAUNCH,
+    ROLE_NONE,
+    ROLE_RANGE,
+    ROLE_SYNC,
 )
 from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.trace import Trace
 
 
-def _wakes(
+def wake_edges(
     tr: Trace,
     rank: int,
     ev: I64,
@@ -41,12 +41,12 @@ def _wakes(
     at that time on another thread of the rank (the autograd engine's thread runs inside the main thread's
     ``backward``; a worker runs inside the call that handed it work), or, when none is open, on the latest end of
     an operation on another thread before it resumed (the hand-off). Fills ``x2``; returns how many."""
-    cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC) | (role == _R_RANGE)
+    cpu = (role == ROLE_CPU) | (role == ROLE_LAUNCH) | (role == ROLE_SYNC) | (role == ROLE_RANGE)
     cpu &= tr.event_rank[ev] == rank
     lanes = distinct(lane_of[cpu])
     if len(lanes) < 2:
         return 0
-    resume = np.flatnonzero((n_end == 0) & ((own_role == _R_NONE) | first) & cpu[n_j])
+    resume = np.flatnonzero((n_end == 0) & ((own_role == ROLE_NONE) | first) & cpu[n_j])
     if not len(resume):
         return 0
     q_ev = n_j[resume]
@@ -85,7 +85,7 @@ def _wakes(
     return int(use_enc.sum() + use_hand.sum())
 
 
-def _joins(
+def join_edges(
     tr: Trace,
     rank: int,
     ev: I64,
@@ -103,19 +103,19 @@ def _joins(
     only if no other thread worked then; the node that ends such a span depends on the latest end of an operation
     on another thread of the rank inside the span (the main thread's ``backward`` range returns when the autograd
     thread's last operation ends). Fills ``x2``; returns how many."""
-    cpu = (role == _R_CPU) | (role == _R_LAUNCH) | (role == _R_SYNC) | (role == _R_RANGE)
+    cpu = (role == ROLE_CPU) | (role == ROLE_LAUNCH) | (role == ROLE_SYNC) | (role == ROLE_RANGE)
     cpu &= tr.event_rank[ev] == rank
     lanes = distinct(lane_of[cpu])
     if len(lanes) < 2:
         return 0
-    nodes = np.flatnonzero((own_role == _R_RANGE) & (x2 < 0) & cpu[n_j])
+    nodes = np.flatnonzero((own_role == ROLE_RANGE) & (x2 < 0) & cpu[n_j])
     if not len(nodes):
         return 0
     q_t, q_from, q_lane = n_t[nodes], prev_t[nodes], lane_of[n_j[nodes]]
     best = np.full(len(nodes), -1, dtype=np.int64)
     best_t = np.full(len(nodes), -1, dtype=np.int64)
     for ln in lanes.tolist():
-        evs = np.flatnonzero(cpu & (lane_of == ln) & (role != _R_RANGE))  # operations, not other annotations
+        evs = np.flatnonzero(cpu & (lane_of == ln) & (role != ROLE_RANGE))  # operations, not other annotations
         if not len(evs):
             continue
         o = np.argsort(ce[evs], kind="stable")
@@ -130,7 +130,7 @@ def _joins(
     return int(hit.sum())
 
 
-def _late_starts(
+def late_start_edges(
     tr: Trace,
     first_wait: dict[int, int],
     ev: I64,
@@ -150,7 +150,7 @@ def _late_starts(
     was found from the calls; returns how many."""
     if not first_wait:
         return 0
-    gpu = np.flatnonzero((role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL))
+    gpu = np.flatnonzero((role == ROLE_KERNEL) | (role == ROLE_COPY) | (role == ROLE_COLL))
     if not len(gpu):
         return 0
     sn = snode[gpu]
@@ -188,7 +188,7 @@ def _late_starts(
     return int(ok.sum())
 
 
-def _event_waits(
+def event_wait_edges(
     tr: Trace,
     name_flags: np.ndarray,
     ev: I64,
@@ -206,7 +206,7 @@ def _event_waits(
     of the same node counts again). Whole-array passes, one per thread or lane of the waits: a trace of millions of
     calls has hundreds of thousands of waits (``tests/unit/test_critical_path_event_waits.py`` holds the
     one-wait-at-a-time definition this equals)."""
-    api = np.flatnonzero(role == _R_LAUNCH)
+    api = np.flatnonzero(role == ROLE_LAUNCH)
     if not len(api):
         return 0
     flags = name_flags[tr.name[ev[api]]]
@@ -214,7 +214,7 @@ def _event_waits(
     if not is_wait.any():
         return 0
     is_rec = (flags & 16) != 0
-    gpu = np.flatnonzero((role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL))
+    gpu = np.flatnonzero((role == ROLE_KERNEL) | (role == ROLE_COPY) | (role == ROLE_COLL))
     if not len(gpu):
         return 0
     launch_ev = tr.launch_of[ev[gpu]]

@@ -10,24 +10,24 @@ from typing import Any
 
 import numpy as np
 
-from gputop_trace.analysis.critical_path.context import _Ctx, _select
-from gputop_trace.analysis.critical_path.edges import _event_waits, _joins, _late_starts, _wakes
+from gputop_trace.analysis.critical_path.context import PathContext, events_in_window
+from gputop_trace.analysis.critical_path.edges import event_wait_edges, join_edges, late_start_edges, wake_edges
 from gputop_trace.analysis.critical_path.model import (
-    _CAT,
-    _EDGE_NAMES,
-    _NEG,
-    _R_COLL,
-    _R_COPY,
-    _R_KERNEL,
-    _R_NONE,
-    _R_RANGE,
-    _R_SYNC,
-    _ROLE_CAT,
-    _X_COLL,
-    _X_LAUNCH,
-    _X_SYNC,
-    _Graph,
-    _item_key,
+    CATEGORY_CODE,
+    CROSS_COLL,
+    CROSS_LAUNCH,
+    CROSS_SYNC,
+    EDGE_NAMES,
+    NEG_NS,
+    ROLE_CATEGORY,
+    ROLE_COLL,
+    ROLE_COPY,
+    ROLE_KERNEL,
+    ROLE_NONE,
+    ROLE_RANGE,
+    ROLE_SYNC,
+    StepGraph,
+    item_key,
 )
 from gputop_trace.analysis.enclosing import nesting_parents
 from gputop_trace.model.arrays import I64, distinct
@@ -40,7 +40,7 @@ def _ix(n: int) -> type[np.signedinteger[Any]]:
     return np.int32 if n < (1 << 31) - 1 else np.int64
 
 
-def _lanes(ctx: _Ctx, rank: int) -> tuple[list[int], list[int]]:
+def _lanes(ctx: PathContext, rank: int) -> tuple[list[int], list[int]]:
     """The step rank's CPU threads and GPU streams, and those of the graph (the other ranks' too when collectives
     join the ranks)."""
     tr = ctx.trace
@@ -72,7 +72,7 @@ class _Nodes:
     first: np.ndarray  # per node: the first of its lane
 
 
-def _nodes(ctx: _Ctx, ev: I64, s: int, e: int) -> _Nodes:
+def _nodes(ctx: PathContext, ev: I64, s: int, e: int) -> _Nodes:
     tr = ctx.trace
     role = ctx.role[ev]
     cs = np.maximum(tr.start_ns[ev], s)
@@ -114,7 +114,7 @@ class _LaneEdges:
     """Per node: the lane edge into it (weights ns)."""
 
     own: np.ndarray  # graph event owning the span before the node (-1 none)
-    own_role: np.ndarray  # its role (_R_NONE none)
+    own_role: np.ndarray  # its role (ROLE_NONE none)
     own_name: np.ndarray  # its name id (0 none)
     prev_t: I64  # time of the previous node of the lane (S for a lane's first)
     work: np.ndarray  # the span is work (not idle, not a wait, not a range's own time)
@@ -149,24 +149,24 @@ def _lane_edges(tr: Trace, nd: _Nodes, s: int) -> _LaneEdges:
     prev_t[nd.first] = s
     has = own >= 0
     own_c = np.maximum(own, 0)
-    own_role = np.where(has, nd.role[own_c], np.int8(_R_NONE)).astype(np.int8)
+    own_role = np.where(has, nd.role[own_c], np.int8(ROLE_NONE)).astype(np.int8)
     own_name = np.where(has, tr.name[nd.ev[own_c]], 0)
     del own_c, has
-    work = (own_role != _R_NONE) & (own_role != _R_SYNC) & (own_role != _R_RANGE)
+    work = (own_role != ROLE_NONE) & (own_role != ROLE_SYNC) & (own_role != ROLE_RANGE)
     wc = np.subtract(nd.n_t, prev_t)
     wc[~work] = 0
-    own_cat = np.array([_ROLE_CAT.get(x, 0) for x in range(8)], dtype=np.int64)[own_role]
+    own_cat = np.array([ROLE_CATEGORY.get(x, 0) for x in range(8)], dtype=np.int64)[own_role]
     own_cat <<= 40  # the item key: category * 2**40 + label
     own_cat += own_name
     own_cat[~work] = -1
     return _LaneEdges(own, own_role, own_name, prev_t, work, wc, own_cat)
 
 
-def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
+def build_step_graph(ctx: PathContext, rank: int, s: int, e: int) -> StepGraph | None:
     """The graph of the step ``[s, e]`` (ns) of ``rank``; None when it has no event. See the module."""
     tr = ctx.trace
     mine, lanes = _lanes(ctx, rank)
-    ev = _select(ctx, lanes, s, e)
+    ev = events_in_window(ctx, lanes, s, e)
     if not len(ev):
         return None
     nd = _nodes(ctx, ev, s, e)
@@ -185,7 +185,7 @@ def _build_graph(ctx: _Ctx, rank: int, s: int, e: int) -> _Graph | None:
         return None
     own_ev = nd.ev[np.maximum(le.own, 0)].astype(nd.n_j.dtype)
     own_ev[le.own < 0] = -1
-    return _Graph(
+    return StepGraph(
         s=s,
         t=nd.n_t,
         lane=nd.n_lane,
@@ -219,11 +219,11 @@ class _Cross:
     edges: dict[str, int]
 
 
-def _cross_edges(ctx: _Ctx, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
+def _cross_edges(ctx: PathContext, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
     tr = ctx.trace
     ev, role, cs, ce, snode, enode, n_t = nd.ev, nd.role, nd.cs, nd.ce, nd.snode, nd.enode, nd.n_t
     m, nn = len(ev), len(n_t)
-    edges = {k: 0 for k in _EDGE_NAMES}
+    edges = {k: 0 for k in EDGE_NAMES}
     x1 = np.full(nn, -1, dtype=nd.n_j.dtype)
     w1 = np.zeros(nn, dtype=np.int64)
     k1 = np.full(nn, -1, dtype=np.int8)
@@ -237,7 +237,7 @@ def _cross_edges(ctx: _Ctx, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
         posc = np.minimum(pos, m - 1)
         return np.where(ev_sorted[posc] == events, sorted_ev[posc], -1)
 
-    gpu = np.flatnonzero((role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL))
+    gpu = np.flatnonzero((role == ROLE_KERNEL) | (role == ROLE_COPY) | (role == ROLE_COLL))
     # launch edges
     if len(gpu):
         la = local(tr.launch_of[ev[gpu]])
@@ -246,10 +246,10 @@ def _cross_edges(ctx: _Ctx, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
         ok2 = n_t[snode[a]] <= n_t[snode[g]]
         g, a = g[ok2], a[ok2]
         x1[snode[g]] = snode[a]
-        k1[snode[g]] = _X_LAUNCH
+        k1[snode[g]] = CROSS_LAUNCH
         edges["launch"] = len(g)
     # sync edges: the GPU op of the rank that ended last inside the call
-    sync = np.flatnonzero(role == _R_SYNC)
+    sync = np.flatnonzero(role == ROLE_SYNC)
     rank_gpu = gpu[tr.event_rank[ev[gpu]] == rank] if len(gpu) else gpu
     if len(sync) and len(rank_gpu):
         gend = ce[rank_gpu]
@@ -261,17 +261,17 @@ def _cross_edges(ctx: _Ctx, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
         free = x1[enode[c]] < 0
         c, g = c[free], g[free]
         x1[enode[c]] = enode[g]
-        k1[enode[c]] = _X_SYNC
+        k1[enode[c]] = CROSS_SYNC
         edges["sync"] = len(c)
     # event waits (inferred, see the module)
     lane_of, n_j = nd.lane_of, nd.n_j
-    edges["event_wait"] = _event_waits(tr, ctx.name_flags, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
+    edges["event_wait"] = event_wait_edges(tr, ctx.name_flags, ev, role, cs, ce, snode, enode, n_t, x2, local, lane_of)
     edges["join"] = sum(
-        _joins(tr, rk, ev, role, ce, enode, n_t, le.prev_t, le.own_role, n_j, x2, lane_of)
+        join_edges(tr, rk, ev, role, ce, enode, n_t, le.prev_t, le.own_role, n_j, x2, lane_of)
         for rk in distinct(tr.event_rank[ev]).tolist()
     )
     edges["wake"] = sum(
-        _wakes(tr, rk, ev, role, cs, ce, nd.parent, snode, enode, nd.n_end, n_j, le.own_role, nd.first, x2, lane_of)
+        wake_edges(tr, rk, ev, role, cs, ce, nd.parent, snode, enode, nd.n_end, n_j, le.own_role, nd.first, x2, lane_of)
         for rk in distinct(tr.event_rank[ev]).tolist()
     )
     x = _Cross(x1, w1, k1, w1_item, x2, edges)
@@ -279,10 +279,10 @@ def _cross_edges(ctx: _Ctx, rank: int, nd: _Nodes, le: _LaneEdges) -> _Cross:
     return x
 
 
-def _collective_edges(ctx: _Ctx, nd: _Nodes, le: _LaneEdges, x: _Cross, local: Callable[[I64], I64]) -> None:
+def _collective_edges(ctx: PathContext, nd: _Nodes, le: _LaneEdges, x: _Cross, local: Callable[[I64], I64]) -> None:
     """A collective kernel's end waits for the start of its matched kernels on the other ranks; its own lane edge
     weighs only the transfer (the instance's shortest duration, ns)."""
-    coll = np.flatnonzero(nd.role == _R_COLL)
+    coll = np.flatnonzero(nd.role == ROLE_COLL)
     if not ctx.coll_peers or not len(coll):
         return
     tr, ev, n_t, own, wc = ctx.trace, nd.ev, nd.n_t, le.own, le.wc
@@ -305,12 +305,12 @@ def _collective_edges(ctx: _Ctx, nd: _Nodes, le: _LaneEdges, x: _Cross, local: C
         w = min(shortest, t_end - int(n_t[best]))
         if w < 0:
             continue
-        x.x1[en], x.w1[en], x.k1[en] = best, w, _X_COLL
-        x.w1_item[en] = int(_item_key(np.array(_CAT["collective"]), np.array(tr.name[ev[ci]])))
+        x.x1[en], x.w1[en], x.k1[en] = best, w, CROSS_COLL
+        x.w1_item[en] = int(item_key(np.array(CATEGORY_CODE["collective"]), np.array(tr.name[ev[ci]])))
         x.edges["collective"] += 1
 
 
-def _binding(ctx: _Ctx, s: int, nd: _Nodes, le: _LaneEdges, x: _Cross) -> tuple[I64, np.ndarray]:
+def _binding(ctx: PathContext, s: int, nd: _Nodes, le: _LaneEdges, x: _Cross) -> tuple[I64, np.ndarray]:
     """Each node's ready time (ns) and binding predecessor (0 lane edge, 1 x1, 2 x2; int8); adds the late-start
     event waits to ``x`` (they need the time each GPU operation was otherwise ready)."""
     n_t = nd.n_t
@@ -318,13 +318,13 @@ def _binding(ctx: _Ctx, s: int, nd: _Nodes, le: _LaneEdges, x: _Cross) -> tuple[
     c0 += le.wc
     c1 = n_t[np.maximum(x.x1, 0)]
     c1 += x.w1
-    c1[x.x1 < 0] = _NEG
+    c1[x.x1 < 0] = NEG_NS
     ready = np.maximum(c0, c1)
-    x.edges["event_wait"] += _late_starts(
+    x.edges["event_wait"] += late_start_edges(
         ctx.trace, ctx.first_wait, nd.ev, nd.role, nd.ce, nd.snode, nd.enode, n_t, x.x2, nd.lane_of, ready
     )
     c2 = n_t[np.maximum(x.x2, 0)]
-    c2[x.x2 < 0] = _NEG
+    c2[x.x2 < 0] = NEG_NS
     np.maximum(ready, c2, out=ready)
     # ties: the lane edge when it carries work, else the cross edge (it says why the lane resumed then);
     # the first of the largest of (2 c0 - idle chain, 2 c1, 2 c2)
@@ -347,25 +347,25 @@ def _residual_items(tr: Trace, nd: _Nodes, le: _LaneEdges, x: _Cross, bind: np.n
     n_names = len(tr.names)
     nn = len(nd.n_t)
     n_role = nd.role[nd.n_j]
-    on_gpu_lane = (n_role == _R_KERNEL) | (n_role == _R_COPY) | (n_role == _R_COLL)
+    on_gpu_lane = (n_role == ROLE_KERNEL) | (n_role == ROLE_COPY) | (n_role == ROLE_COLL)
     del n_role
-    r_cat = np.full(nn, _CAT["idle"], dtype=np.int64)
+    r_cat = np.full(nn, CATEGORY_CODE["idle"], dtype=np.int64)
     r_lab = np.where(on_gpu_lane, n_names + 1, n_names).astype(np.int64)
     del on_gpu_lane
     chain = bind == 0
     own_role, own_name = le.own_role, le.own_name
-    for role, cat in ((_R_SYNC, "sync_wait"), (_R_RANGE, "cpu_op"), (_R_COLL, "collective")):
+    for role, cat in ((ROLE_SYNC, "sync_wait"), (ROLE_RANGE, "cpu_op"), (ROLE_COLL, "collective")):
         sel = chain & (own_role == role)
-        r_cat[sel], r_lab[sel] = _CAT[cat], own_name[sel]
+        r_cat[sel], r_lab[sel] = CATEGORY_CODE[cat], own_name[sel]
     del chain
     b1 = bind == 1
-    lb = b1 & (x.k1 == _X_LAUNCH)
-    r_cat[lb], r_lab[lb] = _CAT["launch"], n_names + 2
+    lb = b1 & (x.k1 == CROSS_LAUNCH)
+    r_cat[lb], r_lab[lb] = CATEGORY_CODE["launch"], n_names + 2
     del lb
     ev_name = tr.name[nd.ev[nd.n_j]]
-    for kind, cat in ((_X_SYNC, "sync_wait"), (_X_COLL, "collective")):
+    for kind, cat in ((CROSS_SYNC, "sync_wait"), (CROSS_COLL, "collective")):
         sel = b1 & (x.k1 == kind)
-        r_cat[sel], r_lab[sel] = _CAT[cat], ev_name[sel]
+        r_cat[sel], r_lab[sel] = CATEGORY_CODE[cat], ev_name[sel]
     del ev_name, b1
     r_cat <<= 40  # the item key: category * 2**40 + label
     r_cat += r_lab

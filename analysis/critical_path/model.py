@@ -1,5 +1,5 @@
 """The critical path's results (:class:`PathSegment`, :class:`WhatIf`, :class:`StepPath`) and the step graph they
-are found on (:class:`_Graph`), with the codes the graph uses for event roles, edge kinds and item labels. See
+are found on (:class:`StepGraph`), with the codes the graph uses for event roles, edge kinds and item labels. See
 :mod:`gputop_trace.analysis.critical_path.path` for the model. All times int64 ns, model time (trace-relative)."""
 
 from __future__ import annotations
@@ -68,28 +68,29 @@ class StepPath:
 
 
 # ---- internal graph ----------------------------------------------------------------------------------------------
-_CAT = {c: i for i, c in enumerate(CATEGORIES)}
+CATEGORY_CODE = {c: i for i, c in enumerate(CATEGORIES)}
 # event roles
-_R_NONE, _R_CPU, _R_LAUNCH, _R_SYNC, _R_KERNEL, _R_COPY, _R_COLL, _R_RANGE = range(8)
-_ROLE_CAT = {
-    _R_CPU: _CAT["cpu_op"],
-    _R_RANGE: _CAT["cpu_op"],
-    _R_LAUNCH: _CAT["launch"],
-    _R_SYNC: _CAT["sync_wait"],
-    _R_KERNEL: _CAT["kernel"],
-    _R_COPY: _CAT["copy"],
-    _R_COLL: _CAT["collective"],
+ROLE_NONE, ROLE_CPU, ROLE_LAUNCH, ROLE_SYNC, ROLE_KERNEL, ROLE_COPY, ROLE_COLL, ROLE_RANGE = range(8)
+ROLE_CATEGORY = {
+    ROLE_CPU: CATEGORY_CODE["cpu_op"],
+    ROLE_RANGE: CATEGORY_CODE["cpu_op"],
+    ROLE_LAUNCH: CATEGORY_CODE["launch"],
+    ROLE_SYNC: CATEGORY_CODE["sync_wait"],
+    ROLE_KERNEL: CATEGORY_CODE["kernel"],
+    ROLE_COPY: CATEGORY_CODE["copy"],
+    ROLE_COLL: CATEGORY_CODE["collective"],
 }
 # cross-edge kinds
-_X_LAUNCH, _X_SYNC, _X_EVENT, _X_COLL = range(4)
-_EDGE_NAMES = ("launch", "sync", "event_wait", "collective", "wake", "join")
+CROSS_LAUNCH, CROSS_SYNC, CROSS_EVENT, CROSS_COLL = range(4)
+EDGE_NAMES = ("launch", "sync", "event_wait", "collective", "wake", "join")
 # labels that are not event names
-_SPECIAL = ("idle: CPU", "idle: GPU", "launch latency")
-_NEG = np.iinfo(np.int64).min // 4
+SPECIAL_LABELS = ("idle: CPU", "idle: GPU", "launch latency")
+#: a time (ns) far below any real one: the ready time through a missing edge
+NEG_NS = np.iinfo(np.int64).min // 4
 
 
 @dataclass
-class _Graph:
+class StepGraph:
     """Nodes of one step's graph, lane blocks contiguous, each block in time order (ns). Node and event indices are
     int32 where they fit (the graph of a 420k-kernel step is 840k nodes)."""
 
@@ -113,5 +114,6 @@ class _Graph:
     edges: dict[str, int]
 
 
-def _item_key(cat: np.ndarray, label: np.ndarray) -> I64:
+def item_key(cat: np.ndarray, label: np.ndarray) -> I64:
+    """One int64 key per (category code, label id) pair: ``category * 2**40 + label`` (label -1 stays distinct)."""
     return np.asarray(cat, dtype=np.int64) * (1 << 40) + np.asarray(label, dtype=np.int64)

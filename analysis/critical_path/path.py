@@ -60,10 +60,10 @@ import weakref
 
 import numpy as np
 
-from gputop_trace.analysis.critical_path.context import _context, _windows
-from gputop_trace.analysis.critical_path.graph import _build_graph
+from gputop_trace.analysis.critical_path.context import noted_step_windows, path_context
+from gputop_trace.analysis.critical_path.graph import build_step_graph
 from gputop_trace.analysis.critical_path.model import CATEGORIES, WHAT_IF_TOP, PathSegment, StepPath, WhatIf
-from gputop_trace.analysis.critical_path.walk import _replay, _sink, _walk, _what_if
+from gputop_trace.analysis.critical_path.walk import replay_graph, sink_time, walk_path, what_ifs
 from gputop_trace.model.trace import Trace
 
 __all__ = [
@@ -104,22 +104,22 @@ _RESULTS: weakref.WeakKeyDictionary[Trace, dict[tuple[int | None, int | None, bo
 
 
 def _critical_paths(trace: Trace, step: int | None, rank: int | None, what_if: bool, segments: bool) -> list[StepPath]:
-    ctx = _context(trace)
+    ctx = path_context(trace)
     out: list[StepPath] = []
-    for rk, i, name, s, e, note in _windows(trace, ctx):
+    for rk, i, name, s, e, note in noted_step_windows(trace, ctx):
         if (rank is not None and rk != rank) or (step is not None and i != step):
             continue
         notes = tuple(x for x in (note, ctx.coll_note) if x)
-        g = _build_graph(ctx, rk, s, e)
+        g = build_step_graph(ctx, rk, s, e)
         if g is None:
             out.append(StepPath(rk, i, name, s, e - s, 0, (), {c: 0 for c in CATEGORIES}, (), (), notes, {}))
             continue
-        segs, breakdown, by_item, first = _walk(trace, g, segments)
-        length = _sink(g, g.t) - s
+        segs, breakdown, by_item, first = walk_path(trace, g, segments)
+        length = sink_time(g, g.t) - s
         wi: tuple[WhatIf, ...] = ()
         if what_if:
             top = [it for it in by_item if it[0] != "idle"][:WHAT_IF_TOP]
-            wi = _what_if(trace, g, length, list(top))
+            wi = what_ifs(trace, g, length, list(top))
         out.append(StepPath(rk, i, name, s, e - s, length, tuple(segs), breakdown, by_item, wi, notes, g.edges, first))
         del g  # before the next step's graph is built
     return out
@@ -128,14 +128,14 @@ def _critical_paths(trace: Trace, step: int | None, rank: int | None, what_if: b
 def step_windows(trace: Trace) -> list[tuple[int, int, str, int, int]]:
     """(rank, step index, step name, start ns, end ns) of every step :func:`critical_paths` works on, in its order,
     without building any graph (a rank without step ranges is one pseudo-step named "")."""
-    return [(rk, i, name, s, e) for rk, i, name, s, e, _note in _windows(trace, _context(trace))]
+    return [(rk, i, name, s, e) for rk, i, name, s, e, _note in noted_step_windows(trace, path_context(trace))]
 
 
 def replay_matches(trace: Trace) -> bool:
     """Whether replaying every step's graph with its recorded weights gives back every recorded time (a check)."""
-    ctx = _context(trace)
-    for rk, _i, _name, s, e, _note in _windows(trace, ctx):
-        g = _build_graph(ctx, rk, s, e)
-        if g is not None and not np.array_equal(_replay(g, g.wc, g.w1, g.r), g.t):
+    ctx = path_context(trace)
+    for rk, _i, _name, s, e, _note in noted_step_windows(trace, ctx):
+        g = build_step_graph(ctx, rk, s, e)
+        if g is not None and not np.array_equal(replay_graph(g, g.wc, g.w1, g.r), g.t):
             return False
     return True

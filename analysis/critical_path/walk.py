@@ -8,7 +8,14 @@ from types import ModuleType
 
 import numpy as np
 
-from gputop_trace.analysis.critical_path.model import _CAT, _SPECIAL, CATEGORIES, PathSegment, WhatIf, _Graph
+from gputop_trace.analysis.critical_path.model import (
+    CATEGORIES,
+    CATEGORY_CODE,
+    SPECIAL_LABELS,
+    PathSegment,
+    StepGraph,
+    WhatIf,
+)
 from gputop_trace.model.arrays import I64, distinct
 from gputop_trace.model.native import pure_python_forced
 from gputop_trace.model.trace import Trace
@@ -26,7 +33,7 @@ def compiled() -> bool:
     return _compiled is not None and not pure_python_forced()
 
 
-def _replay(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
+def replay_graph(g: StepGraph, wc: I64, w1: I64, r: I64) -> I64:
     """Node times with the given weights and residuals: ``t'(n) = max over preds (t'(pred) + w) + r(n)`` (ns).
     The compiled module does it in one pass over the nodes. Without it: solved lane by lane with a max-plus scan,
     repeated while cross-lane hops still change times (a few passes on most steps); when that does not settle in
@@ -44,8 +51,8 @@ def _replay(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
     return _replay_numpy(g, wc, w1, r)
 
 
-def _replay_numpy(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
-    """:func:`_replay` with numpy and Python alone (the reference and the fallback)."""
+def _replay_numpy(g: StepGraph, wc: I64, w1: I64, r: I64) -> I64:
+    """:func:`replay_graph` with numpy and Python alone (the reference and the fallback)."""
     s, first = g.s, g.first
     t: I64 = g.t.copy()
     lane_block = np.cumsum(first)
@@ -91,11 +98,11 @@ def _replay_numpy(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
     return _replay_ordered(g, wc, w1, r)
 
 
-#: max-plus passes of :func:`_replay` before it switches to one ordered pass
+#: max-plus passes of :func:`replay_graph` before it switches to one ordered pass
 _PASSES = 12
 
 
-def _replay_ordered(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
+def _replay_ordered(g: StepGraph, wc: I64, w1: I64, r: I64) -> I64:
     """The replay node by node, each after its predecessors (recorded time order; a predecessor not yet done, such
     as an equal-time one later in that order, is done first, depth first, one predecessor at a time)."""
     nn = len(g.t)
@@ -144,11 +151,12 @@ def _replay_ordered(g: _Graph, wc: I64, w1: I64, r: I64) -> I64:
     return np.array(out, dtype=np.int64)
 
 
-def _sink(g: _Graph, t: I64) -> int:
+def sink_time(g: StepGraph, t: I64) -> int:
+    """The time (ns) the step ends at in node times ``t``: the latest of the step rank's last lane nodes."""
     return int(t[g.sink_nodes].max())
 
 
-def _chain(g: _Graph) -> np.ndarray:
+def _chain(g: StepGraph) -> np.ndarray:
     """The nodes of the binding chain from the sink back to the step start, in time order. The walk jumps from lane
     to lane; each lane's run of lane edges is taken whole (vectorized)."""
     nn = len(g.t)
@@ -170,7 +178,7 @@ def _chain(g: _Graph) -> np.ndarray:
     return np.concatenate(runs[::-1])
 
 
-def _pieces(g: _Graph, nodes: np.ndarray) -> tuple[I64, I64, I64, np.ndarray, np.ndarray]:
+def _pieces(g: StepGraph, nodes: np.ndarray) -> tuple[I64, I64, I64, np.ndarray, np.ndarray]:
     """The pieces of time (ns) the chain's ``nodes`` (in time order) stand for: each node's binding edge weight
     (earlier) then its residual (later), those of no time left out: start, duration, item key, event (-1 none) and
     lane of each, in time order. Built one field at a time (a step's chain can be a million nodes)."""
@@ -199,9 +207,9 @@ def _pieces(g: _Graph, nodes: np.ndarray) -> tuple[I64, I64, I64, np.ndarray, np
     own, evn = g.own[nodes], g.ev[nodes]
     r_cat = np.where(r_key >= 0, r_key >> 40, -1)
     del r_key
-    own_residual = ((r_cat == _CAT["sync_wait"]) | (r_cat == _CAT["cpu_op"])) & lane_edge
+    own_residual = ((r_cat == CATEGORY_CODE["sync_wait"]) | (r_cat == CATEGORY_CODE["cpu_op"])) & lane_edge
     r_event = np.where(own_residual, own, evn)
-    r_event[r_cat == _CAT["idle"]] = -1
+    r_event[r_cat == CATEGORY_CODE["idle"]] = -1
     del r_cat, own_residual
     w_event = np.where(lane_edge, own, evn)
     del own, evn
@@ -220,8 +228,8 @@ def _interleave(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _walk(
-    trace: Trace, g: _Graph, segments: bool = True
+def walk_path(
+    trace: Trace, g: StepGraph, segments: bool = True
 ) -> tuple[
     list[PathSegment], dict[str, int], tuple[tuple[str, str, int], ...], dict[tuple[str, str], tuple[int, int, int]]
 ]:
@@ -244,7 +252,7 @@ def _walk(
     n_names = len(trace.names)
     for k in distinct(key).tolist():
         cat, lab = divmod(int(k), 1 << 40)
-        labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else _SPECIAL[lab - n_names])
+        labels[int(k)] = (CATEGORIES[cat], trace.names[lab] if lab < n_names else SPECIAL_LABELS[lab - n_names])
     lane_rank = trace.lane_rank.tolist()
     segs: list[PathSegment] = []
     if segments:  # built without the frozen dataclass' per-field object.__setattr__ (a third of the time)
@@ -281,8 +289,8 @@ def _walk(
 
 def _item_of(trace: Trace, category: str, label: str) -> int:
     n_names = len(trace.names)
-    lab = n_names + _SPECIAL.index(label) if label in _SPECIAL else trace.name_ids.get(label, -1)
-    return _CAT[category] * (1 << 40) + lab if lab >= 0 else -2
+    lab = n_names + SPECIAL_LABELS.index(label) if label in SPECIAL_LABELS else trace.name_ids.get(label, -1)
+    return CATEGORY_CODE[category] * (1 << 40) + lab if lab >= 0 else -2
 
 
 def _scaled(x: I64, sel: np.ndarray, div: int) -> I64:
@@ -294,7 +302,9 @@ def _scaled(x: I64, sel: np.ndarray, div: int) -> I64:
     return out
 
 
-def _what_if(trace: Trace, g: _Graph, step_ns: int, items: list[tuple[str, str, int]]) -> tuple[WhatIf, ...]:
+def what_ifs(trace: Trace, g: StepGraph, step_ns: int, items: list[tuple[str, str, int]]) -> tuple[WhatIf, ...]:
+    """The step time (ns) were each of ``items`` ((category, label, ns on the path)) 2x faster or gone, by replaying
+    ``g`` with that item's weights halved or zeroed; ``step_ns`` is the recorded path length (ns)."""
     out: list[WhatIf] = []
     for cat, lab, ns in items:
         key = _item_of(trace, cat, lab)
@@ -303,7 +313,7 @@ def _what_if(trace: Trace, g: _Graph, step_ns: int, items: list[tuple[str, str, 
         for scale in (1, 0):  # 1: halved, 0: gone
             div = 2 if scale else 1 << 62  # floor halving, or nothing left
             wc, w1, r = (_scaled(x, sel, div) for x, sel in ((g.wc, sel_w), (g.w1, sel_1), (g.r, sel_r)))
-            res.append(_sink(g, _replay(g, wc, w1, r)) - g.s)
+            res.append(sink_time(g, replay_graph(g, wc, w1, r)) - g.s)
             del wc, w1, r
         out.append(WhatIf(lab, cat, ns, step_ns, min(res[0], step_ns), min(res[1], step_ns)))
     return tuple(out)

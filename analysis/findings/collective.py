@@ -13,6 +13,7 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.units import format_ns, plural
 
 if TYPE_CHECKING:  # the cross-rank matching is imported only for a trace with several ranks
+    from gputop_trace.analysis.ranks.collectives import Collectives
     from gputop_trace.analysis.ranks.stragglers import RankWait, StragglerReport
 
 #: Collective wait: report a rank that waits at least this share of its active span.
@@ -103,55 +104,86 @@ def collective_wait_findings(trace: Trace, gaps: list[DeviceGaps]) -> list[Draft
     coll = find_collectives(trace)
     if not len(coll):
         return []
-    spans = {g.rank: g.span_ns for g in gaps}
-    devices = {g.rank: g.device for g in gaps}
-    idle = {g.rank: g for g in gaps}
     ranks = sorted({int(r) for r in coll.rank.tolist()})
     dur = coll.end_ns - coll.start_ns
     total = {r: int(dur[coll.rank == r].sum()) for r in ranks}
     count = {r: int((coll.rank == r).sum()) for r in ranks}
-    out: list[Draft] = []
     library = trace.device_words().collective_library
     colls = f"{library} collectives" if library else "collectives"
     if len(ranks) > 1:
-        from gputop_trace.analysis.ranks.stragglers import find_stragglers
+        return _cross_rank_drafts(trace, gaps, coll, dur, total, count, colls)
+    return _single_rank_drafts(trace, gaps, coll, dur, ranks[0], total, count, colls)
 
-        rep = find_stragglers(trace)
-        s = rep.straggler
-        for w in rep.ranks:
-            span = spans.get(w.rank, 0)
-            if w.wait_ns <= 0 or w.wait_ns < MIN_COLLECTIVE_SHARE * span:
-                continue
-            out.append(
-                Draft(
-                    kind="collective_wait",
-                    title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in {colls} for {waited_on(w, s)} "
-                    f"({pct(w.wait_ns, span)} of its active time)",
-                    detail=_cross_rank_detail(w, rep, idle, total[w.rank], count[w.rank]),
-                    time_ns=w.wait_ns,
-                    span_ns=span,
-                    evidence={
-                        "rank": w.rank,
-                        "straggler": s,
-                        "wait_ns": w.wait_ns,
-                        "waited_for": {str(k): v for k, v in w.waited_for.items()},
-                        "collective_ns": total[w.rank],
-                        "collectives": count[w.rank],
-                        "by_rank": {
-                            str(x.rank): {"wait_ns": x.wait_ns, "imposed_ns": x.imposed_ns, "times_last": x.times_last}
-                            for x in rep.ranks
-                        },
-                        "straggler_host": [{"where": a, "wait_ns": v} for a, v in rep.host_activity],
-                        "method": "cross-rank",
+
+def _cross_rank_drafts(
+    trace: Trace,
+    gaps: list[DeviceGaps],
+    coll: Collectives,
+    dur: I64,
+    total: dict[int, int],
+    count: dict[int, int],
+    colls: str,
+) -> list[Draft]:
+    """One finding per rank that waits long enough in the collectives ``coll`` (``dur``: their durations, ns;
+    ``total`` and ``count``: their time, ns, and number per rank; ``colls``: what to call them) for the others."""
+    from gputop_trace.analysis.ranks.stragglers import find_stragglers
+
+    spans = {g.rank: g.span_ns for g in gaps}
+    devices = {g.rank: g.device for g in gaps}
+    idle = {g.rank: g for g in gaps}
+    out: list[Draft] = []
+    rep = find_stragglers(trace)
+    s = rep.straggler
+    for w in rep.ranks:
+        span = spans.get(w.rank, 0)
+        if w.wait_ns <= 0 or w.wait_ns < MIN_COLLECTIVE_SHARE * span:
+            continue
+        out.append(
+            Draft(
+                kind="collective_wait",
+                title=f"Rank {w.rank} waits {format_ns(w.wait_ns)} in {colls} for {waited_on(w, s)} "
+                f"({pct(w.wait_ns, span)} of its active time)",
+                detail=_cross_rank_detail(w, rep, idle, total[w.rank], count[w.rank]),
+                time_ns=w.wait_ns,
+                span_ns=span,
+                evidence={
+                    "rank": w.rank,
+                    "straggler": s,
+                    "wait_ns": w.wait_ns,
+                    "waited_for": {str(k): v for k, v in w.waited_for.items()},
+                    "collective_ns": total[w.rank],
+                    "collectives": count[w.rank],
+                    "by_rank": {
+                        str(x.rank): {"wait_ns": x.wait_ns, "imposed_ns": x.imposed_ns, "times_last": x.times_last}
+                        for x in rep.ranks
                     },
-                    thresholds={"min_share": MIN_COLLECTIVE_SHARE},
-                    event=int(coll.event[coll.rank == w.rank][np.argmax(dur[coll.rank == w.rank])]),
-                    gpu_rank=w.rank,
-                    device=devices.get(w.rank),
-                )
+                    "straggler_host": [{"where": a, "wait_ns": v} for a, v in rep.host_activity],
+                    "method": "cross-rank",
+                },
+                thresholds={"min_share": MIN_COLLECTIVE_SHARE},
+                event=int(coll.event[coll.rank == w.rank][np.argmax(dur[coll.rank == w.rank])]),
+                gpu_rank=w.rank,
+                device=devices.get(w.rank),
             )
-        return out
-    r = ranks[0]
+        )
+    return out
+
+
+def _single_rank_drafts(
+    trace: Trace,
+    gaps: list[DeviceGaps],
+    coll: Collectives,
+    dur: I64,
+    r: int,
+    total: dict[int, int],
+    count: dict[int, int],
+    colls: str,
+) -> list[Draft]:
+    """The finding of the one rank ``r``, where its collectives run longer than usual calls of their size (an
+    estimate, :func:`single_rank_wait_estimate`); arguments as :func:`_cross_rank_drafts`'."""
+    spans = {g.rank: g.span_ns for g in gaps}
+    devices = {g.rank: g.device for g in gaps}
+    out: list[Draft] = []
     wait = single_rank_wait_estimate(trace.name[coll.event].astype(np.int64), coll.bytes, dur)
     span = spans.get(r, 0)
     if wait <= 0 or wait < MIN_COLLECTIVE_SHARE * span:

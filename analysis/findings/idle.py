@@ -147,68 +147,81 @@ def idle_findings(trace: Trace, dg: DeviceGaps, multi: bool, prog: CompiledProgr
         total = int(c.dur_ns[idx].sum())
         if total < MIN_IDLE_NS and total < MIN_IDLE_SHARE * dg.span_ns:
             continue
-        top = _top_subjects(trace, _subject_events(dg, idx, cause), c.dur_ns[idx], short=cause == "gpu_dependency")
-        longest = idx[np.argsort(-c.dur_ns[idx], kind="stable")]
-        s_main = f"`{top[0]}`" if top else "(unknown)"
-        s_in = f", mostly in {', '.join(f'`{s}`' for s in top[:2])}" if top else ""
-        words = trace.device_words(dg.rank, dg.device)
-        phrase = words.say(_CAUSE_PHRASE[cause]).format(s=s_main, s_in=s_in)
-        n = len(idx)
-        lengths = ", ".join(format_ns(int(x)) for x in c.dur_ns[longest[:3]].tolist())
-        mean = total / n
-        title = (
-            # the share is this cause's, not the GPU's whole idle time (the detail gives that)
-            f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {plural(n, 'gap')}"
-            f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
-            f"({format_ns(total)}) {phrase}"
-        )
-        why = words.say(_CAUSE_WHY[cause])
-        fix = cause_fix(cause, prog, words)
-        if cause == "blocked_os" and top and "sleep" in top[0].lower():
-            why = words.say("The thread that feeds the GPU sleeps.")
-            fix = words.say("remove the sleep from the launching thread, or issue the next GPU work before sleeping")
-        detail = (
-            f"{gpu} is idle {dg.idle_pct:.1f}% of its active span ({format_ns(dg.idle_ns)} of "
-            f"{format_ns(dg.span_ns)}); {format_ns(total)} of it is in {plural(n, 'gap')} of at least "
-            f"{format_ns(dg.threshold_ns)} attributed to {cause_label(cause, words)} (longest: {lengths}). "
-            f"{why + ' ' if why else ''}Fix: {fix}."
-        )
-        first = int(longest[0])
-        out.append(
-            Draft(
-                kind="idle_gaps",
-                title=title,
-                detail=detail,
-                time_ns=total,
-                span_ns=dg.span_ns,
-                evidence={
-                    "cause": cause,
-                    "rank": dg.rank,
-                    "device": dg.device,
-                    "gaps": n,
-                    "total_ns": total,
-                    "idle_ns": dg.idle_ns,
-                    "span_ns": dg.span_ns,
-                    "where": top,
-                    "longest": [
-                        {
-                            "start_ns": int(c.start_ns[i]),
-                            "dur_ns": int(c.dur_ns[i]),
-                            "next_op": int(c.next_op[i]),
-                            "launch": int(c.launch_event[i]),
-                            "cause_event": int(c.cause_event[i]),
-                        }
-                        for i in longest[:5].tolist()
-                    ],
-                },
-                thresholds={
-                    "gap_threshold_ns": dg.threshold_ns,
-                    "min_share": MIN_IDLE_SHARE,
-                    "min_total_ns": MIN_IDLE_NS,
-                },
-                interval=(int(c.start_ns[first]), int(c.start_ns[first] + c.dur_ns[first])),
-                gpu_rank=dg.rank,
-                device=dg.device,
-            )
-        )
+        out.append(_cause_draft(trace, dg, cause, idx, total, gpu, prog))
     return out
+
+
+def _cause_draft(
+    trace: Trace,
+    dg: DeviceGaps,
+    cause: str,
+    idx: I64,
+    total: int,
+    gpu: str,
+    prog: CompiledProgram | None,
+) -> Draft:
+    """The finding of one cause on one GPU: its gaps ``idx`` (rows of ``dg.columns``) add up to ``total`` ns;
+    ``gpu``: the GPU's label in the text."""
+    c = dg.columns
+    top = _top_subjects(trace, _subject_events(dg, idx, cause), c.dur_ns[idx], short=cause == "gpu_dependency")
+    longest = idx[np.argsort(-c.dur_ns[idx], kind="stable")]
+    s_main = f"`{top[0]}`" if top else "(unknown)"
+    s_in = f", mostly in {', '.join(f'`{s}`' for s in top[:2])}" if top else ""
+    words = trace.device_words(dg.rank, dg.device)
+    phrase = words.say(_CAUSE_PHRASE[cause]).format(s=s_main, s_in=s_in)
+    n = len(idx)
+    lengths = ", ".join(format_ns(int(x)) for x in c.dur_ns[longest[:3]].tolist())
+    mean = total / n
+    title = (
+        # the share is this cause's, not the GPU's whole idle time (the detail gives that)
+        f"{gpu}: {pct(total, dg.span_ns)} of its active time idle in {plural(n, 'gap')}"
+        f"{f' of ~{format_ns(mean)} each' if n > 1 and c.dur_ns[idx].max() < 2 * mean else ''} "
+        f"({format_ns(total)}) {phrase}"
+    )
+    why = words.say(_CAUSE_WHY[cause])
+    fix = cause_fix(cause, prog, words)
+    if cause == "blocked_os" and top and "sleep" in top[0].lower():
+        why = words.say("The thread that feeds the GPU sleeps.")
+        fix = words.say("remove the sleep from the launching thread, or issue the next GPU work before sleeping")
+    detail = (
+        f"{gpu} is idle {dg.idle_pct:.1f}% of its active span ({format_ns(dg.idle_ns)} of "
+        f"{format_ns(dg.span_ns)}); {format_ns(total)} of it is in {plural(n, 'gap')} of at least "
+        f"{format_ns(dg.threshold_ns)} attributed to {cause_label(cause, words)} (longest: {lengths}). "
+        f"{why + ' ' if why else ''}Fix: {fix}."
+    )
+    first = int(longest[0])
+    return Draft(
+        kind="idle_gaps",
+        title=title,
+        detail=detail,
+        time_ns=total,
+        span_ns=dg.span_ns,
+        evidence={
+            "cause": cause,
+            "rank": dg.rank,
+            "device": dg.device,
+            "gaps": n,
+            "total_ns": total,
+            "idle_ns": dg.idle_ns,
+            "span_ns": dg.span_ns,
+            "where": top,
+            "longest": [
+                {
+                    "start_ns": int(c.start_ns[i]),
+                    "dur_ns": int(c.dur_ns[i]),
+                    "next_op": int(c.next_op[i]),
+                    "launch": int(c.launch_event[i]),
+                    "cause_event": int(c.cause_event[i]),
+                }
+                for i in longest[:5].tolist()
+            ],
+        },
+        thresholds={
+            "gap_threshold_ns": dg.threshold_ns,
+            "min_share": MIN_IDLE_SHARE,
+            "min_total_ns": MIN_IDLE_NS,
+        },
+        interval=(int(c.start_ns[first]), int(c.start_ns[first] + c.dur_ns[first])),
+        gpu_rank=dg.rank,
+        device=dg.device,
+    )

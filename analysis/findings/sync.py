@@ -39,43 +39,17 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
     owner = _outermost(trace, sync)
     outer = sync[owner == np.arange(len(sync))]
     rng = _enclosing_range(trace, outer)
-    # group key per outer sync: (family of the enclosing range's name, call name, rank); string work once per
-    # distinct name, everything else vectorized
-    rng_name = np.where(rng >= 0, trace.name[np.maximum(rng, 0)], -1).astype(np.int64)
-    fam_ids: dict[str, int] = {"": 0}
-    fam_of_name = np.zeros(len(trace.names) + 1, dtype=np.int64)  # last slot: no range
-    for i in distinct(rng_name[rng_name >= 0]).tolist():
-        fam_of_name[i] = fam_ids.setdefault(name_family(trace.names[i]), len(fam_ids))
-    fam = fam_of_name[rng_name]  # -1 indexes the last slot (no range → family "")
-    keys = np.stack([fam, trace.name[outer].astype(np.int64), trace.event_rank[outer].astype(np.int64)])
-    uniq, group = np.unique(keys, axis=1, return_inverse=True)
-    group = np.asarray(group).reshape(-1)
+    uniq, group = _group_keys(trace, outer, rng)
     n_groups = uniq.shape[1]
     # gaps the syncs led into, charged to the outer sync of the call the thread was leaving
     group_by_pos = np.full(len(sync), -1, dtype=np.int64)
     group_by_pos[np.flatnonzero(owner == np.arange(len(sync)))] = group
-    followed = np.zeros(n_groups, dtype=np.int64)
-    stalled = np.zeros(n_groups, dtype=np.int64)
-    stall_code = CAUSES.index("sync_stall")
-    for dg in gaps:
-        c = dg.columns
-        j = np.flatnonzero(c.after_sync >= 0)
-        if not len(j):
-            continue
-        a = c.after_sync[j]
-        p = np.minimum(np.searchsorted(sync, a), len(sync) - 1)
-        ok = sync[p] == a  # pageable copy calls are not in ``sync``
-        g = group_by_pos[owner[p[ok]]]
-        d = c.dur_ns[j[ok]]
-        followed += np.bincount(g, weights=d, minlength=n_groups).astype(np.int64)
-        st = c.cause[j[ok]] == stall_code
-        stalled += np.bincount(g[st], weights=d[st], minlength=n_groups).astype(np.int64)
+    followed, stalled = _gap_time_after(gaps, sync, group_by_pos[owner], n_groups)
     members_by_group = np.argsort(group, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(group, minlength=n_groups))))
     out: list[Draft] = []
     for key in range(n_groups):
         arr = outer[members_by_group[bounds[key] : bounds[key + 1]]]
-        members = arr.tolist()
         call = trace.names[int(uniq[1, key])]
         rank = int(uniq[2, key])
         range_name = family_label(
@@ -88,49 +62,92 @@ def sync_findings(trace: Trace, gaps: list[DeviceGaps], spans: dict[tuple[int, i
         if at_stake < MIN_SYNC_NS:
             continue
         span = max((v for (r, _), v in spans.items() if r == rank), default=trace.span_ns)
-        where = f" in `{range_name}`" if range_name else ""
-        n = len(members)
-        words = trace.device_words(rank)
-        what = (
-            "reads a GPU value on the host (.item(), .cpu(), .tolist(), print of a tensor)"
-            if call in ("aten::item", "aten::_local_scalar_dense")
-            else ("copies a device array to the host" if call.startswith("np.asarray") else "waits for the GPU")
-        )
-        what = words.say(what)
-        who = f"Rank {rank}: host" if len(trace.meta.ranks) > 1 else "Host"
-        title = f"{who} waits for the {words.noun}: {n} × `{call}`{where} ({format_ns(waited)} blocked)"
-        idle_after = (
-            f" (the {words.noun} then sat idle {format_ns(followed[key])} in the gaps that followed)"
-            if followed[key]
-            else ""
-        )
-        detail = (
-            f"`{call}`{where} {what}; the host blocks until every queued kernel has finished, which also empties the "
-            f"{words.noun} queue{idle_after}. Fix: {_sync_fix(call, words)}"
-        )
-        out.append(
-            Draft(
-                kind="host_sync",
-                title=title,
-                detail=detail,
-                time_ns=at_stake,
-                span_ns=span,
-                evidence={
-                    "call": call,
-                    "range": range_name or None,
-                    "rank": rank,
-                    "count": n,
-                    "blocked_ns": waited,
-                    "idle_after_ns": int(followed[key]),
-                    "sync_stall_ns": int(stalled[key]),
-                    "events": members[:20],
-                },
-                thresholds={"min_ns": MIN_SYNC_NS},
-                event=int(arr[np.argmax(trace.dur_ns[arr])]),
-                gpu_rank=rank,
-            )
-        )
+        times = (waited, at_stake, int(followed[key]), int(stalled[key]), span)
+        out.append(_sync_draft(trace, arr, call, rank, range_name, times))
     return out
+
+
+def _sync_draft(
+    trace: Trace, arr: I64, call: str, rank: int, range_name: str, times: tuple[int, int, int, int, int]
+) -> Draft:
+    """The finding of one group: the outer syncs ``arr`` of ``call`` on ``rank`` in ranges of family
+    ``range_name``; ``times``: (blocked, at stake, GPU idle after, of it sync stall, active span), all ns."""
+    waited, at_stake, followed, stalled, span = times
+    members = arr.tolist()
+    where = f" in `{range_name}`" if range_name else ""
+    n = len(members)
+    words = trace.device_words(rank)
+    what = (
+        "reads a GPU value on the host (.item(), .cpu(), .tolist(), print of a tensor)"
+        if call in ("aten::item", "aten::_local_scalar_dense")
+        else ("copies a device array to the host" if call.startswith("np.asarray") else "waits for the GPU")
+    )
+    what = words.say(what)
+    who = f"Rank {rank}: host" if len(trace.meta.ranks) > 1 else "Host"
+    title = f"{who} waits for the {words.noun}: {n} × `{call}`{where} ({format_ns(waited)} blocked)"
+    idle_after = (
+        f" (the {words.noun} then sat idle {format_ns(followed)} in the gaps that followed)" if followed else ""
+    )
+    detail = (
+        f"`{call}`{where} {what}; the host blocks until every queued kernel has finished, which also empties the "
+        f"{words.noun} queue{idle_after}. Fix: {_sync_fix(call, words)}"
+    )
+    return Draft(
+        kind="host_sync",
+        title=title,
+        detail=detail,
+        time_ns=at_stake,
+        span_ns=span,
+        evidence={
+            "call": call,
+            "range": range_name or None,
+            "rank": rank,
+            "count": n,
+            "blocked_ns": waited,
+            "idle_after_ns": followed,
+            "sync_stall_ns": stalled,
+            "events": members[:20],
+        },
+        thresholds={"min_ns": MIN_SYNC_NS},
+        event=int(arr[np.argmax(trace.dur_ns[arr])]),
+        gpu_rank=rank,
+    )
+
+
+def _group_keys(trace: Trace, outer: I64, rng: I64) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (family of the enclosing range's name, call name, rank) keys of the outer syncs (one column
+    each) and each sync's group among them; string work once per distinct name, everything else vectorized."""
+    rng_name = np.where(rng >= 0, trace.name[np.maximum(rng, 0)], -1).astype(np.int64)
+    fam_ids: dict[str, int] = {"": 0}
+    fam_of_name = np.zeros(len(trace.names) + 1, dtype=np.int64)  # last slot: no range
+    for i in distinct(rng_name[rng_name >= 0]).tolist():
+        fam_of_name[i] = fam_ids.setdefault(name_family(trace.names[i]), len(fam_ids))
+    fam = fam_of_name[rng_name]  # -1 indexes the last slot (no range → family "")
+    keys = np.stack([fam, trace.name[outer].astype(np.int64), trace.event_rank[outer].astype(np.int64)])
+    uniq, group = np.unique(keys, axis=1, return_inverse=True)
+    return uniq, np.asarray(group).reshape(-1)
+
+
+def _gap_time_after(gaps: list[DeviceGaps], sync: I64, group_of_sync: I64, n_groups: int) -> tuple[I64, I64]:
+    """Per group: the GPU idle time (ns) in the gaps that followed its syncs, and the part of it attributed to the
+    sync (cause ``sync_stall``); ``group_of_sync``: the group of each of ``sync``'s outer sync."""
+    followed = np.zeros(n_groups, dtype=np.int64)
+    stalled = np.zeros(n_groups, dtype=np.int64)
+    stall_code = CAUSES.index("sync_stall")
+    for dg in gaps:
+        c = dg.columns
+        j = np.flatnonzero(c.after_sync >= 0)
+        if not len(j):
+            continue
+        a = c.after_sync[j]
+        p = np.minimum(np.searchsorted(sync, a), len(sync) - 1)
+        ok = sync[p] == a  # pageable copy calls are not in ``sync``
+        g = group_of_sync[p[ok]]
+        d = c.dur_ns[j[ok]]
+        followed += np.bincount(g, weights=d, minlength=n_groups).astype(np.int64)
+        st = c.cause[j[ok]] == stall_code
+        stalled += np.bincount(g[st], weights=d[st], minlength=n_groups).astype(np.int64)
+    return followed, stalled
 
 
 def _sync_fix(call: str, words: DeviceWords) -> str:

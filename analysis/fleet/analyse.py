@@ -23,11 +23,11 @@ import numpy as np
 import numpy.typing as npt
 
 from gputop_trace.analysis.findings.assemble import Finding, at_stake_order
-from gputop_trace.analysis.fleet.collectives import FleetCollectives, match_fleet
+from gputop_trace.analysis.fleet.collectives import FleetCollectives, RankArrival, match_fleet
 from gputop_trace.analysis.fleet.rank_summary import RankSummary
 from gputop_trace.analysis.gaps.causes import CAUSE_LABELS, CAUSES
 from gputop_trace.analysis.gaps.detect import CAUSE_FIX
-from gputop_trace.analysis.ranks.stragglers import STRAGGLER_MIN_LATE_NS
+from gputop_trace.analysis.ranks.stragglers import STRAGGLER_MIN_LATE_NS, RankWait
 from gputop_trace.units import format_ns, plural
 
 F64 = npt.NDArray[np.float64]
@@ -122,7 +122,6 @@ def analyse_fleet(summaries: Sequence[RankSummary]) -> FleetReport:
     coll = match_fleet(ok)
     waits = {w.rank: w for w in coll.waits}
     arrivals = {a.rank: a for a in coll.arrivals}
-
     stepped = [s for s in ok if s.step_ns]
     step_vals = np.array([s.mean_step_ns for s in stepped], dtype=np.float64)
     step_z = robust_z(step_vals) if len(stepped) >= MIN_RANKS else np.full(len(stepped), np.nan)
@@ -133,50 +132,14 @@ def analyse_fleet(summaries: Sequence[RankSummary]) -> FleetReport:
     med_late = float(np.median(late_vals)) if late_ranks else None
     sz = {s.rank: float(z) for s, z in zip(stepped, step_z, strict=True)}
     lz = {r: float(z) for r, z in zip(late_ranks, late_z, strict=True)}
-
-    ranks: dict[int, FleetRank] = {}
-    for s in ok:
-        w = waits.get(s.rank)
-        a = arrivals.get(s.rank)
-        z_s = sz.get(s.rank)
-        z_l = lz.get(s.rank)
-        mean = s.mean_step_ns
-        step_out = bool(
-            z_s is not None
-            and np.isfinite(z_s)
-            and z_s >= Z_OUTLIER
-            and med_step
-            and mean is not None
-            and mean - med_step >= MIN_STEP_EXCESS * med_step
+    ranks = {
+        s.rank: _fleet_rank(
+            s, coll, (waits.get(s.rank), arrivals.get(s.rank)), (sz.get(s.rank), lz.get(s.rank)), med_step, med_late
         )
-        late_out = bool(
-            z_l is not None
-            and np.isfinite(z_l)
-            and z_l >= Z_OUTLIER
-            and a is not None
-            and med_late is not None
-            and a.late_ns - med_late >= MIN_LATE_NS
-        )
-        ranks[s.rank] = FleetRank(
-            rank=s.rank,
-            mean_step_ns=mean,
-            step_z=_finite(z_s),
-            step_outlier=step_out,
-            collective_wait_ns=w.wait_ns if w else 0,
-            imposed_wait_ns=w.imposed_ns if w else 0,
-            times_last=w.times_last if w else 0,
-            instances=w.instances if w else 0,
-            late_median_ns=w.late_median_ns if w else 0,
-            late_max_ns=w.late_max_ns if w else 0,
-            arrival_late_ns=a.late_ns if a else None,
-            arrival_late_median_ns=a.late_median_ns if a else None,
-            arrival_late_max_ns=a.late_max_ns if a else None,
-            arrival_z=_finite(z_l),
-            late_outlier=late_out,
-            clock_offset_ns=coll.clock_offset_ns.get(s.rank),
-        )
-    by_rank = {s.rank: s for s in ok}
+        for s in ok
+    }
     span = sum(s.span_ns for s in ok)
+    by_rank = {s.rank: s for s in ok}
     drafts: list[Finding] = []
     drafts += _late_arrival(ranks, by_rank, late_vals, med_late)
     drafts += _step_outliers(ranks, by_rank, step_vals, med_step)
@@ -207,6 +170,56 @@ def analyse_fleet(summaries: Sequence[RankSummary]) -> FleetReport:
     }
     return FleetReport(
         ranks=ranks, collectives=coll, findings=findings, median_step_ns=med_step, median_late_ns=med_late, stats=stats
+    )
+
+
+def _fleet_rank(
+    s: RankSummary,
+    coll: FleetCollectives,
+    wait: tuple[RankWait | None, RankArrival | None],
+    z: tuple[float | None, float | None],
+    med_step: float | None,
+    med_late: float | None,
+) -> FleetRank:
+    """The fleet figures of one rank: its collective wait and arrival (``wait``; ``coll``: the fleet's), and whether
+    its step time or its lateness (``z``: their robust z-scores, None where not computed) is an outlier against the
+    medians (ns)."""
+    w, a = wait
+    z_s, z_l = z
+    mean = s.mean_step_ns
+    step_out = bool(
+        z_s is not None
+        and np.isfinite(z_s)
+        and z_s >= Z_OUTLIER
+        and med_step
+        and mean is not None
+        and mean - med_step >= MIN_STEP_EXCESS * med_step
+    )
+    late_out = bool(
+        z_l is not None
+        and np.isfinite(z_l)
+        and z_l >= Z_OUTLIER
+        and a is not None
+        and med_late is not None
+        and a.late_ns - med_late >= MIN_LATE_NS
+    )
+    return FleetRank(
+        rank=s.rank,
+        mean_step_ns=mean,
+        step_z=_finite(z_s),
+        step_outlier=step_out,
+        collective_wait_ns=w.wait_ns if w else 0,
+        imposed_wait_ns=w.imposed_ns if w else 0,
+        times_last=w.times_last if w else 0,
+        instances=w.instances if w else 0,
+        late_median_ns=w.late_median_ns if w else 0,
+        late_max_ns=w.late_max_ns if w else 0,
+        arrival_late_ns=a.late_ns if a else None,
+        arrival_late_median_ns=a.late_median_ns if a else None,
+        arrival_late_max_ns=a.late_max_ns if a else None,
+        arrival_z=_finite(z_l),
+        late_outlier=late_out,
+        clock_offset_ns=coll.clock_offset_ns.get(s.rank),
     )
 
 

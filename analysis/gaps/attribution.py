@@ -91,54 +91,11 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
         l_start = trace.start_ns[sl]
         l_end = l_start + trace.dur_ns[sl]
         ws, we = g0[rows], w_end[rows]
-        # cumulative unions: sync; sync+os; sync+os+data (small sets, merged step by step); all host work
-        us = ue = np.zeros(0, dtype=np.int64)
-        covered_prev = np.zeros(len(rows), dtype=np.int64)
-        for c in HostClass:
-            if c == HostClass.CPU:
-                work = cls >= 0  # a subset of the lane: still sorted by start, union needs no sort
-                us, ue = union(l_start[work], l_end[work])
-            else:
-                m = cls == c
-                us, ue = union(np.concatenate((us, l_start[m])), np.concatenate((ue, l_end[m])))
-            covered = overlap_with_union(ws, we, us, ue)
-            breakdown[rows, int(c)] = covered - covered_prev
-            covered_prev = covered
-        breakdown[rows, -1] = (we - ws) - covered_prev
-        # the thread still in (or just leaving) a sync call when the GPU went idle
-        sync_pos = np.flatnonzero(cls == HostClass.SYNC)
-        if len(sync_pos):
-            sync_ev = sync_pos + base
-            ss = l_start[sync_pos]
-            se = np.maximum.accumulate(l_end[sync_pos])
-            k = np.searchsorted(ss, g0[rows], side="right") - 1
-            hit = (k >= 0) & (se[np.maximum(k, 0)] >= g0[rows] - SYNC_TOLERANCE_NS)
-            # report the sync call that ends last among those started by then (the one the thread waited in)
-            cand = np.where(hit, k, -1)
-            after_sync[rows[hit]] = _latest_ending(trace, sync_ev, cand[hit])
-        # dominant class (ties: the earlier class in priority order)
-        dom = np.argmax(breakdown[rows], axis=1)
-        code = np.array(
-            [_CAUSE_CODE[c] for c in ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced")],
-            dtype=np.int8,
-        )[dom]
-        drained = (after_sync[rows] >= 0) & (code == _CAUSE_CODE["cpu_bound"])
-        code[drained] = _CAUSE_CODE["sync_stall"]
-        code[(we - ws) == 0] = _CAUSE_CODE["untraced"]
+        _host_breakdown(breakdown, rows, cls, l_start, l_end, ws, we)
+        _sync_left(trace, after_sync, rows, cls, l_start, l_end, base, g0)
+        code, drained = _dominant_cause(breakdown[rows], after_sync[rows], we - ws)
         cause[rows] = code
-        # evidence: the event of the winning class overlapping the window most
-        for c, cname in (
-            (HostClass.SYNC, "sync_stall"),
-            (HostClass.OS, "blocked_os"),
-            (HostClass.DATA, "data_loading"),
-            (HostClass.CPU, "cpu_bound"),
-        ):
-            want = rows[(code == _CAUSE_CODE[cname])]
-            if not len(want):
-                continue
-            cand = outermost_only(l_end, np.flatnonzero(cls == c)) + base
-            best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], cand)
-            cause_event[want] = best
+        _cause_evidence(trace, cause_event, rows, code, cls, l_end, base, thread, g0, w_end)
         stall = rows[drained]
         cause_event[stall] = after_sync[stall]
     cause[gpu_dep] = _CAUSE_CODE["gpu_dependency"]
@@ -159,6 +116,85 @@ def attribute_gaps(trace: Trace, g0: I64, g1: I64, nxt: I64, prev: I64, fallback
         window_ns=window.astype(np.int64),
         breakdown_ns=breakdown,
     )
+
+
+def _host_breakdown(breakdown: I64, rows: I64, cls: np.ndarray, l_start: I64, l_end: I64, ws: I64, we: I64) -> None:
+    """Fill the ``rows`` of ``breakdown`` with the time (ns) of each host class in the windows ``[ws, we)`` of one
+    thread (its events' classes ``cls`` and times), by cumulative unions: sync; sync+os; sync+os+data (small sets,
+    merged step by step); all host work; the rest of the window is untraced."""
+    us = ue = np.zeros(0, dtype=np.int64)
+    covered_prev = np.zeros(len(rows), dtype=np.int64)
+    for c in HostClass:
+        if c == HostClass.CPU:
+            work = cls >= 0  # a subset of the lane: still sorted by start, union needs no sort
+            us, ue = union(l_start[work], l_end[work])
+        else:
+            m = cls == c
+            us, ue = union(np.concatenate((us, l_start[m])), np.concatenate((ue, l_end[m])))
+        covered = overlap_with_union(ws, we, us, ue)
+        breakdown[rows, int(c)] = covered - covered_prev
+        covered_prev = covered
+    breakdown[rows, -1] = (we - ws) - covered_prev
+
+
+def _sync_left(
+    trace: Trace, after_sync: I64, rows: I64, cls: np.ndarray, l_start: I64, l_end: I64, base: int, g0: I64
+) -> None:
+    """Set ``after_sync`` of the ``rows`` whose thread was still in (or just leaving) a sync call when the GPU went
+    idle (at ``g0``): the sync call that ends last among those started by then (the one the thread waited in)."""
+    sync_pos = np.flatnonzero(cls == HostClass.SYNC)
+    if not len(sync_pos):
+        return
+    sync_ev = sync_pos + base
+    ss = l_start[sync_pos]
+    se = np.maximum.accumulate(l_end[sync_pos])
+    k = np.searchsorted(ss, g0[rows], side="right") - 1
+    hit = (k >= 0) & (se[np.maximum(k, 0)] >= g0[rows] - SYNC_TOLERANCE_NS)
+    cand = np.where(hit, k, -1)
+    after_sync[rows[hit]] = _latest_ending(trace, sync_ev, cand[hit])
+
+
+def _dominant_cause(breakdown: I64, after_sync: I64, window: I64) -> tuple[npt.NDArray[np.int8], np.ndarray]:
+    """Each gap's cause from its host breakdown: the dominant class (ties: the earlier class in priority order),
+    a sync stall where CPU work followed a sync the thread left (those gaps, ``drained``, are returned too), and
+    untraced for an empty window."""
+    dom = np.argmax(breakdown, axis=1)
+    code = np.array(
+        [_CAUSE_CODE[c] for c in ("sync_stall", "blocked_os", "data_loading", "cpu_bound", "untraced")],
+        dtype=np.int8,
+    )[dom]
+    drained = (after_sync >= 0) & (code == _CAUSE_CODE["cpu_bound"])
+    code[drained] = _CAUSE_CODE["sync_stall"]
+    code[window == 0] = _CAUSE_CODE["untraced"]
+    return code, drained
+
+
+def _cause_evidence(
+    trace: Trace,
+    cause_event: I64,
+    rows: I64,
+    code: npt.NDArray[np.int8],
+    cls: np.ndarray,
+    l_end: I64,
+    base: int,
+    thread: I64,
+    g0: I64,
+    w_end: I64,
+) -> None:
+    """Set ``cause_event`` of the ``rows`` (causes ``code``) to the event of the winning class overlapping the
+    window most."""
+    for c, cname in (
+        (HostClass.SYNC, "sync_stall"),
+        (HostClass.OS, "blocked_os"),
+        (HostClass.DATA, "data_loading"),
+        (HostClass.CPU, "cpu_bound"),
+    ):
+        want = rows[(code == _CAUSE_CODE[cname])]
+        if not len(want):
+            continue
+        cand = outermost_only(l_end, np.flatnonzero(cls == c)) + base
+        best, _ = largest_overlap(trace, thread[want], g0[want], w_end[want], cand)
+        cause_event[want] = best
 
 
 #: A gap the host spent in traced work is a slow launch when the launch call of the kernel that ends it covers at

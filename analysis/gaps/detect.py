@@ -279,62 +279,70 @@ def find_gaps(
     staged: list[dict[str, Any]] = []
     for (g_rank, g_device, g_pid), g_lanes in sorted(group_of_lane.items()):
         ops = idx[isin(op_lane, g_lanes)] if len(group_of_lane) > 1 else idx
-        real = ops[~is_overhead[ops]]
-        if not len(real):
-            continue
-        s_r = trace.start_ns[real]
-        e_r = s_r + trace.dur_ns[real]
-        first, last = int(s_r.min()), int(e_r.max())
-        ovh = ops[is_overhead[ops]]
-        if len(ovh):
-            s_o = trace.start_ns[ovh]
-            ovh = ovh[(s_o > first) & (s_o + trace.dur_ns[ovh] < last)]
-            ops = np.concatenate((real, ovh))
-        else:
-            ops = real
-        s = trace.start_ns[ops]
-        e = s + trace.dur_ns[ops]
-        hs, he, before, after = holes(s, e)
-        hl = he - hs
-        span = last - first
-        busy = span - int(hl.sum())  # the holes are exactly the idle part of the active span
-        sel = np.flatnonzero(hl >= threshold_ns)
-        # launch-bound: short holes between short ops
-        short = (
-            (hl < LAUNCH_GAP_NS) & (trace.dur_ns[ops[before]] < SHORT_OP_NS) & (trace.dur_ns[ops[after]] < SHORT_OP_NS)
-        )
-        short_n, short_ns = int(short.sum()), int(hl[short].sum())
-        edges = np.array(HISTOGRAM_EDGES_NS, dtype=np.int64)
-        b = np.searchsorted(edges, hl, side="right") - 1
-        counts = np.bincount(b, minlength=len(edges))
-        totals = np.bincount(b, weights=hl, minlength=len(edges)).astype(np.int64)
-        staged.append(
-            {
-                "rank": g_rank,
-                "device": g_device,
-                "pid": g_pid,
-                "first_ns": first,
-                "last_ns": last,
-                "span_ns": span,
-                "busy_ns": busy,
-                "idle_ns": span - busy,
-                "ops": len(real),
-                "holes": len(hl),
-                "histogram": GapHistogram(HISTOGRAM_EDGES_NS, tuple(counts.tolist()), tuple(totals.tolist())),
-                "launch_bound": bool(
-                    short_n >= LAUNCH_BOUND_MIN_GAPS and span > 0 and short_ns >= LAUNCH_BOUND_MIN_SHARE * span
-                ),
-                "short_gaps": short_n,
-                "short_gaps_ns": short_ns,
-                "_g0": hs[sel],
-                "_g1": he[sel],
-                "_next": ops[after[sel]],
-                "_prev": ops[before[sel]],
-                "_launcher": _main_launcher(trace, real),
-            }
-        )
+        st = _device_holes(trace, ops, is_overhead, threshold_ns)
+        if st is not None:
+            staged.append({"rank": g_rank, "device": g_device, "pid": g_pid, **st})
     if not staged:
         return []
+    return _attributed(trace, staged, threshold_ns)
+
+
+def _device_holes(trace: Trace, ops: I64, is_overhead: np.ndarray, threshold_ns: int) -> dict[str, Any] | None:
+    """The active span, idle time, histogram and launch-bound counts of one GPU (its busy events ``ops``; profiler
+    overhead rows only inside the span of the others), and its holes of at least ``threshold_ns`` (the keys
+    starting with ``_``, to be attributed); None where it has no work but overhead."""
+    real = ops[~is_overhead[ops]]
+    if not len(real):
+        return None
+    s_r = trace.start_ns[real]
+    e_r = s_r + trace.dur_ns[real]
+    first, last = int(s_r.min()), int(e_r.max())
+    ovh = ops[is_overhead[ops]]
+    if len(ovh):
+        s_o = trace.start_ns[ovh]
+        ovh = ovh[(s_o > first) & (s_o + trace.dur_ns[ovh] < last)]
+        ops = np.concatenate((real, ovh))
+    else:
+        ops = real
+    s = trace.start_ns[ops]
+    e = s + trace.dur_ns[ops]
+    hs, he, before, after = holes(s, e)
+    hl = he - hs
+    span = last - first
+    busy = span - int(hl.sum())  # the holes are exactly the idle part of the active span
+    sel = np.flatnonzero(hl >= threshold_ns)
+    # launch-bound: short holes between short ops
+    short = (hl < LAUNCH_GAP_NS) & (trace.dur_ns[ops[before]] < SHORT_OP_NS) & (trace.dur_ns[ops[after]] < SHORT_OP_NS)
+    short_n, short_ns = int(short.sum()), int(hl[short].sum())
+    edges = np.array(HISTOGRAM_EDGES_NS, dtype=np.int64)
+    b = np.searchsorted(edges, hl, side="right") - 1
+    counts = np.bincount(b, minlength=len(edges))
+    totals = np.bincount(b, weights=hl, minlength=len(edges)).astype(np.int64)
+    return {
+        "first_ns": first,
+        "last_ns": last,
+        "span_ns": span,
+        "busy_ns": busy,
+        "idle_ns": span - busy,
+        "ops": len(real),
+        "holes": len(hl),
+        "histogram": GapHistogram(HISTOGRAM_EDGES_NS, tuple(counts.tolist()), tuple(totals.tolist())),
+        "launch_bound": bool(
+            short_n >= LAUNCH_BOUND_MIN_GAPS and span > 0 and short_ns >= LAUNCH_BOUND_MIN_SHARE * span
+        ),
+        "short_gaps": short_n,
+        "short_gaps_ns": short_ns,
+        "_g0": hs[sel],
+        "_g1": he[sel],
+        "_next": ops[after[sel]],
+        "_prev": ops[before[sel]],
+        "_launcher": _main_launcher(trace, real),
+    }
+
+
+def _attributed(trace: Trace, staged: list[dict[str, Any]], threshold_ns: int) -> list[DeviceGaps]:
+    """Every GPU's reported gaps attributed to causes (in one vectorized pass over all of them), and its
+    :class:`DeviceGaps` with the totals by cause."""
     # attribute every reported gap of every device in one vectorized pass
     sizes = [len(st["_g0"]) for st in staged]
     g0 = np.concatenate([st["_g0"] for st in staged])

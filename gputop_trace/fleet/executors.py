@@ -219,14 +219,7 @@ def run_dask(
     call = fn or summarize_file
     own = client is None
     if own:
-        try:
-            client = _untyped(distributed.Client)(address, timeout=connect_timeout_s)
-        except (OSError, TimeoutError) as e:
-            raise TraceError(
-                f"Could not reach the Dask scheduler at {address} ({type(e).__name__}: {e}). Start one with "
-                "'dask scheduler' and workers with 'dask worker tcp://HOST:8786' on machines that see the traces "
-                "under the same path, then pass --executor dask://HOST:8786.",
-            ) from None
+        client = _dask_client(distributed, address, connect_timeout_s)
     futures: list[Any] = []
     done: dict[int, list[RankSummary]] = {}
     try:
@@ -256,22 +249,7 @@ def run_dask(
                 fut.release()
             if on_result:
                 on_result(done[i])
-        # a task that kills its worker also fails the tasks queued on that worker each time (Dask counts them as
-        # suspects): run the failed ones again alone, so that only the file that kills its worker gets an error
-        for i in sorted(failed):
-            j = jobs[i]
-            if len(failed) <= DASK_RETRY_ALONE_MAX:
-                fut = client.submit(call, j.path, j.default_rank, options, pure=False)
-                try:
-                    done[i] = fut.result()
-                except Exception as e:
-                    done[i] = _died(j, f"the Dask task failed ({type(e).__name__}: {e})")
-                finally:
-                    fut.release()
-            else:
-                done[i] = _died(j, f"the Dask task failed, with {len(failed)} others (not retried one by one)")
-            if on_result:
-                on_result(done[i])
+        _retry_alone(client, call, jobs, options, failed, done, on_result)
         return [done[i] for i in range(len(jobs))]
     except BaseException:
         client.cancel([f for i, f in enumerate(futures) if i not in done])  # interrupted: stop the rest
@@ -279,6 +257,47 @@ def run_dask(
     finally:
         if own:
             client.close()
+
+
+def _dask_client(distributed: Any, address: str | None, connect_timeout_s: float) -> Any:
+    """A new ``distributed.Client`` of the scheduler at ``address`` (waiting up to ``connect_timeout_s`` s);
+    :class:`TraceError` where it cannot be reached."""
+    try:
+        return _untyped(distributed.Client)(address, timeout=connect_timeout_s)
+    except (OSError, TimeoutError) as e:
+        raise TraceError(
+            f"Could not reach the Dask scheduler at {address} ({type(e).__name__}: {e}). Start one with "
+            "'dask scheduler' and workers with 'dask worker tcp://HOST:8786' on machines that see the traces "
+            "under the same path, then pass --executor dask://HOST:8786.",
+        ) from None
+
+
+def _retry_alone(
+    client: Any,
+    call: SummaryFn,
+    jobs: Sequence[RankJob],
+    options: SummaryOptions,
+    failed: list[int],
+    done: dict[int, list[RankSummary]],
+    on_result: OnResult | None,
+) -> None:
+    """Run the ``failed`` tasks again one at a time, into ``done``: a task that kills its worker also fails the
+    tasks queued on that worker each time (Dask counts them as suspects), so that only the file that kills its
+    worker gets an error row (more than :data:`DASK_RETRY_ALONE_MAX` failed: all get one, not retried)."""
+    for i in sorted(failed):
+        j = jobs[i]
+        if len(failed) <= DASK_RETRY_ALONE_MAX:
+            fut = client.submit(call, j.path, j.default_rank, options, pure=False)
+            try:
+                done[i] = fut.result()
+            except Exception as e:
+                done[i] = _died(j, f"the Dask task failed ({type(e).__name__}: {e})")
+            finally:
+                fut.release()
+        else:
+            done[i] = _died(j, f"the Dask task failed, with {len(failed)} others (not retried one by one)")
+        if on_result:
+            on_result(done[i])
 
 
 def _finished(distributed: Any, client: Any, futures: list[Any], no_workers_s: float) -> Any:

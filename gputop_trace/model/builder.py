@@ -27,8 +27,8 @@ from gputop_trace.model.tables import (
     MemoryTable,
     OpArgTable,
     TraceMeta,
-    _empty_columns,
-    _frozen,
+    empty_side_columns,
+    read_only,
     side_table_dtypes,
 )
 from gputop_trace.model.trace import Trace
@@ -254,14 +254,7 @@ class TraceBuilder:
     def _build(
         self, meta: TraceMeta, t0_ns: int | None, pool: ThreadPoolExecutor | None, threads: int, consume: bool
     ) -> Trace:
-        def later(fn: Callable[..., _T], *args: Any) -> Callable[[], _T]:
-            """``fn(*args)`` on a worker (its result when asked for), or here and now without workers."""
-            if pool is None:
-                value = fn(*args)
-                return lambda: value
-            return pool.submit(fn, *args).result
-
-        pending = {k: later(self._column, k, dt) for k, dt in EVENT_COLUMNS.items() if k != "depth"}
+        pending = {k: _later(pool, self._column, k, dt) for k, dt in EVENT_COLUMNS.items() if k != "depth"}
         cols = {k: get() for k, get in pending.items()}
         if consume:
             self._events = []
@@ -274,66 +267,78 @@ class TraceBuilder:
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n, dtype=np.int64)
         gathered = {
-            k: later(_constant, v, n) if _is_constant(v) else later(np.take, v, order, 0)
+            k: _later(pool, _constant, v, n) if _is_constant(v) else _later(pool, np.take, v, order, 0)
             for k, v in cols.items()
             if k not in ("start_ns", "dur_ns", "lane")
         }
-        parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
         if consume:  # each worker's task holds its column until gathered
             cols = {k: cols[k] for k in ("start_ns", "dur_ns", "lane")}
-            self._kernels, self._copies, self._flows = [], [], []
-            self._collectives, self._op_args, self._memory = [], [], []
-        sides = {
-            "kernels": later(_build_side, KernelTable, parts[0], inverse, consume),
-            "copies": later(_build_side, CopyTable, parts[1], inverse, consume),
-            "flows": later(_build_flows, parts[2], inverse),
-            "collectives": later(_build_side, CollectiveTable, parts[3], inverse, consume),
-            "op_args": later(_build_side, OpArgTable, parts[4], inverse, consume),
-            "memory": later(_build_side, MemoryTable, parts[5], inverse, consume),
-        }
-        del parts
-        lane_sorted = _frozen(cols["lane"][order])
-        dur_sorted = _frozen(cols["dur_ns"][order])
+        sides = self._side_tables_later(pool, inverse, consume)
+        lane_sorted = read_only(cols["lane"][order])
+        dur_sorted = read_only(cols["dur_ns"][order])
         start = cols["start_ns"][order]
         if consume:
             del cols
         start -= np.int64(t0_ns)
         lane_offsets = np.searchsorted(lane_sorted, np.arange(n_lanes + 1), side="left").astype(np.int64)
         depth = assign_depths(start, dur_sorted, lane_offsets)
-        out = {k: _frozen(get()) for k, get in gathered.items()}
-        out.update(lane=lane_sorted, dur_ns=dur_sorted)
-        kernels, copies, flows = sides["kernels"](), sides["copies"](), sides["flows"]()
-        collectives, op_args, memory = sides["collectives"](), sides["op_args"](), sides["memory"]()
-        counters = tuple(
-            dataclasses.replace(c, ts_ns=_frozen(c.ts_ns - np.int64(t0_ns)), values=_frozen(c.values))
-            for c in self.counters
-        )
-        meta = dataclasses.replace(
-            meta,
-            t0_ns=int(t0_ns),
-            warnings=tuple(dict.fromkeys((*meta.warnings, *self.warnings))),
-        )
+        out = {k: read_only(get()) for k, get in gathered.items()}
         return Trace(
-            start_ns=_frozen(start),
-            dur_ns=out["dur_ns"],
+            start_ns=read_only(start),
+            dur_ns=dur_sorted,
             kind=out["kind"],
-            lane=out["lane"],
+            lane=lane_sorted,
             name=out["name"],
-            depth=_frozen(depth),
+            depth=read_only(depth),
             corr=out["corr"],
             ext=out["ext"],
             names=tuple(self.names.strings),
             lanes=tuple(self.lanes),
-            lane_offsets=_frozen(lane_offsets),
-            kernels=kernels,
-            copies=copies,
-            flows=flows,
-            counters=counters,
-            meta=meta,
-            collectives=collectives,
-            op_args=op_args,
-            memory=memory,
+            lane_offsets=read_only(lane_offsets),
+            kernels=sides["kernels"](),
+            copies=sides["copies"](),
+            flows=sides["flows"](),
+            counters=self._counters_from(t0_ns),
+            meta=dataclasses.replace(
+                meta, t0_ns=int(t0_ns), warnings=tuple(dict.fromkeys((*meta.warnings, *self.warnings)))
+            ),
+            collectives=sides["collectives"](),
+            op_args=sides["op_args"](),
+            memory=sides["memory"](),
         )
+
+    def _side_tables_later(
+        self, pool: ThreadPoolExecutor | None, inverse: I64, consume: bool
+    ) -> dict[str, Callable[[], Any]]:
+        """The side tables' builds (on the workers where there are), each table's parts given to its task
+        (``consume``: no longer held here); ``inverse`` maps an event's file index to its final one."""
+        parts = (self._kernels, self._copies, self._flows, self._collectives, self._op_args, self._memory)
+        if consume:
+            self._kernels, self._copies, self._flows = [], [], []
+            self._collectives, self._op_args, self._memory = [], [], []
+        return {
+            "kernels": _later(pool, _build_side, KernelTable, parts[0], inverse, consume),
+            "copies": _later(pool, _build_side, CopyTable, parts[1], inverse, consume),
+            "flows": _later(pool, build_flow_table, parts[2], inverse),
+            "collectives": _later(pool, _build_side, CollectiveTable, parts[3], inverse, consume),
+            "op_args": _later(pool, _build_side, OpArgTable, parts[4], inverse, consume),
+            "memory": _later(pool, _build_side, MemoryTable, parts[5], inverse, consume),
+        }
+
+    def _counters_from(self, t0_ns: int) -> tuple[CounterSeries, ...]:
+        """The counter series with times relative to ``t0_ns`` (ns), read-only."""
+        return tuple(
+            dataclasses.replace(c, ts_ns=read_only(c.ts_ns - np.int64(t0_ns)), values=read_only(c.values))
+            for c in self.counters
+        )
+
+
+def _later(pool: ThreadPoolExecutor | None, fn: Callable[..., _T], *args: Any) -> Callable[[], _T]:
+    """``fn(*args)`` on a worker of ``pool`` (its result when asked for), or here and now without workers."""
+    if pool is None:
+        value = fn(*args)
+        return lambda: value
+    return pool.submit(fn, *args).result
 
 
 def _broadcast(v: npt.ArrayLike, n: int, dtype: Any, *, lazy: bool = False) -> np.ndarray[Any, Any]:
@@ -394,9 +399,11 @@ def _side_columns(cls: type, cols: dict[str, npt.ArrayLike]) -> dict[str, np.nda
     return out
 
 
-def _concat_side(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]]) -> dict[str, np.ndarray[Any, Any]]:
+def concat_side_columns(cls: type, parts: Sequence[dict[str, np.ndarray[Any, Any]]]) -> dict[str, np.ndarray[Any, Any]]:
+    """The columns of side table ``cls`` from ``parts`` (per chunk or per trace), concatenated in order; no parts:
+    empty columns."""
     if not parts:
-        return _empty_columns(cls)
+        return empty_side_columns(cls)
     return {k: np.concatenate([p[k] for p in parts]) for k in side_table_dtypes(cls)}
 
 
@@ -411,11 +418,11 @@ def _build_side(
     an array as long as the trace, and the marks read back in event order (the one order a stable argsort gives
     distinct keys). The columns are then scattered from their parts into place, never concatenated first."""
     if not parts:
-        return cls(**{k: _frozen(v) for k, v in _empty_columns(cls).items()})
+        return cls(**{k: read_only(v) for k, v in empty_side_columns(cls).items()})
     event = inverse[np.concatenate([p["event"] for p in parts])] if len(parts) > 1 else inverse[parts[0]["event"]]
     m = event.shape[0]
     if m == 0:
-        return cls(**{k: _frozen(v) for k, v in _concat_side(cls, parts).items()})
+        return cls(**{k: read_only(v) for k, v in concat_side_columns(cls, parts).items()})
     small = np.int32 if m < 2**31 else np.int64
     slot = np.full(inverse.shape[0], -1, dtype=small)
     slot[event] = np.arange(m, dtype=small)
@@ -445,14 +452,16 @@ def _build_side(
             at += v.shape[0]
             del v
         cols[k] = out
-    return cls(**{k: _frozen(v) for k, v in cols.items()})
+    return cls(**{k: read_only(v) for k, v in cols.items()})
 
 
-def _build_flows(parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64) -> FlowTable:
-    cols = _concat_side(FlowTable, parts)
+def build_flow_table(parts: Sequence[dict[str, np.ndarray[Any, Any]]], inverse: I64) -> FlowTable:
+    """The flow table of ``parts`` with event indices mapped through ``inverse`` (old index -> final index), sorted
+    by (kind, dst, src)."""
+    cols = concat_side_columns(FlowTable, parts)
     if cols["src"].shape[0]:
         cols["src"] = inverse[cols["src"]]
         cols["dst"] = inverse[cols["dst"]]
         order = np.lexsort((cols["src"], cols["dst"], cols["kind"]))
         cols = {k: v[order] for k, v in cols.items()}
-    return FlowTable(**{k: _frozen(v) for k, v in cols.items()})
+    return FlowTable(**{k: read_only(v) for k, v in cols.items()})

@@ -82,7 +82,8 @@ class TraceMeta:
     properties: dict[str, Any] = field(default_factory=dict)
 
 
-def _frozen(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def read_only(a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``a`` itself, made read-only (the model's columns are never written after the build)."""
     a.flags.writeable = False
     return a
 
@@ -112,7 +113,7 @@ class KernelTable:
 
     @staticmethod
     def empty() -> KernelTable:
-        return KernelTable(**_empty_columns(KernelTable))
+        return KernelTable(**empty_side_columns(KernelTable))
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -135,7 +136,7 @@ class CopyTable:
 
     @staticmethod
     def empty() -> CopyTable:
-        return CopyTable(**_empty_columns(CopyTable))
+        return CopyTable(**empty_side_columns(CopyTable))
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -160,7 +161,7 @@ class CollectiveTable:
 
     @staticmethod
     def empty() -> CollectiveTable:
-        return CollectiveTable(**_empty_columns(CollectiveTable))
+        return CollectiveTable(**empty_side_columns(CollectiveTable))
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -176,7 +177,7 @@ class FlowTable:
 
     @staticmethod
     def empty() -> FlowTable:
-        return FlowTable(**_empty_columns(FlowTable))
+        return FlowTable(**empty_side_columns(FlowTable))
 
     def __len__(self) -> int:
         return int(self.src.shape[0])
@@ -200,7 +201,7 @@ class OpArgTable:
 
     @staticmethod
     def empty() -> OpArgTable:
-        return OpArgTable(**_empty_columns(OpArgTable))
+        return OpArgTable(**empty_side_columns(OpArgTable))
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -222,7 +223,7 @@ class MemoryTable:
 
     @staticmethod
     def empty() -> MemoryTable:
-        return MemoryTable(**_empty_columns(MemoryTable))
+        return MemoryTable(**empty_side_columns(MemoryTable))
 
     def __len__(self) -> int:
         return int(self.event.shape[0])
@@ -278,7 +279,8 @@ def side_table_dtypes(cls: type) -> dict[str, Any]:
     return _SIDE_DTYPES[cls.__name__]
 
 
-def _empty_columns(cls: type) -> dict[str, Any]:
+def empty_side_columns(cls: type) -> dict[str, Any]:
+    """The columns of side table ``cls`` with no rows, each of its dtype (and row width, for 2-D columns)."""
     out: dict[str, Any] = {}
     for name, dt in side_table_dtypes(cls).items():
         out[name] = np.zeros((0, dt[1]) if isinstance(dt, tuple) else 0, dtype=dt[0] if isinstance(dt, tuple) else dt)

@@ -35,7 +35,7 @@ from gputop_trace.model.tables import (
     MemoryTable,
     OpArgTable,
     TraceMeta,
-    _frozen,
+    read_only,
 )
 
 #: ``TraceMeta.properties`` key: how many ``python_function`` events ``include_python=False`` left out
@@ -120,7 +120,7 @@ class Trace:
     @cached_property
     def end_ns(self) -> I64:
         """End of every event (ns from trace start)."""
-        return _frozen(self.start_ns + self.dur_ns)
+        return read_only(self.start_ns + self.dur_ns)
 
     @cached_property
     def span_ns(self) -> int:
@@ -138,33 +138,33 @@ class Trace:
         rows = np.zeros(len(self.lanes), dtype=np.int32)
         if len(self):
             np.maximum.at(rows, self.lane, self.depth.astype(np.int32) + 1)
-        return _frozen(rows)
+        return read_only(rows)
 
     @cached_property
     def lane_kind(self) -> U8:
         """:class:`LaneKind` of each lane."""
-        return _frozen(np.array([int(ln.kind) for ln in self.lanes], dtype=np.uint8))
+        return read_only(np.array([int(ln.kind) for ln in self.lanes], dtype=np.uint8))
 
     @cached_property
     def lane_rank(self) -> I32:
         """Rank of each lane."""
-        return _frozen(np.array([ln.rank for ln in self.lanes], dtype=np.int32))
+        return read_only(np.array([ln.rank for ln in self.lanes], dtype=np.int32))
 
     @cached_property
     def lane_device(self) -> I32:
         """GPU device of each lane (``-1`` for CPU lanes)."""
-        return _frozen(np.array([ln.device for ln in self.lanes], dtype=np.int32))
+        return read_only(np.array([ln.device for ln in self.lanes], dtype=np.int32))
 
     @cached_property
     def lane_pid(self) -> I64:
         """Process id of each lane (``-1`` when the lane has none)."""
-        return _frozen(np.array([ln.pid for ln in self.lanes], dtype=np.int64))
+        return read_only(np.array([ln.pid for ln in self.lanes], dtype=np.int64))
 
     @cached_property
     def lane_order(self) -> I32:
         """Lane ids in display order."""
         keys = [(ln.sort_key, i) for i, ln in enumerate(self.lanes)]
-        return _frozen(np.array([i for _, i in sorted(keys, key=lambda k: (*_sortable(k[0]), k[1]))], dtype=np.int32))
+        return read_only(np.array([i for _, i in sorted(keys, key=lambda k: (*_sortable(k[0]), k[1]))], dtype=np.int32))
 
     # ---- rows --------------------------------------------------------------------------------------------
     @cached_property
@@ -178,7 +178,7 @@ class Trace:
             index = {(int(lane_s[s]), int(depth_s[s])): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)}
         else:
             index = {}
-        return _frozen(order.astype(np.int64)), index
+        return read_only(order.astype(np.int64)), index
 
     def row_events(self, lane: int, depth: int) -> I64:
         """Indices of the events drawn in one row of a lane, sorted by start (they never overlap)."""
@@ -208,12 +208,12 @@ class Trace:
     @cached_property
     def event_device(self) -> I32:
         """GPU device of every event's lane (``-1`` on CPU lanes)."""
-        return _frozen(self.lane_device[self.lane])
+        return read_only(self.lane_device[self.lane])
 
     @cached_property
     def event_rank(self) -> I32:
         """Rank of every event."""
-        return _frozen(self.lane_rank[self.lane])
+        return read_only(self.lane_rank[self.lane])
 
     def count_by_kind(self) -> dict[Kind, int]:
         """Number of events of every kind present."""
@@ -227,7 +227,7 @@ class Trace:
         out = np.full(len(self), -1, dtype=np.int64)
         sel = self.flows.kind == FlowKind.LAUNCH
         out[self.flows.dst[sel]] = self.flows.src[sel]
-        return _frozen(out)
+        return read_only(out)
 
     # ---- side tables -------------------------------------------------------------------------------------
     def kernel_row(self, event: int) -> int:

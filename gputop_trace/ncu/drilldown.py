@@ -176,29 +176,8 @@ def build_ncu_command(
     ``raw_name`` unused). ``report_base`` is the report path without ``.ncu-rep``; ``separator`` puts ``--``
     between ncu's options and the target. Raises ValueError for an empty target, a negative skip, a launch count
     under 1, an invalid regex or an unknown set."""
-    if not target or not str(target[0]).strip():
-        raise ValueError("the target command is empty: give the command that reruns the workload")
-    if launch_skip < 0:
-        raise ValueError(f"the launch number must be 0 or more, not {launch_skip}")
-    if section_set not in SECTION_SETS:
-        raise ValueError(f"unknown ncu section set {section_set!r}; use one of {', '.join(SECTION_SETS)}")
-    if clock_control not in (None, "base", "none"):
-        raise ValueError(f"--clock-control must be base or none, not {clock_control!r}")
-    if launch_count < 1:
-        raise ValueError(f"the launch count must be 1 or more, not {launch_count}")
-    if kernel_regex is not None:
-        if not kernel_regex.strip():
-            raise ValueError("the kernel regex is empty")
-        try:
-            re.compile(kernel_regex)
-        except re.error as e:
-            raise ValueError(f"the kernel regex {kernel_regex!r} is not valid: {e}") from None
-        base, name, pattern = "function", kernel_regex, kernel_regex
-    else:
-        base, name = kernel_filter(raw_name)
-        pattern = f"^{escape_ncu_regex(name)}$"
-    if not name:
-        raise ValueError("the kernel name is empty")
+    _check_options(target, launch_skip, section_set, clock_control, launch_count)
+    base, name, pattern = _kernel_match(raw_name, kernel_regex)
     include, note = nvtx_filter(nvtx_range)
     argv = [
         ncu,
@@ -242,6 +221,42 @@ def build_ncu_command(
         launch_count=int(launch_count),
         target_argv=tuple(str(a) for a in target),
     )
+
+
+def _check_options(
+    target: Sequence[str], launch_skip: int, section_set: str, clock_control: str | None, launch_count: int
+) -> None:
+    """ValueError for an empty target, a negative skip, an unknown set or clock control, a launch count under 1."""
+    if not target or not str(target[0]).strip():
+        raise ValueError("the target command is empty: give the command that reruns the workload")
+    if launch_skip < 0:
+        raise ValueError(f"the launch number must be 0 or more, not {launch_skip}")
+    if section_set not in SECTION_SETS:
+        raise ValueError(f"unknown ncu section set {section_set!r}; use one of {', '.join(SECTION_SETS)}")
+    if clock_control not in (None, "base", "none"):
+        raise ValueError(f"--clock-control must be base or none, not {clock_control!r}")
+    if launch_count < 1:
+        raise ValueError(f"the launch count must be 1 or more, not {launch_count}")
+
+
+def _kernel_match(raw_name: str, kernel_regex: str | None) -> tuple[str, str, str]:
+    """ncu's kernel name base, the name (or regex) and the ``-k regex:`` pattern that select the kernel
+    ``raw_name``, or every kernel whose function name matches ``kernel_regex``; ValueError for an empty name or an
+    empty or invalid regex."""
+    if kernel_regex is not None:
+        if not kernel_regex.strip():
+            raise ValueError("the kernel regex is empty")
+        try:
+            re.compile(kernel_regex)
+        except re.error as e:
+            raise ValueError(f"the kernel regex {kernel_regex!r} is not valid: {e}") from None
+        base, name, pattern = "function", kernel_regex, kernel_regex
+    else:
+        base, name = kernel_filter(raw_name)
+        pattern = f"^{escape_ncu_regex(name)}$"
+    if not name:
+        raise ValueError("the kernel name is empty")
+    return base, name, pattern
 
 
 # ---- where things are kept -------------------------------------------------------------------------------------

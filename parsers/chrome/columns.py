@@ -34,23 +34,23 @@ from gputop_trace.parsers.chrome.values import (
 
 # how a chunk is split by phase: slices and instants become events at once, B/E and async pairs are matched
 # after streaming, flows are bound to slices after the build, metadata fills the name tables
-_G_X, _G_I, _G_BE, _G_FLOW, _G_ASYNC, _G_META, _G_COUNTER, _G_NONE, _G_OTHER = range(9)
-_PH_GROUP: dict[str, int] = {
-    "X": _G_X,
-    "i": _G_I,
-    "I": _G_I,
-    "R": _G_I,
-    "B": _G_BE,
-    "E": _G_BE,
-    "s": _G_FLOW,
-    "t": _G_FLOW,
-    "f": _G_FLOW,
-    "b": _G_ASYNC,
-    "e": _G_ASYNC,
-    "n": _G_ASYNC,
-    "M": _G_META,
-    "C": _G_COUNTER,
-    "": _G_NONE,
+GROUP_X, GROUP_I, GROUP_BE, GROUP_FLOW, GROUP_ASYNC, GROUP_META, GROUP_COUNTER, GROUP_NONE, GROUP_OTHER = range(9)
+PHASE_GROUP: dict[str, int] = {
+    "X": GROUP_X,
+    "i": GROUP_I,
+    "I": GROUP_I,
+    "R": GROUP_I,
+    "B": GROUP_BE,
+    "E": GROUP_BE,
+    "s": GROUP_FLOW,
+    "t": GROUP_FLOW,
+    "f": GROUP_FLOW,
+    "b": GROUP_ASYNC,
+    "e": GROUP_ASYNC,
+    "n": GROUP_ASYNC,
+    "M": GROUP_META,
+    "C": GROUP_COUNTER,
+    "": GROUP_NONE,
 }
 
 
@@ -108,7 +108,7 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
     for note in chunk.notes:
         st.builder.warn(f"The file is not strict JSON: {note}.")
     if chunk.counters:
-        _process_counters(st, chunk.counters)
+        process_counters(st, chunk.counters)
     if chunk.profiler_ranges:
         _process_profiler_ranges(st, chunk.profiler_ranges)
     n = len(evs)
@@ -151,14 +151,14 @@ def process_chunk(st: State, chunk: Chunk, *, include_python: bool = True) -> No
     if phs.count("X") == n:  # the common case: a run of complete events only
         _process_slices(st, evs, None, _ts_ns(ts_f, ts_x, None), exact, seq0, None)
         return
-    group = np.fromiter(map(_PH_GROUP.get, phs, repeat(_G_OTHER)), dtype=np.uint8, count=n)
-    is_p = group <= _G_FLOW
+    group = np.fromiter(map(PHASE_GROUP.get, phs, repeat(GROUP_OTHER)), dtype=np.uint8, count=n)
+    is_p = group <= GROUP_FLOW
     idx_p = np.flatnonzero(is_p)
     if len(idx_p):
         ev_p = list(compress(evs, is_p.tolist())) if len(idx_p) < n else evs
         _process_slices(st, ev_p, group[idx_p], _ts_ns(ts_f, ts_x, idx_p), exact, seq0, idx_p)
     if len(idx_p) < n:
-        _process_other(st, evs, phs, group, exact, seq0)
+        process_other(st, evs, phs, group, exact, seq0)
 
 
 def _ts_ns(
@@ -185,22 +185,22 @@ def _process_slices(
     src = dense_ids(st.srcs, list(map(_A_PIDTID, evs)))
     cat = dense_ids(st.cats, list(map(_A_CAT, evs)))
     if group is None:
-        _add_slices(st, *_x_fields(evs, exact), ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None)
+        add_slices(st, *_x_fields(evs, exact), ts, src, cat, _name_ids(st, list(map(_A_NAME, evs))), None)
         return
-    named = group <= _G_BE
+    named = group <= GROUP_BE
     name = np.full(n, -1, dtype=np.int64)
     if named.all():
         name = _name_ids(st, list(map(_A_NAME, evs)))
     elif named.any():
         name[named] = _name_ids(st, list(map(_A_NAME, compress(evs, named.tolist()))))
-    direct = group <= _G_I
+    direct = group <= GROUP_I
     sel = np.flatnonzero(direct)
     if len(sel):
         ev_d = evs if len(sel) == n else list(compress(evs, direct.tolist()))
-        is_x = group[sel] == _G_X
+        is_x = group[sel] == GROUP_X
         xs = ev_d if is_x.all() else list(compress(ev_d, is_x.tolist()))
         inst = None if is_x.all() else list(map(_A_ARGS, compress(ev_d, (~is_x).tolist())))
-        _add_slices(
+        add_slices(
             st,
             *_x_fields(xs, exact),
             ts[sel],
@@ -212,9 +212,9 @@ def _process_slices(
             inst,
         )
     seq = seq0 + (pos if pos is not None else np.arange(n))
-    for i in np.flatnonzero(group == _G_BE).tolist():
+    for i in np.flatnonzero(group == GROUP_BE).tolist():
         st.be.append((int(src[i]), int(ts[i]), int(seq[i]), int(name[i]), int(cat[i]), evs[i].ph))
-    sel = np.flatnonzero(group == _G_FLOW)
+    sel = np.flatnonzero(group == GROUP_FLOW)
     if len(sel):
         ac2g = st.cats.get("ac2g", -1)
         sel = sel[cat[sel] != ac2g]  # launch flows come from correlation ids
@@ -270,7 +270,7 @@ def _x_fields(xs: list[Any], exact: bool) -> tuple[list[Any], np.ndarray[Any, An
     return argl, dur_x, lambda i: str(xs[i].name)
 
 
-def _add_slices(
+def add_slices(
     st: State,
     argl: list[Any],
     dur_x: np.ndarray[Any, Any],
@@ -295,46 +295,11 @@ def _add_slices(
     args."""
     n = len(start)
     base = st.n
-    nx = len(dur_x)
-    far = dur_x == OUT_OF_RANGE_NS
-    if far.any():
-        st.repaired += int(far.sum())
-        st.repaired_example = st.repaired_example or f"an event named {name_of(int(np.flatnonzero(far)[0]))!r} " + (
-            "whose dur is out of range (shown with duration 0)"
-        )
-        dur_x[far] = 0
-    neg = dur_x < 0
-    if neg.any():
-        st.negative_dur += int(neg.sum())
-        dur_x[neg] = 0
-    if ids is None:
-        corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
-        ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
-        dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
-        at = np.arange(nx)  # the X event of each args in argl
-    else:
-        corr_x, ext_x, dev_x, at = ids
-        corr_x = corr_x.copy()
-    na = len(argl)
-    no_corr = corr_x < 0
-    if no_corr.any():
-        corr_x[no_corr] = -1
-        texts = list(map(_A_CORR_ID, argl))
-        if texts.count(None) != na:
-            for i, t in enumerate(texts):
-                if t is not None and no_corr[at[i]]:
-                    corr_x[at[i]] = _int64_or(t, -1)
+    _repair_durations(st, dur_x, name_of)
+    corr_x, ext_x, dev_x, at = _x_ids(argl, len(dur_x), ids)
     # provisional index of every X event
     ev_x = base + (np.arange(n, dtype=np.int64) if is_x is None else np.flatnonzero(is_x))
-    sizes = list(map(_A_SIZE, argl))
-    if sizes.count(-1) != na:  # bytes of a copy in its runtime call's args (HIP: "size": "2560") or its own
-        for i, v in enumerate(sizes):
-            size = _int64_or(v, -1)
-            if size >= 0:
-                j = int(at[i])
-                st.own_size[int(ev_x[j])] = (size, argl[i].direction)
-                if corr_x[j] >= 0:
-                    st.call_size[int(corr_x[j])] = size
+    _record_sizes(st, argl, at, ev_x, corr_x)
     ev_a = ev_x[at] if ids is not None else ev_x  # the X event of each args in argl
     if kern is None:  # the args of every X event
         kc, ev_k = kernel_cols(argl), ev_a
@@ -343,7 +308,7 @@ def _add_slices(
         kc, ev_k = kc.override(np.searchsorted(krows, at), kernel_cols(argl)), ev_x[krows]
     _add_kernel_and_copy_rows(st, kc, ev_k, argl, ev_a)
     files = list(map(_A_KFILE, argl))
-    if files.count(None) != na:
+    if files.count(None) != len(argl):
         _add_inductor_args(st, [name_of(int(j)) for j in at.tolist()], argl, files)
     instants: list[tuple[int, Any]] = []
     if is_x is not None and inst_args:
@@ -357,13 +322,79 @@ def _add_slices(
         dur, corr, ext, device = dur_x, corr_x, ext_x, dev_x
         phc = np.full(n, PH_X, dtype=np.uint8)
     else:
-        dur = np.zeros(n, dtype=np.int64)
-        corr = np.full(n, -1, dtype=np.int64)
-        ext = np.full(n, -1, dtype=np.int64)
-        device = np.full(n, -1, dtype=np.int64)
-        dur[is_x], corr[is_x], ext[is_x], device[is_x] = dur_x, corr_x, ext_x, dev_x
+        dur, corr, ext, device = _spread_over_events(is_x, dur_x, corr_x, ext_x, dev_x)
         phc = np.where(is_x, PH_X, PH_I).astype(np.uint8)
     append_events(st, start, dur, src, cat, name, corr, ext, device, phc)
+
+
+def _repair_durations(st: State, dur_x: np.ndarray[Any, Any], name_of: Callable[[int], str]) -> None:
+    """Durations (ns) out of range or negative become 0, in place, and are counted on ``st``."""
+    far = dur_x == OUT_OF_RANGE_NS
+    if far.any():
+        st.repaired += int(far.sum())
+        st.repaired_example = st.repaired_example or f"an event named {name_of(int(np.flatnonzero(far)[0]))!r} " + (
+            "whose dur is out of range (shown with duration 0)"
+        )
+        dur_x[far] = 0
+    neg = dur_x < 0
+    if neg.any():
+        st.negative_dur += int(neg.sum())
+        dur_x[neg] = 0
+
+
+def _x_ids(
+    argl: list[Any], nx: int, ids: tuple[np.ndarray[Any, Any], ...] | None
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Correlation id, External id and device of each of the ``nx`` ``X`` events (-1 none), and the ``X`` event of
+    each args in ``argl``: read from the args, or the scanner's ``ids`` (a correlation it could not read as a number
+    is read here from its text)."""
+    if ids is None:
+        corr_x = np.fromiter(map(_A_CORR, argl), np.int64, nx)
+        ext_x = np.fromiter(map(_A_EXT, argl), np.int64, nx)
+        dev_x = np.fromiter(map(_A_DEVICE, argl), np.int64, nx)
+        at = np.arange(nx)  # the X event of each args in argl
+    else:
+        corr_x, ext_x, dev_x, at = ids
+        corr_x = corr_x.copy()
+    no_corr = corr_x < 0
+    if no_corr.any():
+        corr_x[no_corr] = -1
+        texts = list(map(_A_CORR_ID, argl))
+        if texts.count(None) != len(argl):
+            for i, t in enumerate(texts):
+                if t is not None and no_corr[at[i]]:
+                    corr_x[at[i]] = _int64_or(t, -1)
+    return corr_x, ext_x, dev_x, at
+
+
+def _record_sizes(
+    st: State, argl: list[Any], at: np.ndarray[Any, Any], ev_x: np.ndarray[Any, Any], corr_x: np.ndarray[Any, Any]
+) -> None:
+    """Bytes of a copy in its runtime call's args (HIP: ``"size": "2560"``) or its own, by event and by
+    correlation id."""
+    sizes = list(map(_A_SIZE, argl))
+    if sizes.count(-1) != len(argl):
+        for i, v in enumerate(sizes):
+            size = _int64_or(v, -1)
+            if size >= 0:
+                j = int(at[i])
+                st.own_size[int(ev_x[j])] = (size, argl[i].direction)
+                if corr_x[j] >= 0:
+                    st.call_size[int(corr_x[j])] = size
+
+
+def _spread_over_events(is_x: np.ndarray[Any, Any], *x_cols: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+    """The ``X`` events' duration (ns), correlation, External id and device columns spread over all the events
+    (the instants: duration 0, ids -1)."""
+    n = len(is_x)
+    dur = np.zeros(n, dtype=np.int64)
+    dur[is_x] = x_cols[0]
+    out = [dur]
+    for col in x_cols[1:]:
+        full = np.full(n, -1, dtype=np.int64)
+        full[is_x] = col
+        out.append(full)
+    return tuple(out)
 
 
 def _add_kernel_and_copy_rows(
@@ -415,19 +446,19 @@ def _add_inductor_args(st: State, names: list[str], argl: list[Any], files: list
             st.inductor_args[op].add((f, h if isinstance(h, str) else "", b if isinstance(b, str) else ""))
 
 
-def _process_other(
+def process_other(
     st: State, evs: list[Any], phs: list[str], group: np.ndarray[Any, Any], exact: bool, seq0: int
 ) -> None:
     """Metadata, async and unknown-phase events of a chunk (one by one: there are few)."""
-    for i in np.flatnonzero(group > _G_FLOW).tolist():
+    for i in np.flatnonzero(group > GROUP_FLOW).tolist():
         e = evs[i]
         g = group[i]
-        if g == _G_META:
+        if g == GROUP_META:
             _metadata(st, e)
-        elif g == _G_ASYNC:
+        elif g == GROUP_ASYNC:
             ident = e.id if e.id is not None else (e.id2 if isinstance(e.id2, (int, str)) else None)
             st.asyncs.append((e.ph, e.pid, e.cat, ident, one_ns(e.ts), e.name, seq0 + i))
-        elif g == _G_OTHER:
+        elif g == GROUP_OTHER:
             st.other_phases[phs[i]] += 1
 
 
@@ -468,7 +499,8 @@ def _process_profiler_ranges(st: State, ranges: list[Any]) -> None:
             values.append(float(value))
 
 
-def _process_counters(st: State, counters: list[Any]) -> None:
+def process_counters(st: State, counters: list[Any]) -> None:
+    """Counter (``C``) events become counter samples: each numeric arg of one is a series, its value at ``ts`` (ns)."""
     for c in counters:
         if not isinstance(c.args, dict):
             continue

@@ -10,16 +10,16 @@ from typing import Any
 import numpy as np
 
 from gputop_trace.parsers.chrome.columns import (
-    _G_BE,
-    _G_FLOW,
-    _G_I,
-    _G_OTHER,
-    _G_X,
-    _PH_GROUP,
-    _add_slices,
-    _process_counters,
-    _process_other,
+    GROUP_BE,
+    GROUP_FLOW,
+    GROUP_I,
+    GROUP_OTHER,
+    GROUP_X,
+    PHASE_GROUP,
+    add_slices,
     drop_without_time,
+    process_counters,
+    process_other,
 )
 from gputop_trace.parsers.chrome.decode import EXACT_FLOAT_LIMIT_US
 from gputop_trace.parsers.chrome.fast import FastChunk, decode_src, decode_strings
@@ -35,8 +35,8 @@ from gputop_trace.parsers.chrome.values import (
     map_local_ids,
 )
 
-_GROUP_OF = np.full(256, _G_OTHER, dtype=np.uint8)
-for _ph, _g in _PH_GROUP.items():
+_GROUP_OF = np.full(256, GROUP_OTHER, dtype=np.uint8)
+for _ph, _g in PHASE_GROUP.items():
     _GROUP_OF[ord(_ph) if _ph else 0] = _g
 _M = ord("M")
 
@@ -57,7 +57,7 @@ class _Lazy:
 def process_fast(st: State, fc: FastChunk, *, include_python: bool = True) -> None:
     """One scanned chunk into columns and side rows (what ``process_chunk`` does with a decoded one)."""
     if fc.counters:
-        _process_counters(st, fc.counters)
+        process_counters(st, fc.counters)
     n = fc.n
     if n == 0:
         return
@@ -83,11 +83,11 @@ def process_fast(st: State, fc: FastChunk, *, include_python: bool = True) -> No
     seq0 = st.seq
     st.seq += n
     group = _GROUP_OF[ph[kept]]
-    idx_p = np.flatnonzero(group <= _G_FLOW)
+    idx_p = np.flatnonzero(group <= GROUP_FLOW)
     if len(idx_p):
         _slices(st, fc, kept[idx_p], group[idx_p], exact, seq0, idx_p)
     if len(idx_p) < n:
-        _process_other(st, _Lazy(fc, kept, exact, "ev"), _Lazy(fc, kept, exact, "ph"), group, exact, seq0)  # type: ignore[arg-type]
+        process_other(st, _Lazy(fc, kept, exact, "ev"), _Lazy(fc, kept, exact, "ph"), group, exact, seq0)  # type: ignore[arg-type]
 
 
 def _ns(fc: FastChunk, rows: np.ndarray[Any, Any], exact: bool, dur: bool) -> np.ndarray[Any, Any]:
@@ -115,13 +115,13 @@ def _slices(
     ts = _ns(fc, rows, exact, dur=False)
     src = local_to_global(fc.src[rows], [decode_src(t) for t in fc.srcs], st.srcs)
     cat = local_to_global(fc.cat[rows], decode_strings(fc.cats), st.cats)
-    named = group <= _G_BE
+    named = group <= GROUP_BE
     name = np.full(n, -1, dtype=np.int64)
     if named.any():
         name[named] = _name_ids(st, fc, fc.name[rows[named]])
-    sel = np.flatnonzero(group <= _G_I)
+    sel = np.flatnonzero(group <= GROUP_I)
     if len(sel):
-        is_x = group[sel] == _G_X
+        is_x = group[sel] == GROUP_X
         xrows = rows[sel[is_x]]
         detail = np.flatnonzero(fc.need[xrows])
         krows = np.flatnonzero(fc.maybe_kernel()[xrows])  # X events with kernel or copy args (or decoded ones)
@@ -137,7 +137,7 @@ def _slices(
             type=fc.types[xrows].astype(np.int64),
             type_keys=fc.texts("typestrs"),
         )
-        _add_slices(
+        add_slices(
             st,
             argl,
             dur_x,
@@ -153,10 +153,10 @@ def _slices(
             (fc.kernel_cols(xrows[krows]), krows),
         )
     seq = seq0 + pos
-    for i in np.flatnonzero(group == _G_BE).tolist():
+    for i in np.flatnonzero(group == GROUP_BE).tolist():
         ph = chr(int(fc.ph[rows[i]]))
         st.be.append((int(src[i]), int(ts[i]), int(seq[i]), int(name[i]), int(cat[i]), ph))
-    sel = np.flatnonzero(group == _G_FLOW)
+    sel = np.flatnonzero(group == GROUP_FLOW)
     if len(sel):
         ac2g = st.cats.get("ac2g", -1)
         sel = sel[cat[sel] != ac2g]  # launch flows come from correlation ids

@@ -12,7 +12,7 @@ invalid UTF-8) are decoded element by element with a lenient fallback, and what 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from gputop_trace.errors import TraceError
 from gputop_trace.parsers.chrome import scanner
@@ -126,6 +126,23 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
     ``info.consumed`` ends as the decompressed offset just after the last complete element (or the array's
     closing bracket), so ``info.total - info.consumed`` is what a truncated file lost.
     """
+    buf, pos = _open_array(src, info)
+    info.consumed = pos
+    threads = scan_threads() if scanner.enabled() else 1
+    part = CHUNK * (BIG_PART_CHUNKS if threads >= BIG_PARTS_FROM else 1)
+    win = _Window(src, buf, pos, 0, part * threads)
+    del buf
+    try:
+        yield from _stream_window(win, src, info, threads)
+    finally:
+        win.close()
+    _decode_header_text(info)
+    info.total = src.bytes_out
+
+
+def _open_array(src: ByteStream, info: DocumentInfo) -> tuple[bytes, int]:
+    """The first bytes of the stream and the offset just after the events array's ``[`` in them (the header before
+    it read as far as needed); sets ``info.form``. Raises :class:`TraceError` where the stream holds no trace."""
     head = min(HEAD, CHUNK)
     buf = src.read(head)
     while len(buf) < 64 and not src.eof:
@@ -151,81 +168,82 @@ def stream_events(src: ByteStream, info: DocumentInfo) -> Iterator[Chunk]:
         pos, buf = _find_events_key(src, buf, start, info)
     else:
         raise _not_trace(src.path, _describe_non_json(buf[start : start + 16]))
-    info.consumed = pos
-    threads = scan_threads() if scanner.enabled() else 1
-    part = CHUNK * (BIG_PART_CHUNKS if threads >= BIG_PARTS_FROM else 1)
-    win = _Window(src, buf, pos, 0, part * threads)
-    del buf
+    return buf, pos
+
+
+def _stream_window(win: _Window, src: ByteStream, info: DocumentInfo, threads: int) -> Iterator[Chunk]:
+    """Yield the chunks of the array from the window's start to the array's end (or the stream's), scanned in
+    parts by ``threads`` threads where the compiled scanner is on, decoded a chunk at a time otherwise."""
     pos = 1
-    try:
-        while True:
-            pos = skip_ws_comma(win.view, pos, win.end)
-            # keep a chunk's worth of bytes after pos in the window (one for each scanning thread)
-            if win.end - pos < win.span and not src.eof:
-                pos = win.refill(pos)
-                continue
-            if pos >= win.end:  # the stream ended inside the array
-                info.truncated = True
-                break
-            if win.view[pos] == 0x5D:  # "]"
-                info.consumed = win.base + pos + 1
-                _decode_header_text(info)
-                _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
-                break
-            parts = (
-                scan_parts(win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4))
-                if scanner.enabled()
-                else []
-            )
-            if parts:
-                for end, chunk in parts:
-                    info.chunks += 1
-                    info.consumed = win.base + end
-                    yield chunk
-                pos = end
-                continue
-            end, chunk = _decode_some(win, pos)
-            if end < 0 and src.eof:
-                from gputop_trace.parsers.chrome.decode import decode_last
-
-                end, chunk = decode_last(win.data(), pos)
-            if end < 0 and not src.eof and win.end - pos < MAX_ELEMENT:
-                # an element larger than the window: read more (doubling) and try again
-                pos = win.refill(pos, grow=True)
-                continue
-            if end < 0:
-                from gputop_trace.parsers.chrome.recovery import nested_too_deeply, recover_damage
-
-                # damaged bytes: keep what decodes before them, skip to where decoding works again
-                good, chunk_or_none, resync = recover_damage(win.data(), pos)
-                if chunk_or_none is not None:
-                    info.chunks += 1
-                    info.consumed = win.base + good
-                    yield chunk_or_none
-                if resync < 0:
-                    if src.eof:
-                        rest = bytes(win.view[good : win.end])
-                        if nested_too_deeply(rest, closed=True):
-                            info.too_deep.append((win.base + good, len(rest)))
-                            info.consumed = win.base + win.end
-                        else:
-                            info.truncated = True
-                            info.damaged.append((win.base + good, len(rest)))
-                        break
-                    resync = win.end  # nothing readable in this window: skip it
-                skipped = (win.base + good, resync - good)
-                deep = nested_too_deeply(bytes(win.view[good:resync]))
-                (info.too_deep if deep else info.damaged).append(skipped)
-                pos = resync
-                continue
-            info.chunks += 1
-            info.consumed = win.base + end
-            yield chunk
+    while True:
+        pos = skip_ws_comma(win.view, pos, win.end)
+        # keep a chunk's worth of bytes after pos in the window (one for each scanning thread)
+        if win.end - pos < win.span and not src.eof:
+            pos = win.refill(pos)
+            continue
+        if pos >= win.end:  # the stream ended inside the array
+            info.truncated = True
+            return
+        if win.view[pos] == 0x5D:  # "]"
+            info.consumed = win.base + pos + 1
+            _decode_header_text(info)
+            _read_trailer(src, bytes(win.view[pos + 1 : win.end]), info)
+            return
+        parts = (
+            scan_parts(win.view, pos, win.end, threads, min_part=min(MIN_PART, CHUNK // 4)) if scanner.enabled() else []
+        )
+        if parts:
+            for end, chunk in parts:
+                info.chunks += 1
+                info.consumed = win.base + end
+                yield chunk
             pos = end
-    finally:
-        win.close()
-    _decode_header_text(info)
-    info.total = src.bytes_out
+            continue
+        end, chunk = _decode_some(win, pos)
+        if end < 0 and src.eof:
+            from gputop_trace.parsers.chrome.decode import decode_last
+
+            end, chunk = decode_last(win.data(), pos)
+        if end < 0 and not src.eof and win.end - pos < MAX_ELEMENT:
+            # an element larger than the window: read more (doubling) and try again
+            pos = win.refill(pos, grow=True)
+            continue
+        if end < 0:
+            pos = yield from _skip_damage(win, pos, src, info)
+            if pos < 0:
+                return
+            continue
+        info.chunks += 1
+        info.consumed = win.base + end
+        yield chunk
+        pos = end
+
+
+def _skip_damage(win: _Window, pos: int, src: ByteStream, info: DocumentInfo) -> Generator[Chunk, None, int]:
+    """Damaged bytes at ``pos``: yield what decodes before them, record what is skipped (too deeply nested or
+    damaged, in ``info``) and return where decoding works again, or -1 where the stream ends without it."""
+    from gputop_trace.parsers.chrome.recovery import nested_too_deeply, recover_damage
+
+    good, chunk_or_none, resync = recover_damage(win.data(), pos)
+    if chunk_or_none is not None:
+        info.chunks += 1
+        info.consumed = win.base + good
+        yield chunk_or_none
+    if resync < 0:
+        if src.eof:
+            rest = bytes(win.view[good : win.end])
+            if nested_too_deeply(rest, closed=True):
+                info.too_deep.append((win.base + good, len(rest)))
+                info.consumed = win.base + win.end
+            else:
+                info.truncated = True
+                info.damaged.append((win.base + good, len(rest)))
+            return -1
+        resync = win.end  # nothing readable in this window: skip it
+    skipped = (win.base + good, resync - good)
+    deep = nested_too_deeply(bytes(win.view[good:resync]))
+    (info.too_deep if deep else info.damaged).append(skipped)
+    return resync
 
 
 def _decode_header_text(info: DocumentInfo) -> None:

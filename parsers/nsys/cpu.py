@@ -94,45 +94,15 @@ def read_runtime(ctx: Context) -> None:
     ]
     backtrace = ctx.enums.event_class_value("TRACE_PROCESS_EVENT_CUDABACKTRACE")
     rows = _Rows(ctx, row_span(ctx.conn, t))
-
-    def prepare(cols: list[I64]) -> _RuntimeChunk:
-        start, dur, gtid, corr, name_sid, event_class = cols
-        dropped = 0
-        if backtrace is not None:
-            keep = event_class != backtrace
-            dropped = int(start.shape[0] - np.count_nonzero(keep))
-            if dropped:
-                start, dur, gtid, corr, name_sid = start[keep], dur[keep], gtid[keep], corr[keep], name_sid[keep]
-        names, name_code = factorize(name_sid)
-        threads, thread_code = factorize(gtid)
-        small = np.int32 if start.shape[0] < 2**31 else np.int64
-        return _RuntimeChunk(
-            start, dur, corr, names, name_code.astype(small), threads, thread_code.astype(small), dropped
-        )
-
-    chunks = ctx.reader.read_prepared(t, exprs, prepare, rows.take, restart=rows.restart)
+    chunks = ctx.reader.read_prepared(
+        t, exprs, lambda cols: _prepare_runtime_chunk(cols, backtrace), rows.take, restart=rows.restart
+    )
     n = rows.at
     start, dur, corr, lane, name = rows.columns()
     dropped = sum(c.dropped for c in chunks)
     if dropped:
         ctx.properties["cuda_backtrace_rows_skipped"] = dropped
-    # registration in the order one factorization of the whole table gives: names, lanes, then processes
-    empty = np.zeros(0, dtype=np.int64)
-    all_names = np.unique(np.concatenate([c.names for c in chunks])) if chunks else empty
-    name_ids = ctx.strings.intern_codes(
-        all_names, np.arange(all_names.shape[0]), missing="(unknown CUDA API)", transform=api_display_name
-    )
-    threads = np.unique(np.concatenate([c.threads for c in chunks])) if chunks else empty
-    lane_ids = np.array([ctx.cpu_lane(int(g)) for g in threads.tolist()], dtype=np.int32)
-    procs, proc_of_thread = factorize(threads & GPID_MASK)
-    thread_proc = ctx.process_index_codes(procs, proc_of_thread)  # per distinct thread: its process's index
-    key = np.empty(n, dtype=np.int64)
-    for c in chunks:
-        a, b = c.at, c.at + c.start_rows
-        name[a:b] = name_ids[np.searchsorted(all_names, c.names)][c.name_code]
-        thread = np.searchsorted(threads, c.threads)
-        lane[a:b] = lane_ids[thread][c.thread_code]
-        pack_join_key(thread_proc[thread][c.thread_code], corr[a:b], out=key[a:b])
+    key = _place_runtime_chunks(ctx, chunks, n, lane, name, corr)
     del chunks
     order = np.argsort(key, kind="stable")
     batch = Batch(
@@ -153,6 +123,52 @@ def read_runtime(ctx: Context) -> None:
     assert batch.api_sorted is not None
     # the lanes stay in file order (read_sync looks up a few rows through ``order``): no sorted copy of 16.8 M
     ctx.api_lookup = (batch.api_sorted, batch.lane, order)
+
+
+def _prepare_runtime_chunk(cols: list[I64], backtrace: int | None) -> _RuntimeChunk:
+    """One chunk of the runtime table on its reader thread: the rows of event class ``backtrace`` dropped, names
+    and threads factorized."""
+    start, dur, gtid, corr, name_sid, event_class = cols
+    dropped = 0
+    if backtrace is not None:
+        keep = event_class != backtrace
+        dropped = int(start.shape[0] - np.count_nonzero(keep))
+        if dropped:
+            start, dur, gtid, corr, name_sid = start[keep], dur[keep], gtid[keep], corr[keep], name_sid[keep]
+    names, name_code = factorize(name_sid)
+    threads, thread_code = factorize(gtid)
+    small = np.int32 if start.shape[0] < 2**31 else np.int64
+    return _RuntimeChunk(start, dur, corr, names, name_code.astype(small), threads, thread_code.astype(small), dropped)
+
+
+def _place_runtime_chunks(
+    ctx: Context,
+    chunks: list[_RuntimeChunk],
+    n: int,
+    lane: npt.NDArray[np.int32],
+    name: npt.NDArray[np.int32],
+    corr: I64,
+) -> I64:
+    """Register the chunks' names, lanes and processes (in the order one factorization of the whole table gives:
+    names, lanes, then processes), write each chunk's lane and name ids into ``lane`` and ``name`` in place, and
+    return the join key (process, correlation id) of each of the ``n`` rows."""
+    empty = np.zeros(0, dtype=np.int64)
+    all_names = np.unique(np.concatenate([c.names for c in chunks])) if chunks else empty
+    name_ids = ctx.strings.intern_codes(
+        all_names, np.arange(all_names.shape[0]), missing="(unknown CUDA API)", transform=api_display_name
+    )
+    threads = np.unique(np.concatenate([c.threads for c in chunks])) if chunks else empty
+    lane_ids = np.array([ctx.cpu_lane(int(g)) for g in threads.tolist()], dtype=np.int32)
+    procs, proc_of_thread = factorize(threads & GPID_MASK)
+    thread_proc = ctx.process_index_codes(procs, proc_of_thread)  # per distinct thread: its process's index
+    key = np.empty(n, dtype=np.int64)
+    for c in chunks:
+        a, b = c.at, c.at + c.start_rows
+        name[a:b] = name_ids[np.searchsorted(all_names, c.names)][c.name_code]
+        thread = np.searchsorted(threads, c.threads)
+        lane[a:b] = lane_ids[thread][c.thread_code]
+        pack_join_key(thread_proc[thread][c.thread_code], corr[a:b], out=key[a:b])
+    return key
 
 
 @dataclass

@@ -270,6 +270,17 @@ def _fix_durations(ctx: Context) -> None:
 def _add_batches(ctx: Context) -> None:
     """Hand every batch to the builder, then add kernel/copy side tables and launch flows."""
     _fix_durations(ctx)
+    apis, pending = _add_events(ctx)
+    index = _CallIndex(*_sorted_calls(apis))
+    gpu = [(batch, idx) for batch, idx in pending if batch.launch_key is not None or batch.kernel is not None
+           or batch.copy is not None]  # fmt: skip
+    # CPU rows have nothing to link or to add (their launch arrays would be filled and dropped)
+    ctx.properties["launch_links"] = _link_and_add_gpu_rows(ctx.builder, gpu, index)
+
+
+def _add_events(ctx: Context) -> tuple[list[tuple[Batch, I64]], list[tuple[Batch, I64]]]:
+    """Every batch's rows as events of the builder; the batches of API calls that GPU rows join and all the
+    non-empty batches, each with its rows' event indices."""
     b = ctx.builder
     apis: list[tuple[Batch, I64]] = []
     pending: list[tuple[Batch, I64]] = []
@@ -300,8 +311,12 @@ def _add_batches(ctx: Context) -> None:
         if batch.api_name is not None and (batch.api_key is not None or batch.api_sorted is not None):
             apis.append((batch, idx))
         pending.append((batch, idx))
-    # the API calls' join keys sorted (``keys``), and for each sorted key the call's row (``perm``) in ``calls``
-    # (event indices) and ``call_names`` (name ids), which stay in row order: no sorted copies of 16.8 M calls
+    return apis, pending
+
+
+def _sorted_calls(apis: list[tuple[Batch, I64]]) -> tuple[I64, npt.NDArray[np.int32], I64, I64]:
+    """The API calls' events (``calls``) and name ids (``call_names``), which stay in row order, their join keys
+    sorted (``keys``), and for each sorted key the call's row (``perm``): no sorted copies of 16.8 M calls."""
     calls: I64 = np.zeros(0, dtype=np.int64)
     call_names: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
     keys: I64 = np.zeros(0, dtype=np.int64)
@@ -318,29 +333,38 @@ def _add_batches(ctx: Context) -> None:
         keys = all_keys[perm]
         calls = np.concatenate([i for _, i in apis])
         call_names = np.concatenate([a.api_name for a, _ in apis if a.api_name is not None])
-    is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
-    lookup = _SortedKeys(keys)
+    return calls, call_names, keys, perm
 
-    def link(batch: Batch, idx: I64) -> tuple[I64, I64, npt.NDArray[np.bool_] | None]:
+
+class _CallIndex:
+    """The API calls a GPU row's launch key joins (see :func:`_sorted_calls` for the four arrays)."""
+
+    def __init__(self, calls: I64, call_names: npt.NDArray[np.int32], keys: I64, perm: I64) -> None:
+        self.calls, self.call_names, self.keys, self.perm = calls, call_names, keys, perm
+        self.lookup = _SortedKeys(keys)
+
+    def link(self, batch: Batch, idx: I64) -> tuple[I64, I64, npt.NDArray[np.bool_] | None]:
         """(launching call's event, its name id, which rows have one) of a GPU batch: pure numpy, so the batches
         are linked on worker threads where there are cores for them (numpy releases the GIL in the searches)."""
         call = np.full(idx.shape[0], -1, dtype=np.int64)
         call_name = np.full(idx.shape[0], -1, dtype=np.int64)
-        if batch.launch_key is None or not keys.shape[0]:
+        if batch.launch_key is None or not self.keys.shape[0]:
             return call, call_name, None
-        hit, pos = lookup.find(batch.launch_key)
-        row = perm[pos[hit]]
-        call[hit] = calls[row]
-        call_name[hit] = call_names[row]
+        hit, pos = self.lookup.find(batch.launch_key)
+        row = self.perm[pos[hit]]
+        call[hit] = self.calls[row]
+        call_name[hit] = self.call_names[row]
         return call, call_name, hit
 
-    gpu = [(batch, idx) for batch, idx in pending if batch.launch_key is not None or batch.kernel is not None
-           or batch.copy is not None]  # fmt: skip
-    # CPU rows have nothing to link or to add (their launch arrays would be filled and dropped)
+
+def _link_and_add_gpu_rows(b: TraceBuilder, gpu: list[tuple[Batch, I64]], index: _CallIndex) -> int:
+    """Launch flows from each GPU row's call, and the kernel and copy side tables, batch by batch in order (ids as
+    before; the links found on worker threads where there are enough batches); returns how many rows were linked."""
+    is_async_name = np.array(["Async" in n for n in b.names.strings], dtype=bool)
     workers = min(LINK_WORKERS, len(gpu) // 8)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="link") if workers > 1 else None
     try:
-        links = pool.map(lambda p: link(*p), gpu) if pool is not None else (link(*p) for p in gpu)
+        links = pool.map(lambda p: index.link(*p), gpu) if pool is not None else (index.link(*p) for p in gpu)
         linked = 0
         for (batch, idx), (call, call_name, hit) in zip(gpu, links, strict=True):  # in order: ids as before
             if hit is not None and hit.any():
@@ -354,7 +378,7 @@ def _add_batches(ctx: Context) -> None:
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    ctx.properties["launch_links"] = linked
+    return linked
 
 
 class _SortedKeys:

@@ -1,4 +1,4 @@
-"""The inferred event-wait edges of the critical path (``analysis/critical_path_edges._event_waits``): whole-array
+"""The inferred event-wait edges of the critical path (``analysis/critical_path_edges.event_wait_edges``): whole-array
 passes, equal to the rule applied one wait at a time (the reference below, as the module first computed it, which
 took minutes on an export with 700 k waits) on random graphs built to hit its edges (ties in time, runs of
 launches on one stream longer than the look-back, records after the wait, edges replaced by later ones), and on
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from gputop_trace.analysis.critical_path import graph as critical_path_graph
-from gputop_trace.analysis.critical_path.edges import _event_waits
-from gputop_trace.analysis.critical_path.model import _R_COLL, _R_COPY, _R_CPU, _R_KERNEL, _R_LAUNCH
+from gputop_trace.analysis.critical_path.edges import event_wait_edges
+from gputop_trace.analysis.critical_path.model import ROLE_COLL, ROLE_COPY, ROLE_CPU, ROLE_KERNEL, ROLE_LAUNCH
 from gputop_trace.analysis.critical_path.path import _critical_paths
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
@@ -38,7 +38,7 @@ def _reference(
     lane_of: I64,
 ) -> int:
     """Fill ``x2`` with inferred event-wait edges; returns how many."""
-    api = np.flatnonzero(role == _R_LAUNCH)
+    api = np.flatnonzero(role == ROLE_LAUNCH)
     if not len(api):
         return 0
     flags = name_flags[tr.name[ev[api]]]
@@ -46,7 +46,7 @@ def _reference(
     if not is_wait.any():
         return 0
     is_rec = (flags & 16) != 0
-    gpu = np.flatnonzero((role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL))
+    gpu = np.flatnonzero((role == ROLE_KERNEL) | (role == ROLE_COPY) | (role == ROLE_COLL))
     if not len(gpu):
         return 0
     launch_ev = tr.launch_of[ev[gpu]]
@@ -97,10 +97,10 @@ def _reference(
 def _random_case(rng: np.random.Generator, n: int, streams: int, span: int) -> tuple[Any, ...]:
     """A step of ``n`` nodes: launch calls on three threads (a third of them waits, a sixth records), GPU operations
     on ``streams`` streams launched by some of them, times in ``[0, span)`` (small spans make ties)."""
-    role = rng.choice([_R_LAUNCH, _R_LAUNCH, _R_KERNEL, _R_COPY, _R_COLL, _R_CPU], size=n).astype(np.int64)
+    role = rng.choice([ROLE_LAUNCH, ROLE_LAUNCH, ROLE_KERNEL, ROLE_COPY, ROLE_COLL, ROLE_CPU], size=n).astype(np.int64)
     ev = np.arange(n, dtype=np.int64)
-    api = role == _R_LAUNCH
-    gpu = (role == _R_KERNEL) | (role == _R_COPY) | (role == _R_COLL)
+    api = role == ROLE_LAUNCH
+    gpu = (role == ROLE_KERNEL) | (role == ROLE_COPY) | (role == ROLE_COLL)
     lane = np.where(api, rng.integers(0, 3, n), 10 + rng.integers(0, streams, n))
     name = np.where(api, rng.choice([0, 1, 1, 2, 3, 3], size=n), 0)  # 1: wait, 2: record
     name_flags = np.array([0, WAIT, RECORD, 0], dtype=np.int64)
@@ -124,7 +124,7 @@ def _both(case: tuple[Any, ...], x2: I64) -> None:
     tr, name_flags, ev, role, cs, ce, snode, enode, n_t, lane_of = case
     want, got = x2.copy(), x2.copy()
     n_want = _reference(tr, name_flags, ev, role, cs, ce, snode, enode, n_t, want, None, lane_of)
-    n_got = _event_waits(tr, name_flags, ev, role, cs, ce, snode, enode, n_t, got, None, lane_of)
+    n_got = event_wait_edges(tr, name_flags, ev, role, cs, ce, snode, enode, n_t, got, None, lane_of)
     assert np.array_equal(got, want)
     assert n_got == n_want
 
@@ -148,8 +148,8 @@ def test_the_look_back_stops_after_64_launches_on_the_waiting_stream() -> None:
     found within the look-back, then not."""
     for run, expect in ((63, 1), (64, 0)):
         n = 3 + run + 2
-        role = np.full(n, _R_KERNEL, dtype=np.int64)
-        role[[0, 1, 2]] = _R_LAUNCH  # 0: a launch (on thread 0) of the other stream's op, 1: record, 2: wait
+        role = np.full(n, ROLE_KERNEL, dtype=np.int64)
+        role[[0, 1, 2]] = ROLE_LAUNCH  # 0: a launch (on thread 0) of the other stream's op, 1: record, 2: wait
         lane = np.full(n, 11, dtype=np.int64)
         lane[[0, 1, 2]] = 0
         other, waiting = 3, n - 1
@@ -165,7 +165,7 @@ def test_the_look_back_stops_after_64_launches_on_the_waiting_stream() -> None:
         start[waiting] = 1002
         launch_of = np.full(n, -1, dtype=np.int64)
         launch_of[3:] = np.arange(3, n)  # each GPU op is its own launch call here: launch time = its start
-        role[3:] = _R_KERNEL
+        role[3:] = ROLE_KERNEL
         # GPU ops launched from thread 0: their launch events are themselves, on lane 0 for the launch lookup
         tr = SimpleNamespace(
             name=np.array([0, 2, 1] + [0] * (n - 3)),
@@ -197,7 +197,7 @@ def test_the_look_back_stops_after_64_launches_on_the_waiting_stream() -> None:
         got = x2.copy()
         flags = case[1]
         assert (
-            _event_waits(case[0], flags, np.arange(n), role, cs, ce, snode, snode + 1, n_t, got, None, lane_of)
+            event_wait_edges(case[0], flags, np.arange(n), role, cs, ce, snode, snode + 1, n_t, got, None, lane_of)
             == expect
         )
         assert (got[2 * waiting] == 2 * other + 1) == bool(expect)
@@ -222,13 +222,13 @@ def test_equal_to_one_wait_at_a_time_on_corpus_steps(rel: str, edges: bool, monk
         want = x2.copy()
         tr, flags, ev, role, cs, ce, sn, en, n_t, _x2, local, lane_of = args
         n_want = _reference(tr, flags, ev, role, cs, ce, sn, en, n_t, want, local, lane_of)
-        n = _event_waits(*args)
+        n = event_wait_edges(*args)
         assert np.array_equal(x2, want)
         assert n == n_want
         calls.append(n)
         return n
 
-    monkeypatch.setattr(critical_path_graph, "_event_waits", checked)
+    monkeypatch.setattr(critical_path_graph, "event_wait_edges", checked)
     _critical_paths(corpus_trace(rel), None, None, True, True)  # not the per-trace results cache: build the graphs
     assert calls  # the rule ran on the trace's steps
     assert (sum(calls) > 0) == edges

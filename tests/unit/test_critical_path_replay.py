@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from gputop_trace.analysis.critical_path import walk
-from gputop_trace.analysis.critical_path.context import _context, _windows
-from gputop_trace.analysis.critical_path.graph import _build_graph
-from gputop_trace.analysis.critical_path.model import _Graph
+from gputop_trace.analysis.critical_path.context import noted_step_windows, path_context
+from gputop_trace.analysis.critical_path.graph import build_step_graph
+from gputop_trace.analysis.critical_path.model import StepGraph
 from tests.conftest import require_compiled
 from tests.corpus_traces import corpus_trace
 
@@ -21,7 +21,7 @@ def _needs_compiled() -> None:
     require_compiled(walk._compiled is not None, "the compiled critical-path replay (_replay)")
 
 
-def _random_graph(rng: np.random.Generator, nn: int, lanes: int, idx: type) -> _Graph:
+def _random_graph(rng: np.random.Generator, nn: int, lanes: int, idx: type) -> StepGraph:
     """Nodes in a random topological order (their rank), lanes contiguous and each in rank order; x1/x2 point to
     earlier-ranked nodes. Weights of 0-2 ns, so that many hops join nodes of equal recorded time."""
     rank = rng.permutation(nn)
@@ -40,7 +40,7 @@ def _random_graph(rng: np.random.Generator, nn: int, lanes: int, idx: type) -> _
         if rank[n] and rng.random() < 0.3:
             x2[n] = node_of_rank[rng.integers(0, rank[n])]
     wc, w1, r = (rng.integers(0, 3, nn).astype(np.int64) for _ in range(3))
-    g = _Graph.__new__(_Graph)
+    g = StepGraph.__new__(StepGraph)
     fields = {"s": 1000, "t": np.zeros(nn, dtype=np.int64), "first": first, "x1": x1, "x2": x2}
     fields |= {"wc": wc, "w1": w1, "r": r, "lane": lane_of.astype(np.int32)}
     g.__dict__.update(fields)
@@ -48,7 +48,7 @@ def _random_graph(rng: np.random.Generator, nn: int, lanes: int, idx: type) -> _
     return g
 
 
-def _reference(g: _Graph, wc: np.ndarray, w1: np.ndarray, r: np.ndarray) -> np.ndarray:
+def _reference(g: StepGraph, wc: np.ndarray, w1: np.ndarray, r: np.ndarray) -> np.ndarray:
     """A plain memoised longest path, independent of both replays."""
     nn = len(g.first)
     out: list[int | None] = [None] * nn
@@ -80,7 +80,7 @@ def test_compiled_replay_equals_the_reference_on_random_graphs(seed: int, idx: t
     for _ in range(4):
         wc, w1, r = (np.where(rng.random(len(x)) < 0.3, 0, x) for x in (g.wc, g.w1, g.r))
         want = _reference(g, wc, w1, r)
-        assert np.array_equal(walk._replay(g, wc, w1, r), want)  # compiled
+        assert np.array_equal(walk.replay_graph(g, wc, w1, r), want)  # compiled
         assert np.array_equal(walk._replay_numpy(g, wc, w1, r), want)  # the fallback's scans
         assert np.array_equal(walk._replay_ordered(g, wc, w1, r), want)  # the fallback's ordered pass
 
@@ -95,18 +95,18 @@ def test_a_chain_hopping_between_lanes_at_every_node_is_replayed_exactly() -> No
     x1[n + 1 : 2 * n] = np.arange(0, n - 1)  # lane B's node i waits for lane A's node i - 1
     x1[1:n] = np.arange(n, 2 * n - 1)  # lane A's node i waits for lane B's node i - 1
     rng = np.random.default_rng(7)
-    g = _Graph.__new__(_Graph)
+    g = StepGraph.__new__(StepGraph)
     wc, w1, r = (rng.integers(0, 9, 2 * n).astype(np.int64) for _ in range(3))
     g.__dict__.update(s=0, first=first, x1=x1, x2=np.full(2 * n, -1, dtype=np.int32), wc=wc, w1=w1, r=r)
     g.__dict__["t"] = _reference(g, wc, w1, r)
     w1b = w1 * 3
     want = _reference(g, wc, w1b, r)
-    assert np.array_equal(walk._replay(g, wc, w1b, r), want)
+    assert np.array_equal(walk.replay_graph(g, wc, w1b, r), want)
     assert np.array_equal(walk._replay_numpy(g, wc, w1b, r), want)
 
 
 def test_a_cycle_is_refused() -> None:
-    g = _Graph.__new__(_Graph)
+    g = StepGraph.__new__(StepGraph)
     first = np.array([True, True])
     g.__dict__.update(s=0, first=first, x1=np.array([1, 0], dtype=np.int32), x2=np.array([-1, -1], dtype=np.int32))
     z = np.zeros(2, dtype=np.int64)
@@ -129,16 +129,16 @@ def test_a_cycle_is_refused() -> None:
 )
 def test_compiled_replay_equals_the_reference_on_corpus_steps(rel: str) -> None:
     trace = corpus_trace(rel)
-    ctx = _context(trace)
+    ctx = path_context(trace)
     rng = np.random.default_rng(0)
     steps = 0
-    for rk, _i, _name, s, e, _note in _windows(trace, ctx):
-        g = _build_graph(ctx, rk, s, e)
+    for rk, _i, _name, s, e, _note in noted_step_windows(trace, ctx):
+        g = build_step_graph(ctx, rk, s, e)
         if g is None:
             continue
         steps += 1
-        assert np.array_equal(walk._replay(g, g.wc, g.w1, g.r), g.t)
+        assert np.array_equal(walk.replay_graph(g, g.wc, g.w1, g.r), g.t)
         for div in (2, 1 << 62):  # halved, gone: as the what-ifs do, on a random tenth of the weights
             wc, w1, r = (np.where(rng.random(len(x)) < 0.1, x // div, x) for x in (g.wc, g.w1, g.r))
-            assert np.array_equal(walk._replay(g, wc, w1, r), walk._replay_numpy(g, wc, w1, r))
+            assert np.array_equal(walk.replay_graph(g, wc, w1, r), walk._replay_numpy(g, wc, w1, r))
     assert steps
