@@ -23,7 +23,7 @@ import numpy as np
 
 from gputop_trace.analysis.host.activity import host_activity
 from gputop_trace.analysis.ranks.collectives import OP_LABEL, Collectives
-from gputop_trace.analysis.ranks.stragglers import STRAGGLER_MIN_LATE_NS, StragglerReport
+from gputop_trace.analysis.ranks.stragglers import STRAGGLER_MIN_LATE_NS, MatchedGroup, StragglerReport
 from gputop_trace.analysis.steps import Steps, is_step_name
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.kinds import FlowKind, LaneKind
@@ -346,11 +346,54 @@ def _issue_lookup(coll: Collectives) -> tuple[I64, I64]:
     return coll.event[order], coll.issue_ns[order]
 
 
+def _in_step(g: MatchedGroup, slot: StepSlot, ev_sorted: I64, issue_sorted: I64) -> I64:
+    """Instances of group ``g`` that any rank issued (its launch call) inside its span of the step."""
+    issue = issue_sorted[np.clip(np.searchsorted(ev_sorted, g.event), 0, len(ev_sorted) - 1)]
+    inside = np.zeros(g.event.shape, dtype=bool)
+    for c, r in enumerate(g.ranks):
+        sp = slot.spans.get(r)
+        if sp is not None:
+            inside[:, c] = (issue[:, c] >= sp[0]) & (issue[:, c] < sp[1])
+    out: I64 = np.flatnonzero(inside.any(axis=1))
+    return out
+
+
+def _add_group(acc: dict[int, _Acc], g: MatchedGroup, sel: I64, late: I64, spread: I64) -> None:
+    """Add the selected instances of group ``g`` to each rank's figures (``late``: ns each rank arrived after the
+    first, per instance and rank; ``spread``: the last arrival's lateness per instance)."""
+    ops = {g.op[i] for i in sel.tolist()}
+    for c, r in enumerate(g.ranks):
+        a = acc.get(r)
+        if a is None:
+            continue
+        a.collectives += len(sel)
+        a.ops |= ops
+        a.times_last += int(np.sum((g.last[sel] == c) & (spread > 0)))
+        a.wait_ns += int(g.wait_ns[sel, c].sum())
+        k = int(np.argmax(late[:, c]))
+        if int(late[k, c]) > a.late_ns:
+            a.late_ns, a.late_at, a.late_op = int(late[k, c]), k + 1, g.op[int(sel[k])]
+
+
+def _late_activity(trace: Trace, report: StragglerReport, g: MatchedGroup, i: int, late_rank: int) -> str:
+    """What the late rank's host was doing while the first rank waited for it at instance ``i`` of ``g``."""
+    first_col, last_col = int(np.argmin(g.arrival_ns[i])), int(np.argmax(g.arrival_ns[i]))
+    api = int(trace.launch_of[int(g.event[i, last_col])])
+    shift = report.clock_offset_ns.get(late_rank, 0)
+    (activity,) = host_activity(
+        trace,
+        late_rank,
+        [int(trace.lane[api]) if api >= 0 else -1],
+        [int(g.arrival_ns[i, first_col]) + shift],
+        [int(g.arrival_ns[i, last_col]) + shift],
+    )
+    return activity
+
+
 def compare_step(data: TimelineData, report: StragglerReport, coll: Collectives, slot: StepSlot) -> StepComparison:
     """The step's collectives: the matched instances any rank issued inside its step (its launch call, not the
     kernel, is in the step: a waiting kernel may run on into the next one), with each rank's lateness and wait.
     Cost: O(collectives) numpy plus a few row lookups, cheap enough for a keypress."""
-    trace = data.trace
     ev_sorted, issue_sorted = _issue_lookup(coll)
     acc = {r: _Acc() for r in slot.spans}
     instances = 0
@@ -359,41 +402,23 @@ def compare_step(data: TimelineData, report: StragglerReport, coll: Collectives,
     for gi, g in enumerate(report.groups):
         if not len(g) or not len(ev_sorted):
             continue
-        issue = issue_sorted[np.clip(np.searchsorted(ev_sorted, g.event), 0, len(ev_sorted) - 1)]
-        inside = np.zeros(g.event.shape, dtype=bool)
-        for c, r in enumerate(g.ranks):
-            sp = slot.spans.get(r)
-            if sp is not None:
-                inside[:, c] = (issue[:, c] >= sp[0]) & (issue[:, c] < sp[1])
-        sel = np.flatnonzero(inside.any(axis=1))
+        sel = _in_step(g, slot, ev_sorted, issue_sorted)
         if not len(sel):
             continue
         instances += len(sel)
         arr = g.arrival_ns[sel]
         late = arr - arr.min(axis=1)[:, None]
         spread = late.max(axis=1)
-        ops = {g.op[i] for i in sel.tolist()}
-        for c, r in enumerate(g.ranks):
-            a = acc.get(r)
-            if a is None:
-                continue
-            a.collectives += len(sel)
-            a.ops |= ops
-            a.times_last += int(np.sum((g.last[sel] == c) & (spread > 0)))
-            a.wait_ns += int(g.wait_ns[sel, c].sum())
-            k = int(np.argmax(late[:, c]))
-            if int(late[k, c]) > a.late_ns:
-                a.late_ns, a.late_at, a.late_op = int(late[k, c]), k + 1, g.op[int(sel[k])]
+        _add_group(acc, g, sel, late, spread)
         k = int(np.argmax(spread))
         if best is None or int(spread[k]) > best[0]:
             best = (int(spread[k]), gi, int(sel[k]))
             best_pos = (k + 1, len(sel))
     if best is None:
         return StepComparison(slot, {r: RankStepFigures(r) for r in slot.spans})
-    spread, gi, i = best
+    spread_ns, gi, i = best
     g = report.groups[gi]
-    first_col = int(np.argmin(g.arrival_ns[i]))
-    last_col = int(np.argmax(g.arrival_ns[i]))
+    first_col, last_col = int(np.argmin(g.arrival_ns[i])), int(np.argmax(g.arrival_ns[i]))
     first_t = int(g.arrival_ns[i, first_col])
     figures = {
         r: RankStepFigures(
@@ -409,25 +434,17 @@ def compare_step(data: TimelineData, report: StragglerReport, coll: Collectives,
         )
         for r, a in acc.items()
     }
-    late_rank = g.ranks[last_col] if spread > 0 else None
+    late_rank = g.ranks[last_col] if spread_ns > 0 else None
     activity = ""
-    if late_rank is not None and spread >= STRAGGLER_MIN_LATE_NS:
-        api = int(trace.launch_of[int(g.event[i, last_col])])
-        shift = report.clock_offset_ns.get(late_rank, 0)
-        (activity,) = host_activity(
-            trace,
-            late_rank,
-            [int(trace.lane[api]) if api >= 0 else -1],
-            [first_t + shift],
-            [int(g.arrival_ns[i, last_col]) + shift],
-        )
+    if late_rank is not None and spread_ns >= STRAGGLER_MIN_LATE_NS:
+        activity = _late_activity(data.trace, report, g, i, late_rank)
     return StepComparison(
         slot,
         figures,
         instances=instances,
         late_rank=late_rank,
         first_rank=g.ranks[first_col],
-        spread_ns=spread,
+        spread_ns=spread_ns,
         worst_op=g.op[i],
         worst_at=best_pos[0],
         worst_of=best_pos[1],
