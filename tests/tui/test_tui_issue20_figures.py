@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.content import Content
 from textual.geometry import Region
 
+from gputop_trace.report.summary import RankSteps
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.units import format_bytes
@@ -198,10 +199,14 @@ def test_a_range_whose_ends_read_alike_is_said_once() -> None:
     assert busy_line(both, False).plain == "2 GPUs busy 99% · idle 13.0 ms in all"
     apart = [gpu(0, 100_000_000, 70_600_000), gpu(1, 100_000_000, 13_000_000)]
     assert busy_line(apart, False).plain == "2 GPUs busy 29–87% (mean 58%) · idle 83.6 ms in all"
-    step = {"count": 5, "mean_ns": 29_010_000, "min_ns": 22_800_000, "max_ns": 35_300_000}
-    line = step_line([{"rank": 0, **step}, {"rank": 1, **step, "mean_ns": 29_040_000}])
+    def step(rank: int, mean_ns: int = 29_010_000) -> RankSteps:
+        return RankSteps(
+            rank, 5, [], mean_ns, 0, 22_800_000, 35_300_000, [], [], [], None, None, cut=[], left_out=[], note=None
+        )
+
+    line = step_line([step(0), step(1, 29_040_000)])
     assert line is not None and line.plain.endswith("; 2 ranks 29.0 ms"), line
-    line = step_line([{"rank": 0, **step}, {"rank": 1, **step, "mean_ns": 33_100_000}])
+    line = step_line([step(0), step(1, 33_100_000)])
     assert line is not None and line.plain.endswith("; 2 ranks 29.0 ms–33.1 ms"), line
 
     def rank(step_ns: tuple[int, ...]) -> RankRow:
