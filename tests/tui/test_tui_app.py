@@ -445,7 +445,7 @@ def test_every_nsys_export_opens_and_every_panel_fills(name: str) -> None:
         app = GputopApp([corpus_file(f"nsys/{name}")])
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_loaded(app, pilot)
-            assert not app.failures, app.failures
+            assert not app.results.failures, app.results.failures
             for key in ("1", "2", "3", "4", "6", "escape", "w", "right_square_bracket", "x", "0"):
                 await press(pilot, key)
             assert isinstance(app.screen, MainScreen)

@@ -233,10 +233,10 @@ async def toggle_path(app: GputopApp, pilot: Any, key: str) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(critical_path, "critical_paths", lambda trace, **kw: [synthetic_path(trace)])
         await press(pilot, key)
-        await wait_until(pilot, lambda: main.path_shown)
+        await wait_until(pilot, lambda: main.critical_path.shown)
     assert tl.path_marks is not None and tl.path_marks.strip_spans(0, 0) == [(400, 600, 3, True)]
     await press(pilot, key)
-    assert not main.path_shown and tl.path_marks is None
+    assert not main.critical_path.shown and tl.path_marks is None
 
 
 async def back(app: GputopApp, pilot: Any, key: str) -> None:

@@ -73,7 +73,7 @@ def _patch_paths(monkeypatch: pytest.MonkeyPatch, make: Any) -> None:
 async def _paths_ready(app: GputopApp, pilot: Any) -> MainScreen:
     main = app.screen
     assert isinstance(main, MainScreen)
-    await wait_until(pilot, lambda: main.step_paths is not None)
+    await wait_until(pilot, lambda: main.critical_path.step_paths is not None)
     await pilot.pause()
     return main
 
@@ -93,9 +93,9 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
             tl.cursor_t = 0
             assert tl.path_marks is None
             await press(pilot, "p")
-            await wait_until(pilot, lambda: main.path_shown)
+            await wait_until(pilot, lambda: main.critical_path.shown)
             await pilot.pause()
-            path = main.current_path
+            path = main.critical_path.current
             assert path is not None and path.step_name == "ProfilerStep#0"
             # drawn: the stream's kernels and copy in the path's colour, the idle 400–600 ns on the GPU busy strip
             gpu = line_of_lane(tl, lane_of(trace, "stream 7"))
@@ -111,7 +111,7 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
             # n from the cursor at 0: every segment in order; its event selected (idle: its span on the strip)
             for i, seg in enumerate(path.segments):
                 await press(pilot, "n")
-                assert main.path_segment == i
+                assert main.critical_path.segment == i
                 if seg.event >= 0:
                     assert tl.selected == seg.event
                     assert tl.t0 <= seg.start_ns and seg.start_ns + seg.dur_ns <= tl.t1
@@ -129,9 +129,9 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
                 if size[0] >= 160:
                     assert share in screen_text(app)  # the details pane says its share of the path
             await press(pilot, "n")  # past the end: stays on the last segment
-            assert main.path_segment == 6
+            assert main.critical_path.segment == 6
             await press(pilot, "N", "N")
-            assert main.path_segment == 4 and tl.selected == event_at(trace, "tiny", 600)
+            assert main.critical_path.segment == 4 and tl.selected == event_at(trace, "tiny", 600)
             # an event selected otherwise: the details say whether and how much of it is on the path
             tl.select(event_at(trace, "sgemm_big", 0))
             await pilot.pause()
@@ -143,7 +143,7 @@ def test_p_draws_the_path_and_n_walks_it_in_order(size: tuple[int, int], monkeyp
             await pilot.pause()
             # p hides the path: nothing drawn, n walks the name's instances again
             await press(pilot, "p")
-            assert tl.path_marks is None and not main.path_shown
+            assert tl.path_marks is None and not main.critical_path.shown
             assert not _bg_columns(tl, gpu, PATH_BG)
             await press(pilot, "n")
             assert tl.selected == event_at(trace, "tiny", 610)
@@ -181,7 +181,7 @@ def test_panel_9_shows_the_breakdown_and_the_what_if(size: tuple[int, int], monk
             # Enter on the copy's row: the path drawn, its segment selected on the timeline
             await press(pilot, "j", "j", "j", "j", "enter")
             tl = timeline(app)
-            assert main.path_shown and main.path_segment == 6
+            assert main.critical_path.shown and main.critical_path.segment == 6
             assert tl.selected == event_at(main.trace, "Memcpy HtoD", 800)
             assert main.panel == "details"
 
@@ -204,7 +204,7 @@ def test_a_failed_analysis_is_a_dialog_not_a_traceback(monkeypatch: pytest.Monke
             text = screen_text(app)
             assert "Could not work out the critical path" in text and "RuntimeError: graph exploded" in text
             await press(pilot, "escape")
-            assert app.screen is main and not main.path_shown
+            assert app.screen is main and not main.critical_path.shown
             await press(pilot, "9")
             assert "graph exploded" in screen_text(app)
             await press(pilot, "9", "w")  # the app still takes keys
@@ -252,7 +252,7 @@ def test_no_step_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
             await _paths_ready(app, pilot)
             assert "No step to analyse" in screen_text(app)
             await press(pilot, "9", "p")
-            assert not main.path_shown and timeline(app).path_marks is None
+            assert not main.critical_path.shown and timeline(app).path_marks is None
 
     run(body())
 
@@ -270,7 +270,7 @@ def test_on_the_sample_the_panel_shows_what_critical_paths_gives() -> None:
             tl.cursor_t = 0  # before the first step: the panel starts on the first
             await press(pilot, "9")
             await _paths_ready(app, pilot)
-            assert main.step_paths == paths
+            assert main.critical_path.step_paths == paths
             panel = main.query_one(CriticalPathPanel)
             for index in range(len(paths)):
                 if index:
@@ -298,11 +298,11 @@ def test_on_the_sample_the_panel_shows_what_critical_paths_gives() -> None:
             await press(pilot, "9")
             tl.cursor_t = paths[1].start_ns + 1
             await press(pilot, "p")
-            assert main.path_shown and main.current_path == paths[1] and panel.index == 1
+            assert main.critical_path.shown and main.critical_path.current == paths[1] and panel.index == 1
             assert tl.path_marks is not None and tl.path_marks
             # [ in the panel moves the drawn path to the previous step
             await press(pilot, "9", "left_square_bracket")
-            assert main.current_path == paths[0]
+            assert main.critical_path.current == paths[0]
             assert tl.path_marks == path_marks(main.trace, paths[0], main.data.util.keys())
 
     run(body())
@@ -324,14 +324,14 @@ def test_ddp_p_shows_the_path_of_the_step_under_the_cursor_on_the_lanes_rank() -
             assert tl.reveal_rank(1)
             tl.cursor_t = target.start_ns + target.dur_ns // 2
             await press(pilot, "p")
-            await wait_until(pilot, lambda: main.path_shown)
-            assert main.current_path == target
+            await wait_until(pilot, lambda: main.critical_path.shown)
+            assert main.critical_path.current == target
             said = [n.message for n in app._notifications]  # the notification names the rank's step
             assert len(said) == 1 and said[0].startswith(f"rank 1 · {target.step_name}: path "), said
             cursor = tl.cursor_t
             await press(pilot, "n")
-            assert main.path_segment == walk(target, -1, 1, cursor) >= 0
-            seg = target.segments[main.path_segment]
+            assert main.critical_path.segment == walk(target, -1, 1, cursor) >= 0
+            seg = target.segments[main.critical_path.segment]
             if seg.event >= 0:
                 assert tl.selected == seg.event
             else:
@@ -353,11 +353,11 @@ def test_the_palette_shows_and_hides_the_path_and_opens_panel_9(monkeypatch: pyt
             main = await wait_loaded(app, pilot)
             entries = {text: cb for text, _, cb in palette_entries(main)}
             entries["Critical path: show / hide"]()
-            await wait_until(pilot, lambda: main.path_shown)
+            await wait_until(pilot, lambda: main.critical_path.shown)
             assert timeline(app).path_marks is not None
             entries["Critical path: show / hide"]()
             await pilot.pause()
-            assert not main.path_shown and timeline(app).path_marks is None
+            assert not main.critical_path.shown and timeline(app).path_marks is None
             entries["Panel: Critical path"]()
             await pilot.pause()
             assert main.panel == "path" and "ProfilerStep#0 (1/1)" in screen_text(app)

@@ -199,6 +199,7 @@ def test_a_range_whose_ends_read_alike_is_said_once() -> None:
     assert busy_line(both, False).plain == "2 GPUs busy 99% · idle 13.0 ms in all"
     apart = [gpu(0, 100_000_000, 70_600_000), gpu(1, 100_000_000, 13_000_000)]
     assert busy_line(apart, False).plain == "2 GPUs busy 29–87% (mean 58%) · idle 83.6 ms in all"
+
     def step(rank: int, mean_ns: int = 29_010_000) -> RankSteps:
         return RankSteps(
             rank, 5, [], mean_ns, 0, 22_800_000, 35_300_000, [], [], [], None, None, cut=[], left_out=[], note=None

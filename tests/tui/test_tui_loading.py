@@ -5,7 +5,7 @@ reports them (at 80×24 and 160×48), and the analyses wait for the first screen
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,6 +17,9 @@ from gputop_trace.parsers.source import Progress
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.loading import LoadingScreen
 from tests.tui_helpers import run, screen_text, synthetic_trace, wait_loaded, wait_text, wait_until
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.view.prepared import PreparedView
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -158,7 +161,7 @@ def test_a_load_for_other_options_is_not_taken_over(monkeypatch: pytest.MonkeyPa
         return real(paths, progress=progress, **options)
 
     monkeypatch.setattr(loader, "load_paths", gated)
-    stale = BackgroundLoad([default_sample()], use_cache=False, include_python=True)
+    stale: BackgroundLoad[PreparedView] = BackgroundLoad([default_sample()], use_cache=False, include_python=True)
 
     async def body() -> None:
         app = GputopApp([default_sample()], use_cache=False, include_python=False, background=stale)
@@ -223,7 +226,7 @@ def test_panels_are_built_after_the_first_screen_and_what_asked_for_them_waits(
             assert not main.query(KernelsPanel)  # not built yet
             text = screen_text(app)
             assert "win " in text and " ev" in text and "Kernels" in text  # status bar and the panel tabs
-            await wait_until(pilot, lambda: "kernels" in app.results)  # an analysis result before the panels
+            await wait_until(pilot, lambda: app.results.kernels is not None)  # an analysis result before the panels
             await pilot.press("1")
             await pilot.pause()
             assert main.panel == "details" and not app.analyses_done  # both wait for the panels
@@ -236,7 +239,7 @@ def test_panels_are_built_after_the_first_screen_and_what_asked_for_them_waits(
                 panel.display and app.focused is not None and panel in app.focused.ancestors
             )  # its table has the keys
             table = main.query_one(KernelTable)
-            kernels = app.results["kernels"]
+            kernels = app.results.kernels
             assert kernels and table.items == kernels and table.table.row_count == len(kernels)
             assert plural(len(kernels), "kernel") in screen_text(app)
 

@@ -15,8 +15,9 @@ from gputop_trace.errors import TraceError
 from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
+from gputop_trace.tui.analysis_results import AnalysisResults
 from gputop_trace.tui.app import GputopApp
-from gputop_trace.tui.messages import AnalysisReady, TraceLoaded
+from gputop_trace.tui.messages import KernelsReady, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
@@ -89,13 +90,15 @@ def test_enter_opens_the_ranks_trace_and_esc_comes_back(tmp_path: Path) -> None:
             await press(pilot, "escape")  # … then the selection …
             assert app.screen is main and timeline(app).selected == -1
             await press(pilot, "escape")  # … then back to the fleet
-            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == {}
+            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == AnalysisResults()
             assert [int(r["rank"]) for r in _fleet_screen(app).order] == [2, 1, 0]
             # again: the rank opens afresh, with its own analyses
             await _open(app, pilot, 0)
             await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.analyses_done)
             assert app.screen is not main and app.trace is not None
-            assert all(len(r.events) and int(r.events.max()) < len(app.trace) for r in app.results["kernels"])
+            kernels = app.results.kernels
+            assert kernels is not None
+            assert all(len(r.events) and int(r.events.max()) < len(app.trace) for r in kernels)
             await press(pilot, "q")
             await wait_until(pilot, lambda: app.return_code is not None)
             assert app.return_code == 0
@@ -162,9 +165,9 @@ def test_esc_while_loading_goes_back_and_the_late_result_is_dropped(tmp_path: Pa
             trace = load_paths([default_sample()])
             stale = app.load_token - 1
             app.post_message(TraceLoaded(trace, prepare_timeline(trace), FlowIndex(trace), 0.1, stale))
-            app.post_message(AnalysisReady("kernels", [], stale))
+            app.post_message(KernelsReady([], stale))
             await pilot.pause(0.3)
-            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == {}
+            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == AnalysisResults()
 
     run(body())
 
