@@ -152,11 +152,17 @@ class MainScreen(TimelineKeys, PanelKeys):
     # ---- worker results: each waits for the panels (see when_panels) -----------------------------------------
     @on(NamesReady)
     def _names_ready(self, message: NamesReady) -> None:
-        self.when_panels(partial(setattr, self, "names", message.names))
+        def show() -> None:
+            self.names = message.names
+
+        self.when_panels(show)
 
     @on(RangeNamesReady)
     def _range_names_ready(self, message: RangeNamesReady) -> None:
-        self.when_panels(partial(setattr, self, "range_names", message.range_names))
+        def show() -> None:
+            self.range_names = message.range_names
+
+        self.when_panels(show)
 
     @on(KernelsReady)
     def _kernels_ready(self, message: KernelsReady) -> None:
@@ -207,7 +213,10 @@ class MainScreen(TimelineKeys, PanelKeys):
 
     @on(OverviewReady)
     def _overview_ready(self, message: OverviewReady) -> None:
-        self.when_panels(partial(setattr, self, "overview", message.overview))
+        def show() -> None:
+            self.overview = message.overview
+
+        self.when_panels(show)
 
     @on(FindingsReady)
     def _findings_ready(self, message: FindingsReady) -> None:
