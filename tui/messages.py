@@ -48,7 +48,8 @@ class TraceLoaded(Message):
 class AnalysisResult(Message, bubble=False):
     """An analysis finished in its worker (``token``: the load of the trace it was run on). The app keeps it in
     its :class:`~gputop_trace.tui.analysis_results.AnalysisResults` (:meth:`keep`) and hands it to the main
-    screen, which shows it (one subclass, and one handler, per result)."""
+    screen, which shows it (one subclass, and one handler, per result). Each subclass says ``bubble=False`` too
+    (Textual sets it per class): handed to the screen, a result must not bubble back up to the app."""
 
     #: the analysis in words, for the notice when it fails
     name: ClassVar[str] = ""
@@ -62,7 +63,7 @@ class AnalysisResult(Message, bubble=False):
         raise NotImplementedError
 
 
-class NamesReady(AnalysisResult):
+class NamesReady(AnalysisResult, bubble=False):
     """The index of event names (``n`` / ``N`` walk a name's instances)."""
 
     name = "names"
@@ -75,7 +76,7 @@ class NamesReady(AnalysisResult):
         results.names = self.names
 
 
-class RangeNamesReady(AnalysisResult):
+class RangeNamesReady(AnalysisResult, bubble=False):
     """The annotation ranges' names, for the palette."""
 
     name = "range_names"
@@ -88,7 +89,7 @@ class RangeNamesReady(AnalysisResult):
         results.range_names = self.range_names
 
 
-class KernelsReady(AnalysisResult):
+class KernelsReady(AnalysisResult, bubble=False):
     """Panel 1's kernel rows."""
 
     name = "kernels"
@@ -101,7 +102,7 @@ class KernelsReady(AnalysisResult):
         results.kernels = self.rows
 
 
-class GapsReady(AnalysisResult):
+class GapsReady(AnalysisResult, bubble=False):
     """Panel 2's idle gaps and their marks on the timeline."""
 
     name = "gaps"
@@ -114,7 +115,7 @@ class GapsReady(AnalysisResult):
         results.gaps = self.view
 
 
-class TransfersReady(AnalysisResult):
+class TransfersReady(AnalysisResult, bubble=False):
     """Panel 3's copies and their overlap with compute."""
 
     name = "transfers"
@@ -127,7 +128,7 @@ class TransfersReady(AnalysisResult):
         results.transfers = self.view
 
 
-class FindingsReady(AnalysisResult):
+class FindingsReady(AnalysisResult, bubble=False):
     """Panel 6's findings, in the analysis's order."""
 
     name = "findings"
@@ -140,7 +141,7 @@ class FindingsReady(AnalysisResult):
         results.findings = self.items
 
 
-class OverviewReady(AnalysisResult):
+class OverviewReady(AnalysisResult, bubble=False):
     """Where the time went, for the details pane while nothing is selected."""
 
     name = "overview"
@@ -153,7 +154,7 @@ class OverviewReady(AnalysisResult):
         results.overview = self.overview
 
 
-class RangesReady(AnalysisResult):
+class RangesReady(AnalysisResult, bubble=False):
     """Panel 4's annotation ranges."""
 
     name = "ranges"
@@ -166,7 +167,7 @@ class RangesReady(AnalysisResult):
         results.ranges = self.rows
 
 
-class RanksReady(AnalysisResult):
+class RanksReady(AnalysisResult, bubble=False):
     """Panel 7's ranks compared (and the rank comparison's view)."""
 
     name = "ranks"
@@ -179,7 +180,7 @@ class RanksReady(AnalysisResult):
         results.ranks = self.view
 
 
-class OpsReady(AnalysisResult):
+class OpsReady(AnalysisResult, bubble=False):
     """Panel 8's operators."""
 
     name = "ops"
@@ -192,7 +193,7 @@ class OpsReady(AnalysisResult):
         results.ops = self.view
 
 
-class CriticalPathReady(AnalysisResult):
+class CriticalPathReady(AnalysisResult, bubble=False):
     """Every step's critical path (computed when first asked for: ``p``, panel 9)."""
 
     name = "critical_path"
