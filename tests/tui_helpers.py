@@ -4,8 +4,9 @@ that start the app headless and wait until it has loaded (and analysed) a trace.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.widgets.timeline import Timeline
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 MARKUP_NAME = "[bold red]x[/]"
 
@@ -86,6 +88,18 @@ def synthetic_trace(*, kernel0: str = "sgemm_big") -> Trace:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run an async test body (no async pytest plugin needed)."""
     return asyncio.run(coro)
+
+
+def app_test(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
+    """An app test written as ``async def`` (it starts the app with ``run_test`` and drives it with the pilot),
+    run in an event loop of its own: the set-up every Pilot test shares, without an async pytest plugin. Fixtures
+    and ``parametrize`` see the test's own arguments."""
+
+    @functools.wraps(test)
+    def run_in_loop(*args: P.args, **kwargs: P.kwargs) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run_in_loop
 
 
 async def wait_until(pilot: Any, cond: Callable[[], bool], *, timeout: float = 20.0) -> None:

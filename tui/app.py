@@ -14,26 +14,53 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import work
-from textual.app import App, SystemCommand
+from textual import on, work
+from textual.app import App
 from textual.binding import BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from gputop_trace.errors import LoadCancelled, TraceError
 from gputop_trace.model.trace import Trace, python_left_out
 from gputop_trace.safe_text import clean
-from gputop_trace.tui.commands import TraceCommands, system_commands
+from gputop_trace.tui.analysis_results import AnalysisResults
+from gputop_trace.tui.app_base import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    MEMORY_MESSAGE,
+    PROGRESS_INTERVAL_S,
+    AppBase,
+    cli_error_text,
+    internal_error_message,
+    print_debug_traceback,
+)
+from gputop_trace.tui.commands import TraceCommands
 from gputop_trace.tui.keymap import quit_bindings
-from gputop_trace.tui.messages import AnalysisFailed, AnalysisReady, LoadFailed, LoadProgress, TraceLoaded
-from gputop_trace.tui.screens.dialogs import ErrorDialog
+from gputop_trace.tui.messages import (
+    AnalysesDone,
+    AnalysisFailed,
+    AnalysisResult,
+    CriticalPathReady,
+    FindingsReady,
+    GapsReady,
+    KernelsReady,
+    LoadProgress,
+    NamesReady,
+    OpsReady,
+    OverviewReady,
+    RangeNamesReady,
+    RangesReady,
+    RanksReady,
+    TraceLoaded,
+    TransfersReady,
+)
 from gputop_trace.tui.screens.loading import LoadingScreen
 from gputop_trace.tui.screens.main import MainScreen
-from gputop_trace.tui.theme import use_gputop_themes
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.units import plural
 
@@ -41,37 +68,25 @@ if TYPE_CHECKING:
     from gputop_trace.fleet.parquet import FleetFile
     from gputop_trace.load.background import BackgroundLoad
     from gputop_trace.tui.screens.fleet import FleetScreen
+    from gputop_trace.tui.view.prepared import PreparedView
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
-#: how often the loading screen shows progress, in seconds: each update is redrawn on the UI thread, which holds
-#: the GIL the parser needs (at 20 a second the UI took a fifth of the load's CPU time on a 50 MB trace)
-PROGRESS_INTERVAL_S = 0.25
-
-
-def cli_error_text(message: str) -> str:
-    """The line the command line prints for an error (``gputop-trace: error: …``), as plain text."""
-    return "gputop-trace: error: " + clean(message)
-
-
-def internal_error_message(exc: BaseException) -> str:
-    """The command line's message for a bug in this program."""
-    return (
-        f"internal error: {type(exc).__name__}: {exc}. This is a bug in gputop-trace; please report it with the "
-        "command you ran (set GPUTOP_DEBUG=1 to print the traceback)."
-    )
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "MEMORY_MESSAGE",
+    "PROGRESS_INTERVAL_S",
+    "GputopApp",
+    "cli_error_text",
+    "internal_error_message",
+]
 
 
-MEMORY_MESSAGE = (
-    "Ran out of memory. The trace is larger than this machine can hold: close other programs, use a "
-    "machine with more memory, or record a shorter profile (fewer steps, no with_stack)."
-)
-
-
-class GputopApp(App[int]):
+class GputopApp(AppBase):
     """The trace browser."""
 
     TITLE = "gputop-trace"
-    CSS_PATH = "app.tcss"
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TraceCommands}
     ENABLE_COMMAND_PALETTE = True
 
@@ -88,7 +103,7 @@ class GputopApp(App[int]):
         use_cache: bool = True,
         include_python: bool = True,
         inductor_dir: str | None = None,
-        background: BackgroundLoad | None = None,
+        background: BackgroundLoad[PreparedView] | None = None,
     ) -> None:
         """``paths`` are loaded in a worker; ``background`` is their load already started (``view`` starts it
         before importing the app), taken over when its paths and options are these; ``trace`` (already loaded, by
@@ -99,7 +114,6 @@ class GputopApp(App[int]):
         events (``--no-python``) until the palette's "Load Python stack events" asks for them; ``inductor_dir``
         is torch.compile's debug output (``--inductor-dir``), attached to the trace once it is loaded."""
         super().__init__()
-        use_gputop_themes(self)  # the palette's colours; monochrome under NO_COLOR
         self.fleet = fleet
         self.load_token = 0
         self.paths = list(paths) if fleet is None else []
@@ -110,14 +124,12 @@ class GputopApp(App[int]):
         self._given_trace = trace
         self._background = background
         self.run_analyses_after_load = analyses
-        self.trace: Trace | None = None
         self.data: TimelineData | None = None
         self.load_seconds = 0.0
         self.first_screen_at: float | None = None
         self.analyses_done = False
-        self.results: dict[str, Any] = {}
-        self.summary_analyses: Any = None  # report.summary.Analyses once every analysis is done (export)
-        self.failures: dict[str, str] = {}
+        #: the analyses' results for the trace shown, as they arrive
+        self.results = AnalysisResults()
         self.fleet_rank: int | None = None
         self.critical_path_started = False
         self._started = time.perf_counter()
@@ -136,10 +148,6 @@ class GputopApp(App[int]):
         replaces the one shown: toasts never stack up over the screen."""
         self.clear_notifications()
         super().notify(clean(message), title=clean(title), severity=severity, timeout=timeout, markup=False)
-
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
-        return system_commands(self, self.action_quit_app)
 
     # ---- loading ---------------------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -169,10 +177,8 @@ class GputopApp(App[int]):
         self.trace = None
         self.data = None
         self._given_trace = None
-        self.results = {}
-        self.failures = {}
+        self.results = AnalysisResults()
         self.analyses_done = False
-        self.summary_analyses = None
 
     def on_fleet_screen_open_rank(self, message: FleetScreen.OpenRank) -> None:
         """Enter on the fleet screen: load that rank's trace and show it."""
@@ -221,19 +227,15 @@ class GputopApp(App[int]):
     def cancel_load(self) -> None:
         """Esc / q while a trace loads: back to the fleet when it was opened from one, else quit (code 130)."""
         if not self.back_to_fleet():
-            self.workers.cancel_group(self, "load")
-            self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
+            super().cancel_load()
 
-    @work(thread=True, exclusive=True, group="load")
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_trace(self) -> None:
         """Load (on the thread of a :class:`BackgroundLoad`, the command line's load path; the one ``view`` started
-        before the app, when it is for these paths), prepare the timeline, index launch flows; post the result or
-        the error. Progress is read from the load every :data:`PROGRESS_INTERVAL_S`."""
-        from gputop_trace.load.background import BackgroundLoad
-
+        before the app, when it is for these paths), prepare the timeline, index launch flows; post the result.
+        What the load raises is shown by :meth:`AppBase.worker_failed`."""
         worker = get_current_worker()
         token = self.load_token
-        paths = list(self.paths)
         counts = [0, 0, 0]
 
         def step(what: str) -> None:
@@ -243,63 +245,46 @@ class GputopApp(App[int]):
 
         t0 = time.perf_counter()
         pending, self._background = self._background, None
-        try:
-            ready: object = None
-            if self._given_trace is not None:
-                trace = self._given_trace
-            else:
-                use_cache, include_python = self.use_cache, self.include_python
-                if pending is None or not pending.matches(paths, use_cache=use_cache, include_python=include_python):
-                    if pending is not None:
-                        pending.cancel()
-                    pending = BackgroundLoad(
-                        paths, max_memory=self.max_memory, use_cache=use_cache, include_python=include_python
-                    )
-                while not pending.wait(PROGRESS_INTERVAL_S):
-                    if worker.is_cancelled:
-                        pending.cancel()
-                        return
-                    self.post_message(LoadProgress(*pending.progress, "reading"))
-                trace = pending.result()
-                # prepared on the load's thread by ``view`` (cli/view.py), with this app's inductor_dir
-                ready = pending.then_result()
+        ready: PreparedView | None = None
+        if self._given_trace is not None:
+            trace = self._given_trace
+        else:
+            pending = self._take_over_load(pending)
+            while not pending.wait(PROGRESS_INTERVAL_S):
+                if worker.is_cancelled:
+                    pending.cancel()
+                    return
+                self.post_message(LoadProgress(*pending.progress, "reading"))
+            trace = pending.result()
+            # prepared on the load's thread by ``view`` (cli/view.py), with this app's inductor_dir
+            ready = pending.then_result()
+        if ready is None:
             # imported once the load has finished: while it runs, its threads import the parser (see prepared.py)
-            from gputop_trace.tui.view.prepared import PreparedView, prepare_view
+            from gputop_trace.tui.view.prepared import prepare_view
 
-            if not isinstance(ready, PreparedView):
-                counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
-                ready = prepare_view(trace, self.inductor_dir, step=step)
-        except LoadCancelled:
-            return
-        except TraceError as e:
-            self.post_message(LoadFailed(cli_error_text(e.message), EXIT_BAD_INPUT, token))
-            return
-        except MemoryError:
-            self.post_message(LoadFailed(cli_error_text(MEMORY_MESSAGE), EXIT_BAD_INPUT, token))
-            return
-        except Exception as e:  # a bug: say so as the command line would
-            if os.environ.get("GPUTOP_DEBUG"):
-                import traceback
-
-                traceback.print_exc()
-            self.post_message(LoadFailed(cli_error_text(internal_error_message(e)), EXIT_INTERNAL, token))
-            return
+            counts[:] = [*pending.progress[:2], len(trace)] if pending is not None else [0, 0, len(trace)]
+            ready = prepare_view(trace, self.inductor_dir, step=step)
         self.post_message(TraceLoaded(ready.trace, ready.data, ready.flows, time.perf_counter() - t0, token))
 
-    def on_load_progress(self, message: LoadProgress) -> None:
-        screen = self.screen
-        if isinstance(screen, LoadingScreen):
-            screen.show_progress(message.done, message.total, message.events, message.stage)
+    def _take_over_load(self, pending: BackgroundLoad[PreparedView] | None) -> BackgroundLoad[PreparedView]:
+        """``pending`` when it loads this app's paths with its options, else a new load of them (``pending``
+        cancelled)."""
+        from gputop_trace.load.background import BackgroundLoad
 
-    def on_load_failed(self, message: LoadFailed) -> None:
-        if message.token != self.load_token:
-            return
+        use_cache, include_python = self.use_cache, self.include_python
+        if pending is not None and pending.matches(self.paths, use_cache=use_cache, include_python=include_python):
+            return pending
+        if pending is not None:
+            pending.cancel()
+        return BackgroundLoad(
+            list(self.paths), max_memory=self.max_memory, use_cache=use_cache, include_python=include_python
+        )
 
-        def close(_: None) -> None:
-            if not self.back_to_fleet():
-                self.exit(message.exit_code, return_code=message.exit_code)
-
-        self.push_screen(ErrorDialog("Could not open the trace", message.text), close)
+    def load_error_closed(self, exit_code: int) -> None:
+        """The load's error dialog was closed: back to the fleet when the trace was opened from one, else exit
+        with the command line's code."""
+        if not self.back_to_fleet():
+            super().load_error_closed(exit_code)
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         if message.token != self.load_token:
@@ -360,93 +345,26 @@ class GputopApp(App[int]):
     # ---- analyses --------------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="analyses")
     def run_analyses(self, trace: Trace) -> None:
-        """Build the name index and run the analyses, posting each result as soon as it is ready (the panel
-        that needs a result shows it; one that failed shows the error)."""
-        from gputop_trace.analysis.findings.assemble import find_findings
-        from gputop_trace.analysis.gaps.detect import DEFAULT_THRESHOLD_NS, find_gaps
-        from gputop_trace.analysis.kernels import kernel_table
-        from gputop_trace.analysis.ranges import range_summary
-        from gputop_trace.analysis.transfers import transfer_overlap
-        from gputop_trace.tui.view.analysis_views import finding_items, gaps_view, transfers_view
-        from gputop_trace.tui.view.navigation import NameIndex, range_names
+        """Build the name index and run the analyses (:class:`TraceAnalyses`), posting each result as soon as it
+        is ready (the panel that needs a result shows it; one that failed shows the error, and the others still
+        run)."""
+        from gputop_trace.tui.analysis_jobs import TraceAnalyses
 
         worker = get_current_worker()
-        token = self.load_token
-        data = self.data
-        assert data is not None
-        done: dict[str, Any] = {}
-
-        def build_names() -> NameIndex:
-            index = NameIndex(trace)
-            done["names"] = index
-            return index
-
-        def gaps() -> Any:
-            done["gaps"] = find_gaps(trace, DEFAULT_THRESHOLD_NS)
-            return gaps_view(data, done["gaps"])
-
-        def transfers() -> Any:
-            done["transfers"] = transfer_overlap(trace)
-            return transfers_view(done["transfers"])
-
-        def findings() -> Any:
-            done["findings"] = find_findings(
-                trace, gap_threshold_ns=DEFAULT_THRESHOLD_NS, gaps=done.get("gaps"), transfers=done.get("transfers")
-            )
-            done["finding_items"] = finding_items(done["findings"])
-            return done["finding_items"]
-
-        def overview() -> Any:
-            from gputop_trace.analysis.busy import device_busy
-            from gputop_trace.report.summary import steps_json
-            from gputop_trace.tui.view.overview import Overview
-
-            return Overview(device_busy(trace), steps_json(trace), done.get("finding_items", []))
-
-        def ranges() -> Any:
-            done["ranges"] = range_summary(trace)
-            return done["ranges"]
-
-        def ops() -> Any:
-            from gputop_trace.tui.view.ops_view import ops_view
-
-            return ops_view(trace)
-
-        def ranks() -> Any:
-            from gputop_trace.tui.view.ranks_view import ranks_view
-
-            return ranks_view(trace, set(data.util))
-
-        jobs: list[tuple[str, Any]] = [
-            ("names", build_names),
-            ("range_names", lambda: range_names(trace, done["names"]) if "names" in done else []),
-            ("kernels", lambda: kernel_table(trace)),
-            ("gaps", gaps),
-            ("transfers", transfers),
-            ("findings", findings),
-            ("overview", overview),
-            ("ranges", ranges),
-            ("ranks", ranks),
-            ("ops", ops),
-        ]
-        for name, job in jobs:
+        assert self.data is not None
+        analyses = TraceAnalyses(trace, self.data, self.load_token)
+        for analysis, job in analyses.jobs():
             if worker.is_cancelled:
                 return
+            message: AnalysisResult | AnalysisFailed
             try:
-                result = job()
+                message = job()
             except Exception as e:  # shown in the panel that needed it, never swallowed
-                self.post_message(AnalysisFailed(name, internal_error_message(e), token))
-                continue
+                message = AnalysisFailed(analysis, internal_error_message(e), analyses.token)
             if worker.is_cancelled:
                 return
-            self.post_message(AnalysisReady(name, result, token))
-        if {"gaps", "transfers", "findings", "ranges"} <= set(done):
-            from gputop_trace.report.summary import Analyses
-
-            self.summary_analyses = Analyses(
-                done["gaps"], done["transfers"], done["findings"], done["ranges"], DEFAULT_THRESHOLD_NS
-            )
-        self.post_message(AnalysisReady("done", None, token))
+            self.post_message(message)
+        self.post_message(AnalysesDone(analyses.summary(), analyses.token))
 
     def want_critical_path(self) -> bool:
         """Start computing every step's critical path, once per trace, when the user first asks for it (``p``,
@@ -458,64 +376,76 @@ class GputopApp(App[int]):
         self.run_critical_path(self.trace)
         return True
 
-    @work(thread=True, exclusive=True, group="critical_path")
+    @work(thread=True, exclusive=True, group="critical_path", exit_on_error=False)
     def run_critical_path(self, trace: Trace) -> None:
-        """Every step's critical path (``analysis.critical_path``), posted as the ``critical_path`` result: the
-        list of ``StepPath``; a trace it cannot analyse posts the reason, a bug the command line's message."""
+        """Every step's critical path (``analysis.critical_path``), posted as :class:`CriticalPathReady`; what it
+        raises is shown by :meth:`worker_failed`."""
         from gputop_trace.analysis.critical_path.path import critical_paths
 
         worker = get_current_worker()
         token = self.load_token
-        try:
-            paths = critical_paths(trace)
-        except TraceError as e:
-            self.post_message(AnalysisFailed("critical_path", clean(e.message), token))
-            return
-        except Exception as e:  # a bug: say so as the command line would
-            if os.environ.get("GPUTOP_DEBUG"):
-                import traceback
-
-                traceback.print_exc()
-            self.post_message(AnalysisFailed("critical_path", internal_error_message(e), token))
-            return
+        paths = critical_paths(trace)
         if not worker.is_cancelled:
-            self.post_message(AnalysisReady("critical_path", paths, token))
+            self.post_message(CriticalPathReady(paths, token))
 
-    def on_analysis_ready(self, message: AnalysisReady) -> None:
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        """A worker raised: for the critical path, the reason (a trace it cannot analyse) or the command line's
+        message for a bug, shown as that analysis's failure; for a load, the base's dialog."""
+        if worker.group != "critical_path":
+            super().worker_failed(worker, error)
+            return
+        if isinstance(error, TraceError):
+            text = clean(error.message)
+        else:
+            print_debug_traceback(error)
+            text = internal_error_message(error)
+        self.post_message(AnalysisFailed(CriticalPathReady, text, self.load_token))
+
+    @on(NamesReady)
+    @on(RangeNamesReady)
+    @on(KernelsReady)
+    @on(GapsReady)
+    @on(TransfersReady)
+    @on(FindingsReady)
+    @on(OverviewReady)
+    @on(RangesReady)
+    @on(RanksReady)
+    @on(OpsReady)
+    @on(CriticalPathReady)
+    def _analysis_result(self, message: AnalysisResult) -> None:
+        """An analysis's result: kept, and shown by the main screen (once its panels are mounted)."""
         if message.token != self.load_token:
             return
-        if message.name == "done":
-            main = self.main_screen
-            if main is not None and main.is_mounted:
-                main.when_panels(self._analyses_finished)  # once the panels show every result
-            else:
-                self._analyses_finished()
+        message.keep(self.results)
+        main = self.main_screen
+        if main is not None:
+            main.post_message(message)
+
+    @on(AnalysisFailed)
+    def _analysis_failed(self, message: AnalysisFailed) -> None:
+        """An analysis failed: its text kept, and shown by the main screen."""
+        if message.token != self.load_token:
             return
-        self.results[message.name] = message.result
+        self.results.failures[message.analysis.name] = message.text
+        main = self.main_screen
+        if main is not None:
+            main.post_message(message)
+
+    @on(AnalysesDone)
+    def _analyses_done(self, message: AnalysesDone) -> None:
+        """Every analysis has posted: done once the panels show every result."""
+        if message.token != self.load_token:
+            return
+        self.results.summary = message.summary
         main = self.main_screen
         if main is not None and main.is_mounted:
-            main.on_analysis_ready(message)
+            main.when_panels(self._analyses_finished)
+        else:
+            self._analyses_finished()
 
     def _analyses_finished(self) -> None:
         self.analyses_done = True
         gc.freeze()  # the analyses' results too (see _first_screen_shown)
-
-    def on_analysis_failed(self, message: AnalysisFailed) -> None:
-        if message.token != self.load_token:
-            return
-        self.failures[message.name] = message.text
-        main = self.main_screen
-        if main is not None and main.is_mounted:
-            main.on_analysis_failed(message)
-
-    # ---- quitting --------------------------------------------------------------------------------------------
-    def action_quit_app(self) -> None:
-        """Quit (q, Ctrl+C). While loading, this cancels the load (exit code 130, as the command line)."""
-        if any(isinstance(s, LoadingScreen) for s in self.screen_stack):
-            self.workers.cancel_group(self, "load")
-            self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
-            return
-        self.exit(EXIT_OK, return_code=EXIT_OK)
 
     @property
     def main_screen(self) -> MainScreen | None:

@@ -5,38 +5,22 @@ closing it exits with code 2."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App, SystemCommand
 from textual.binding import BindingType
 from textual.message import Message
-from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputop_trace.analysis.diff.compare import RunDiff
-from gputop_trace.errors import LoadCancelled, TraceError
+from gputop_trace.errors import LoadCancelled
 from gputop_trace.model.trace import Trace
-from gputop_trace.tui.app import (
-    EXIT_BAD_INPUT,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    MEMORY_MESSAGE,
-    PROGRESS_INTERVAL_S,
-    cli_error_text,
-    internal_error_message,
-)
-from gputop_trace.tui.commands import system_commands
+from gputop_trace.tui.app_base import PROGRESS_INTERVAL_S, AppBase
 from gputop_trace.tui.keymap import quit_bindings
-from gputop_trace.tui.messages import LoadFailed, LoadProgress
-from gputop_trace.tui.screens.dialogs import ErrorDialog
+from gputop_trace.tui.messages import LoadProgress
 from gputop_trace.tui.screens.diff import DiffScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
-from gputop_trace.tui.theme import use_gputop_themes
 from gputop_trace.tui.view.timeline_data import TimelineData
 
 
@@ -49,11 +33,11 @@ class DiffReady(Message):
         self.data = data
 
 
-class DiffApp(App[int]):
+class DiffApp(AppBase):
     """Two runs side by side."""
 
     TITLE = "gputop-trace diff"
-    CSS_PATH = "app.tcss"
+    LOAD_ERROR_TITLE = "Could not open the runs"
 
     BINDINGS: ClassVar[list[BindingType]] = quit_bindings("q,escape")
 
@@ -69,7 +53,6 @@ class DiffApp(App[int]):
     ) -> None:
         """``runs``: both sides already loaded (``view A B`` loads them to tell two runs from one job)."""
         super().__init__()
-        use_gputop_themes(self)  # the palette's colours; monochrome under NO_COLOR
         self.base, self.test = list(base), list(test)
         self.runs = runs
         self.max_memory = max_memory
@@ -77,22 +60,14 @@ class DiffApp(App[int]):
         self.include_python = include_python
         self.diff: RunDiff | None = None
 
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Quit and a screenshot, in place of Textual's generic entries (:func:`system_commands`)."""
-        return system_commands(self, self.action_quit_app)
-
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen([*self.base, *self.test]))
         self.load_runs()
 
-    def cancel_load(self) -> None:
-        """Esc / q while loading: quit (code 130, as the command line)."""
-        self.workers.cancel_group(self, "load")
-        self.exit(EXIT_INTERRUPTED, return_code=EXIT_INTERRUPTED)
-
-    @work(thread=True, exclusive=True, group="load")
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_runs(self) -> None:
-        """Load both runs, compare them, prepare both timelines; post the result or the error."""
+        """Load both runs, compare them, prepare both timelines; post the result (what the load raises is shown by
+        :meth:`AppBase.worker_failed`)."""
         from gputop_trace.analysis.diff.compare import diff_runs
         from gputop_trace.load.runs import load_run, same_inputs
         from gputop_trace.tui.view.timeline_data import prepare_timeline
@@ -114,51 +89,17 @@ class DiffApp(App[int]):
             "include_python": self.include_python,
             "progress": progress,
         }
-        try:
-            if self.runs is not None:
-                base, test = self.runs
-            else:
-                base = load_run("BASE", self.base, **opts)
-                test = load_run("TEST", self.test, **opts)
-            self.post_message(LoadProgress(0, 0, len(base) + len(test), "comparing"))
-            diff = diff_runs(base, test, identical=same_inputs(self.base, self.test))
-            data = (prepare_timeline(base), prepare_timeline(test))
-        except LoadCancelled:
-            return
-        except TraceError as e:
-            self.post_message(LoadFailed(cli_error_text(e.message), EXIT_BAD_INPUT))
-            return
-        except MemoryError:
-            self.post_message(LoadFailed(cli_error_text(MEMORY_MESSAGE), EXIT_BAD_INPUT))
-            return
-        except Exception as e:  # a bug: say so as the command line would
-            if os.environ.get("GPUTOP_DEBUG"):
-                import traceback
-
-                traceback.print_exc()
-            self.post_message(LoadFailed(cli_error_text(internal_error_message(e)), EXIT_INTERNAL))
-            return
+        if self.runs is not None:
+            base, test = self.runs
+        else:
+            base = load_run("BASE", self.base, **opts)
+            test = load_run("TEST", self.test, **opts)
+        self.post_message(LoadProgress(0, 0, len(base) + len(test), "comparing"))
+        diff = diff_runs(base, test, identical=same_inputs(self.base, self.test))
+        data = (prepare_timeline(base), prepare_timeline(test))
         self.post_message(DiffReady(diff, data))
 
     def on_diff_ready(self, message: DiffReady) -> None:
         self.diff = message.diff
         paths = (", ".join(self.base), ", ".join(self.test))
         self.switch_screen(DiffScreen(message.diff, message.data, paths))
-
-    def on_load_progress(self, message: LoadProgress) -> None:
-        screen = self.screen
-        if isinstance(screen, LoadingScreen):
-            screen.show_progress(message.done, message.total, message.events, message.stage)
-
-    def on_load_failed(self, message: LoadFailed) -> None:
-        def close(_: None) -> None:
-            self.exit(message.exit_code, return_code=message.exit_code)
-
-        self.push_screen(ErrorDialog("Could not open the runs", message.text), close)
-
-    def action_quit_app(self) -> None:
-        """Quit (q, Esc, Ctrl+C); while loading, cancel (exit code 130)."""
-        if any(isinstance(s, LoadingScreen) for s in self.screen_stack):
-            self.cancel_load()
-            return
-        self.exit(EXIT_OK, return_code=EXIT_OK)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Generic, TypeVar
 
 from gputop_trace.errors import LoadCancelled
 from gputop_trace.model.trace import Trace
@@ -54,8 +54,11 @@ class _ShortSwitchInterval:
 
 _switch = _ShortSwitchInterval()
 
+#: what a load's ``then`` hook makes of the trace (the app's prepared view)
+T = TypeVar("T")
 
-class BackgroundLoad:
+
+class BackgroundLoad(Generic[T]):
     """Loads ``paths`` on a daemon thread, started at once.
 
     ``progress`` is ``(bytes_done, bytes_total, events_so_far)``; :meth:`cancel` stops the parse at its next
@@ -76,7 +79,7 @@ class BackgroundLoad:
         max_memory: int | None = None,
         use_cache: bool = True,
         include_python: bool = True,
-        then: Callable[[Trace], Any] | None = None,
+        then: Callable[[Trace], T] | None = None,
     ) -> None:
         self.paths = list(paths)
         self.max_memory = max_memory
@@ -87,7 +90,7 @@ class BackgroundLoad:
         self._done = threading.Event()
         self._trace: Trace | None = None
         self._then = then
-        self._then_result: Any = None
+        self._then_result: T | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="gputop-trace load", daemon=True)
         _switch.enter()
@@ -146,6 +149,6 @@ class BackgroundLoad:
         self.progress = (self.progress[0], self.progress[1], len(self._trace))
         return self._trace
 
-    def then_result(self) -> Any:
+    def then_result(self) -> T | None:
         """What ``then`` returned, once :meth:`result` returned the trace (None without ``then``)."""
         return self._then_result

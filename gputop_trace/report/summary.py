@@ -6,7 +6,7 @@ Times are int64 ns in the file's own time base (see the JSON contract); shares a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gputop_trace.analysis.findings.assemble import Finding
     from gputop_trace.analysis.gaps.detect import DeviceGaps
     from gputop_trace.analysis.ranges import RangeRow
+    from gputop_trace.analysis.steps import Steps
     from gputop_trace.analysis.transfers import TransferReport
     from gputop_trace.model.trace import Trace
 
@@ -167,59 +168,117 @@ def measured_span_note(trace: Trace, a: Analyses) -> tuple[int, str | None]:
     )
 
 
-def steps_json(trace: Trace) -> list[dict[str, Any]]:
-    """Per rank, the step ranges (``ProfilerStep#N`` / ``step_N``) and their measured durations in ns (a step that
-    runs past the end of the recording is cut there: :mod:`gputop_trace.analysis.steps`); ``cut`` lists those
-    steps with the duration their range records, ``left_out`` the step ranges with nothing recorded in them, and
-    ``note`` says both in words (null when there are none). Empty when the trace marks no steps."""
+@dataclass(frozen=True)
+class CutStep:
+    """A step measured shorter than its range because it runs past the recording: ``step_ns`` as measured,
+    ``range_ns`` as its range records, times in ns in the rank's file time base."""
+
+    name: str
+    step_ns: int
+    range_ns: int
+    start_ns: int
+    end_ns: int
+    range_start_ns: int
+    range_end_ns: int
+    cut_start: bool
+    cut_end: bool
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class RankSteps:
+    """One rank's step ranges (``ProfilerStep#N`` / ``step_N``) and their measured durations, times in ns (start
+    times in the rank's file time base): the statistics, the steps ``cut`` to the recording, the step ranges
+    ``left_out`` (nothing recorded in them) and ``note`` saying both in words (None when there are none). The
+    fields, in this order, are the summary JSON's ``steps`` rows (:func:`steps_json`)."""
+
+    rank: int
+    count: int
+    step_ns: list[int]
+    mean_ns: int
+    median_ns: int
+    min_ns: int
+    max_ns: int
+    names: list[str]
+    start_ns: list[int]
+    range_ns: list[int]
+    recording_start_ns: int | None
+    recording_end_ns: int | None
+    cut: list[CutStep]
+    left_out: list[str]
+    note: str | None
+
+
+def rank_steps(trace: Trace) -> list[RankSteps]:
+    """Per rank, the step ranges and their measured durations (a step that runs past the end of the recording is
+    cut there: :mod:`gputop_trace.analysis.steps`). Empty when the trace marks no steps."""
     from functools import partial
 
     import numpy as np
 
-    from gputop_trace.analysis.steps import cut_reason, find_steps, steps_note
+    from gputop_trace.analysis.steps import find_steps, steps_note
 
     out = []
     for s in find_steps(trace):
         if not len(s):
             continue
         d = s.dur_ns.astype(np.int64)
-        rstart = s.range_start_ns if s.range_start_ns is not None else s.start_ns
         rank_time = partial(trace.file_time_ns, rank=s.rank)
-        cut_start, cut_end = s.cut_start, s.cut_end
         out.append(
-            {
-                "rank": s.rank,
-                "count": len(s),
-                "step_ns": d.tolist(),
-                "mean_ns": int(d.sum() // len(d)),
-                "median_ns": int(np.median(d)),
-                "min_ns": int(d.min()),
-                "max_ns": int(d.max()),
-                "names": [trace.event_name(int(e)) for e in s.events.tolist()],
-                "start_ns": [rank_time(int(x)) for x in s.start_ns.tolist()],
-                "range_ns": s.range_dur_ns.astype(np.int64).tolist(),
-                "recording_start_ns": _maybe(rank_time, s.recording_start_ns),
-                "recording_end_ns": _maybe(rank_time, s.recording_end_ns),
-                "cut": [
-                    {
-                        "name": trace.event_name(int(s.events[i])),
-                        "step_ns": int(s.dur_ns[i]),
-                        "range_ns": int(s.range_dur_ns[i]),
-                        "start_ns": rank_time(int(s.start_ns[i])),
-                        "end_ns": rank_time(int(s.start_ns[i] + s.dur_ns[i])),
-                        "range_start_ns": rank_time(int(rstart[i])),
-                        "range_end_ns": rank_time(int(rstart[i] + s.range_dur_ns[i])),
-                        "cut_start": bool(cut_start[i]),
-                        "cut_end": bool(cut_end[i]),
-                        "reason": cut_reason(trace, s, i),
-                    }
-                    for i in np.flatnonzero(s.cut).tolist()
-                ],
-                "left_out": [trace.event_name(int(e)) for e in s.left_out.tolist()],
-                "note": steps_note(trace, s),
-            }
+            RankSteps(
+                rank=s.rank,
+                count=len(s),
+                step_ns=d.tolist(),
+                mean_ns=int(d.sum() // len(d)),
+                median_ns=int(np.median(d)),
+                min_ns=int(d.min()),
+                max_ns=int(d.max()),
+                names=[trace.event_name(int(e)) for e in s.events.tolist()],
+                start_ns=[rank_time(int(x)) for x in s.start_ns.tolist()],
+                range_ns=s.range_dur_ns.astype(np.int64).tolist(),
+                recording_start_ns=_maybe(rank_time, s.recording_start_ns),
+                recording_end_ns=_maybe(rank_time, s.recording_end_ns),
+                cut=_cut_steps(trace, s),
+                left_out=[trace.event_name(int(e)) for e in s.left_out.tolist()],
+                note=steps_note(trace, s),
+            )
         )
     return out
+
+
+def _cut_steps(trace: Trace, s: Steps) -> list[CutStep]:
+    """The steps of one rank's ``s`` cut to the recording, times in the rank's file time base (ns)."""
+    import numpy as np
+
+    from gputop_trace.analysis.steps import cut_reason
+
+    rstart = s.range_start_ns if s.range_start_ns is not None else s.start_ns
+    cut_start, cut_end = s.cut_start, s.cut_end
+
+    def rank_time(t: int) -> int:
+        return trace.file_time_ns(t, rank=s.rank)
+
+    return [
+        CutStep(
+            name=trace.event_name(int(s.events[i])),
+            step_ns=int(s.dur_ns[i]),
+            range_ns=int(s.range_dur_ns[i]),
+            start_ns=rank_time(int(s.start_ns[i])),
+            end_ns=rank_time(int(s.start_ns[i] + s.dur_ns[i])),
+            range_start_ns=rank_time(int(rstart[i])),
+            range_end_ns=rank_time(int(rstart[i] + s.range_dur_ns[i])),
+            cut_start=bool(cut_start[i]),
+            cut_end=bool(cut_end[i]),
+            reason=cut_reason(trace, s, i),
+        )
+        for i in np.flatnonzero(s.cut).tolist()
+    ]
+
+
+def steps_json(trace: Trace) -> list[dict[str, Any]]:
+    """The summary JSON's ``steps``: :func:`rank_steps` as JSON-contract rows (each field a key, in order; times
+    in ns)."""
+    return [asdict(s) for s in rank_steps(trace)]
 
 
 def _maybe(f: Callable[[int], int], x: int | None) -> int | None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +19,9 @@ from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from tests.cli_run import run_cli
 from tests.tui_helpers import press, run, wait_until
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.view.prepared import PreparedView
 
 LOADING_COMMANDS = ["summary", "kernels", "gaps", "transfers", "ranges", "ranks"]
 
@@ -70,7 +74,7 @@ def test_view_hands_max_memory_to_the_app(trace: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
 
-    def load_started_by_view() -> BackgroundLoad:
+    def load_started_by_view() -> BackgroundLoad[PreparedView]:
         # view starts the load before the app (issue 20.15): the load checks the same limit
         assert seen.pop("trace") is None
         background = seen.pop("background")

@@ -34,7 +34,7 @@ from tests.fixtures.hostile import (
     write_kineto,
     write_nsys,
 )
-from tests.tui_helpers import press, run, screen_text, timeline, wait_loaded, wait_until
+from tests.tui_helpers import app_test, press, run, screen_text, timeline, wait_loaded, wait_until
 
 SIZE = (160, 48)
 
@@ -67,102 +67,98 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, d
 
 
 @pytest.mark.parametrize("source", ["kineto", "nsys"])
-def test_every_screen_of_the_app_is_clean_and_literal(
+@app_test
+async def test_every_screen_of_the_app_is_clean_and_literal(
     hostile: dict[str, tuple[Path, dict[str, str]]], source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, payloads = hostile[source]
     monkeypatch.chdir(tmp_path)  # the export below writes into the working folder
 
-    async def body() -> None:
-        app = GputopApp([str(path)])
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
-            main = await wait_loaded(app, pilot)
-            await pilot.pause(0.2)
-            text = clean_screen(app, "main screen")
-            for tag in ("markup", "badmarkup"):  # thread names as lane labels
-                assert EXPECTED[tag] in text, tag
-            if source == "kineto":  # the loader's warnings, quoting the file, in a notification
-                assert "warnings while loading" in text
-            # the details of hostile kernels (one of each kind of payload)
-            tl = timeline(app)
-            assert app.trace is not None
-            for tag in ("csi", "osc52", "c1", "ctl", "bidi", "markup", "badmarkup", "long"):
-                tl.select(kernel_named(app.trace, payloads[tag]), rezoom=True)
-                await pilot.pause()
-                text = clean_screen(app, f"details of kernel {tag}")
-                assert _squash(EXPECTED[tag])[:24] in _squash(text), tag
-            # the six panels, moving through the rows of each
-            for key in ("1", "2", "3", "4", "5", "6"):
-                await press(pilot, key)
-                await pilot.pause(0.1)
-                clean_screen(app, f"panel {key}")
-                await press(pilot, "j")
-                text = clean_screen(app, f"panel {key}")
-                if key == "1":
-                    for tag in ("markup", "badmarkup", "csi", "wide"):
-                        assert EXPECTED[tag] in text, tag
-                if key == "4":
-                    assert EXPECTED["markup"] in text
-                await press(pilot, "escape")
-            assert main.panel == "details"
-            # the palette lists hostile names as they are (and still works with a[/]b among them)
-            for query, shown in (("Hbad", "Go to kernel: " + EXPECTED["badmarkup"]),
-                                 ("Hmark", "Go to range: " + EXPECTED["markup"])):  # fmt: skip
-                await press(pilot, "ctrl+p")
-                await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
-                await press(pilot, *query)
-
-                def palette_shows(shown: str = shown) -> bool:
-                    return shown in screen_text(app)
-
-                await wait_until(pilot, palette_shows)
-                clean_screen(app, f"palette {query}")
-                await press(pilot, "escape")
-                await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
-            # a search typed with markup in it: the prompt, the status bar and the notification show it literally
-            await press(pilot, "slash")
-            await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
-            await press(pilot, *"zz[/]", "enter")
-            await wait_until(pilot, lambda: "No event name matches /zz[/]/." in screen_text(app))
-            clean_screen(app, "search notification")
+    app = GputopApp([str(path)])
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        main = await wait_loaded(app, pilot)
+        await pilot.pause(0.2)
+        text = clean_screen(app, "main screen")
+        for tag in ("markup", "badmarkup"):  # thread names as lane labels
+            assert EXPECTED[tag] in text, tag
+        if source == "kineto":  # the loader's warnings, quoting the file, in a notification
+            assert "warnings while loading" in text
+        # the details of hostile kernels (one of each kind of payload)
+        tl = timeline(app)
+        assert app.trace is not None
+        for tag in ("csi", "osc52", "c1", "ctl", "bidi", "markup", "badmarkup", "long"):
+            tl.select(kernel_named(app.trace, payloads[tag]), rezoom=True)
+            await pilot.pause()
+            text = clean_screen(app, f"details of kernel {tag}")
+            assert _squash(EXPECTED[tag])[:24] in _squash(text), tag
+        # the six panels, moving through the rows of each
+        for key in ("1", "2", "3", "4", "5", "6"):
+            await press(pilot, key)
+            await pilot.pause(0.1)
+            clean_screen(app, f"panel {key}")
+            await press(pilot, "j")
+            text = clean_screen(app, f"panel {key}")
+            if key == "1":
+                for tag in ("markup", "badmarkup", "csi", "wide"):
+                    assert EXPECTED[tag] in text, tag
+            if key == "4":
+                assert EXPECTED["markup"] in text
             await press(pilot, "escape")
-            await press(pilot, "question_mark")
-            clean_screen(app, "help")
+        assert main.panel == "details"
+        # the palette lists hostile names as they are (and still works with a[/]b among them)
+        for query, shown in (("Hbad", "Go to kernel: " + EXPECTED["badmarkup"]),
+                             ("Hmark", "Go to range: " + EXPECTED["markup"])):  # fmt: skip
+            await press(pilot, "ctrl+p")
+            await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+            await press(pilot, *query)
+
+            def palette_shows(shown: str = shown) -> bool:
+                return shown in screen_text(app)
+
+            await wait_until(pilot, palette_shows)
+            clean_screen(app, f"palette {query}")
             await press(pilot, "escape")
-            # export: the notification says where the file was written; the Markdown holds no raw control text
-            await press(pilot, "e")
-            await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
-            await press(pilot, "enter")
-            written = tmp_path / "gputop-findings.md"
-            await wait_until(pilot, lambda: written.exists() and "Wrote markdown findings" in screen_text(app))
-            assert "gputop-findings.md" in _squash(screen_text(app))
-            assert any(str(written) in n.message for n in app._notifications)
-            assert unsafe_characters(written.read_text()) == []
-            clean_screen(app, "after export")
+            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+        # a search typed with markup in it: the prompt, the status bar and the notification show it literally
+        await press(pilot, "slash")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await press(pilot, *"zz[/]", "enter")
+        await wait_until(pilot, lambda: "No event name matches /zz[/]/." in screen_text(app))
+        clean_screen(app, "search notification")
+        await press(pilot, "escape")
+        await press(pilot, "question_mark")
+        clean_screen(app, "help")
+        await press(pilot, "escape")
+        # export: the notification says where the file was written; the Markdown holds no raw control text
+        await press(pilot, "e")
+        await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await press(pilot, "enter")
+        written = tmp_path / "gputop-findings.md"
+        await wait_until(pilot, lambda: written.exists() and "Wrote markdown findings" in screen_text(app))
+        assert "gputop-findings.md" in _squash(screen_text(app))
+        assert any(str(written) in n.message for n in app._notifications)
+        assert unsafe_characters(written.read_text()) == []
+        clean_screen(app, "after export")
 
-    run(body())
 
-
-def test_a_hostile_file_name_on_the_loading_screen_and_in_the_error_dialog(tmp_path: Path) -> None:
+@app_test
+async def test_a_hostile_file_name_on_the_loading_screen_and_in_the_error_dialog(tmp_path: Path) -> None:
     name = "t\x1b]52;c;cHduZWQ=\x07[bold red]x[red]\u202e.json"
     bad = tmp_path / name
     bad.write_bytes(b'{"traceEvents": [ {"ph": "X", "name": "\x1b[2J\x1b]2;PWNED\x07"')
 
-    async def body() -> None:
-        app = GputopApp([str(bad)])
-        async with app.run_test(size=(100, 30), notifications=True) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, (LoadingScreen, ErrorDialog)))
-            clean_screen(app, "loading")
-            # the dialog is on the stack before it is drawn: wait for its text on the screen
-            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog) and "json" in screen_text(app))
-            text = clean_screen(app, "error dialog")
-            assert isinstance(app.screen, ErrorDialog)
-            assert "t[bold red]x[red].json" in app.screen.text and "[bold" in text
-            await press(pilot, "enter")
-            await wait_until(pilot, lambda: app.return_code is not None)
-            assert app.return_code == 2
-
-    run(body())
+    app = GputopApp([str(bad)])
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, (LoadingScreen, ErrorDialog)))
+        clean_screen(app, "loading")
+        # the dialog is on the stack before it is drawn: wait for its text on the screen
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog) and "json" in screen_text(app))
+        text = clean_screen(app, "error dialog")
+        assert isinstance(app.screen, ErrorDialog)
+        assert "t[bold red]x[red].json" in app.screen.text and "[bold" in text
+        await press(pilot, "enter")
+        await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 2
 
 
 @pytest.mark.corpus

@@ -19,6 +19,7 @@ from gputop_trace.tui.widgets.drilldown import DrilldownPanel
 from gputop_trace.tui.widgets.kernels_panel import KernelTable
 from gputop_trace.tui.widgets.ncu_elsewhere import NcuElsewhereScreen
 from tests.tui_helpers import (
+    app_test,
     lane_named,
     line_of_lane,
     press,
@@ -233,10 +234,10 @@ async def toggle_path(app: GputopApp, pilot: Any, key: str) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(critical_path, "critical_paths", lambda trace, **kw: [synthetic_path(trace)])
         await press(pilot, key)
-        await wait_until(pilot, lambda: main.path_shown)
+        await wait_until(pilot, lambda: main.critical_path.shown)
     assert tl.path_marks is not None and tl.path_marks.strip_spans(0, 0) == [(400, 600, 3, True)]
     await press(pilot, key)
-    assert not main.path_shown and tl.path_marks is None
+    assert not main.critical_path.shown and tl.path_marks is None
 
 
 async def back(app: GputopApp, pilot: Any, key: str) -> None:
@@ -366,135 +367,125 @@ def test_every_key_in_the_help_has_a_check() -> None:
     assert listed == set(CHECKS), f"untested: {listed - set(CHECKS)}, stale checks: {set(CHECKS) - listed}"
 
 
-def test_footer_shows_only_keys_from_the_help() -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=SIZE) as pilot:
-            main = await wait_loaded(app, pilot)
-            shown = {b.binding.action for b in main.active_bindings.values() if b.binding.show}
-            assert shown <= {action for action, _ in HELP}
-            footer = screen_text(app).splitlines()[-1]
-            for label in ("Zoom in", "Search", "Help", "Quit", "palette"):
-                assert label in footer
-
-    run(body())
+@app_test
+async def test_footer_shows_only_keys_from_the_help() -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=SIZE) as pilot:
+        main = await wait_loaded(app, pilot)
+        shown = {b.binding.action for b in main.active_bindings.values() if b.binding.show}
+        assert shown <= {action for action, _ in HELP}
+        footer = screen_text(app).splitlines()[-1]
+        for label in ("Zoom in", "Search", "Help", "Quit", "palette"):
+            assert label in footer
 
 
 @pytest.mark.parametrize(("action", "key"), HELP, ids=[f"{a}-{k}" for a, k in HELP])
-def test_key_does_what_the_help_says(action: str, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@app_test
+async def test_key_does_what_the_help_says(
+    action: str, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GPUTOP_NCU", str(tmp_path / "no-ncu-here"))
 
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            check = CHECKS[action]
-            if action == "export":
-                await export(app, pilot, key, tmp_path)
-            else:
-                await check(app, pilot, key)
-
-    run(body())
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        check = CHECKS[action]
+        if action == "export":
+            await export(app, pilot, key, tmp_path)
+        else:
+            await check(app, pilot, key)
 
 
-def test_kernels_panel_keys() -> None:
+@app_test
+async def test_kernels_panel_keys() -> None:
     """The keys the help lists while the Kernels table has the keyboard."""
 
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=(100, 30)) as pilot:
-            main = await wait_loaded(app, pilot)
-            await press(pilot, "1")
-            kt = main.query_one(KernelTable)
-            entries = {e.action: e for sec in main.help_sections() for e in sec.entries}
-            for action in ("row(1)", "row(-1)", "focus_filter", "cycle_sort", "reverse_sort"):
-                assert action in entries, action
-            table = kt.table
-            assert table.has_focus
-            first = kt.current_item()
-            assert first is not None and first.name == "sgemm_big"  # largest total first
-            await press(pilot, "j")
-            assert table.cursor_row == 1
-            await press(pilot, "k")
-            assert table.cursor_row == 0
-            await press(pilot, "o")
-            current = kt.current_item()
-            assert kt.sort == "count" and current is not None and current.name == "tiny"
-            await press(pilot, "r")
-            current = kt.current_item()
-            assert not kt.descending and current is not None and current.name != "tiny"
-            await press(pilot, "slash")
-            assert kt.query_one(Input).has_focus
-            await press(pilot, *"vector")
-            assert [kt.items[i].name for i in kt.shown] == ["vectorized_elementwise_kernel"]
-            await press(pilot, "escape")  # leaves the filter, keeps it
-            assert table.has_focus and len(kt.shown) == 1
-            await press(pilot, "enter")  # jump to the kernel's first launch
-            assert app.trace is not None
-            assert app.trace.event_name(timeline(app).selected) == "vectorized_elementwise_kernel"
-            await press(pilot, "escape")
-            assert main.panel == "details" and timeline(app).has_focus
-            # the table's own keys (Textual's DataTable) are listed too, and work
-            await press(pilot, "1", "escape", "escape")
-            assert main.panel == "details"
-
-    run(body())
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=(100, 30)) as pilot:
+        main = await wait_loaded(app, pilot)
+        await press(pilot, "1")
+        kt = main.query_one(KernelTable)
+        entries = {e.action: e for sec in main.help_sections() for e in sec.entries}
+        for action in ("row(1)", "row(-1)", "focus_filter", "cycle_sort", "reverse_sort"):
+            assert action in entries, action
+        table = kt.table
+        assert table.has_focus
+        first = kt.current_item()
+        assert first is not None and first.name == "sgemm_big"  # largest total first
+        await press(pilot, "j")
+        assert table.cursor_row == 1
+        await press(pilot, "k")
+        assert table.cursor_row == 0
+        await press(pilot, "o")
+        current = kt.current_item()
+        assert kt.sort == "count" and current is not None and current.name == "tiny"
+        await press(pilot, "r")
+        current = kt.current_item()
+        assert not kt.descending and current is not None and current.name != "tiny"
+        await press(pilot, "slash")
+        assert kt.query_one(Input).has_focus
+        await press(pilot, *"vector")
+        assert [kt.items[i].name for i in kt.shown] == ["vectorized_elementwise_kernel"]
+        await press(pilot, "escape")  # leaves the filter, keeps it
+        assert table.has_focus and len(kt.shown) == 1
+        await press(pilot, "enter")  # jump to the kernel's first launch
+        assert app.trace is not None
+        assert app.trace.event_name(timeline(app).selected) == "vectorized_elementwise_kernel"
+        await press(pilot, "escape")
+        assert main.panel == "details" and timeline(app).has_focus
+        # the table's own keys (Textual's DataTable) are listed too, and work
+        await press(pilot, "1", "escape", "escape")
+        assert main.panel == "details"
 
 
 @pytest.mark.parametrize("opener", ["ctrl+p", "question_mark", "slash", "e", "1", "5"])
-def test_escape_then_keys_and_q_still_work(opener: str) -> None:
+@app_test
+async def test_escape_then_keys_and_q_still_work(opener: str) -> None:
     """No focus trap: open something, Esc out of it, the timeline keys work, q quits with 0."""
 
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            tl = timeline(app)
-            await press(pilot, opener)
-            await pilot.pause(0.1)
-            await press(pilot, "escape")
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
-            assert _main(app).panel == "details"
-            span = tl.t1 - tl.t0
-            await press(pilot, "w")
-            assert tl.t1 - tl.t0 == span // 2
-            await press(pilot, "q")
-            await wait_until(pilot, lambda: app.return_code is not None)
-            assert app.return_code == 0
-
-    run(body())
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        tl = timeline(app)
+        await press(pilot, opener)
+        await pilot.pause(0.1)
+        await press(pilot, "escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert _main(app).panel == "details"
+        span = tl.t1 - tl.t0
+        await press(pilot, "w")
+        assert tl.t1 - tl.t0 == span // 2
+        await press(pilot, "q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 0
 
 
-def test_ctrl_c_quits_from_a_text_field() -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            await press(pilot, "slash")
-            assert isinstance(app.screen, PromptScreen)
-            await press(pilot, "q")  # types a q into the search field, does not quit
-            assert app.return_code is None and app.screen.query_one(Input).value == "q"
-            await press(pilot, "ctrl+c")
-            await wait_until(pilot, lambda: app.return_code is not None)
-            assert app.return_code == 0
-
-    run(body())
+@app_test
+async def test_ctrl_c_quits_from_a_text_field() -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "slash")
+        assert isinstance(app.screen, PromptScreen)
+        await press(pilot, "q")  # types a q into the search field, does not quit
+        assert app.return_code is None and app.screen.query_one(Input).value == "q"
+        await press(pilot, "ctrl+c")
+        await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 0
 
 
-def test_table_cursor_keys_move_the_kernels_table() -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=(100, 30)) as pilot:
-            main = await wait_loaded(app, pilot)
-            await press(pilot, "1")
-            table = main.query_one(KernelTable).query_one(DataTable)
-            await press(pilot, "down")
-            assert table.cursor_row == 1
-            await press(pilot, "up")
-            assert table.cursor_row == 0
-            await press(pilot, "ctrl+end")
-            assert table.cursor_row == table.row_count - 1
-            await press(pilot, "ctrl+home")
-            assert table.cursor_row == 0
-
-    run(body())
+@app_test
+async def test_table_cursor_keys_move_the_kernels_table() -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=(100, 30)) as pilot:
+        main = await wait_loaded(app, pilot)
+        await press(pilot, "1")
+        table = main.query_one(KernelTable).query_one(DataTable)
+        await press(pilot, "down")
+        assert table.cursor_row == 1
+        await press(pilot, "up")
+        assert table.cursor_row == 0
+        await press(pilot, "ctrl+end")
+        assert table.cursor_row == table.row_count - 1
+        await press(pilot, "ctrl+home")
+        assert table.cursor_row == 0

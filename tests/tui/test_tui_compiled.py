@@ -12,34 +12,32 @@ from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.main import MainScreen
 from tests.paths import ROOT
-from tests.tui_helpers import press, run, wait_loaded, wait_until
+from tests.tui_helpers import app_test, press, run, wait_loaded, wait_until
 
 DATA = ROOT / "tests" / "data"
 TRACE = str(DATA / "compiled_cudagraphs_cuda.json.gz")
 
 
-def test_view_with_inductor_dir(tmp_path: Path) -> None:
+@app_test
+async def test_view_with_inductor_dir(tmp_path: Path) -> None:
     with tarfile.open(DATA / "compiled_cudagraphs_cuda_inductor.tar.gz") as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(tmp_path, filter="data")
         else:  # Python before 3.10.12 / 3.11.4: our own archive
             tar.extractall(tmp_path)
 
-    async def body() -> None:
-        app = GputopApp([TRACE], inductor_dir=str(tmp_path))
-        async with app.run_test(size=(140, 40)) as pilot:
-            await wait_loaded(app, pilot)
-            t = app.trace
-            assert t is not None
-            info = InductorLookup(t).info("triton_per_fused_addmm_gelu_native_layer_norm_0")
-            assert info is not None and info.source_lines == (
-                "record_references.py:201 in forward: x = self.a2(self.a(x))",
-            )
-            bands = [e for e in t.of_kind(Kind.GPU_RANGE) if t.event_name(int(e)) == "CUDA graph replay"]
-            assert len(bands) == 10
-            assert int(t.lane_rows[int(t.lane[bands[0]])]) == 2  # the bands' row and the kernels' row
-
-    run(body())
+    app = GputopApp([TRACE], inductor_dir=str(tmp_path))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_loaded(app, pilot)
+        t = app.trace
+        assert t is not None
+        info = InductorLookup(t).info("triton_per_fused_addmm_gelu_native_layer_norm_0")
+        assert info is not None and info.source_lines == (
+            "record_references.py:201 in forward: x = self.a2(self.a(x))",
+        )
+        bands = [e for e in t.of_kind(Kind.GPU_RANGE) if t.event_name(int(e)) == "CUDA graph replay"]
+        assert len(bands) == 10
+        assert int(t.lane_rows[int(t.lane[bands[0]])]) == 2  # the bands' row and the kernels' row
 
 
 def test_view_with_a_wrong_inductor_dir_is_the_error_dialog(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from gputop_trace.presentation.figure_wrap import FigureText, keep_spaces, unit_
 from gputop_trace.tui.app import GputopApp
 from tests.cli_run import run_cli
 from tests.conftest import corpus_file
-from tests.tui_helpers import press, run, wait_loaded, wait_until
+from tests.tui_helpers import app_test, press, wait_loaded, wait_until
 
 GPT = corpus_file("kineto/h200_gpt_train_small.json.gz")
 JAX = corpus_file("jax/h200_jax_mlp.perfetto_trace.json.gz")
@@ -79,26 +79,24 @@ def test_cli_text_keeps_counts_with_nouns_at_80_columns(
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", [DLPROF, DDP], ids=["nsys", "kineto-ddp"])
-def test_findings_details_keep_counts_with_nouns_at_80x24(path: str) -> None:
+@app_test
+async def test_findings_details_keep_counts_with_nouns_at_80x24(path: str) -> None:
     """Findings whose details Textual alone wraps as ``(longest: 621 µs, 599`` / ``µs, …)`` on these files."""
 
-    async def body() -> None:
-        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+    from gputop_trace.tui.widgets.findings_panel import FindingsPanel
 
-        app = GputopApp([path])
-        async with app.run_test(size=(80, 24)) as pilot:
-            main = await wait_loaded(app, pilot)
-            await press(pilot, "6")
-            panel = main.query_one(FindingsPanel)
-            await wait_until(pilot, lambda: panel.table.row_count > 0)
-            detail = panel.query_one("#finding-detail")
-            seen = 0
-            for row in range(panel.table.row_count):
-                panel.table.move_cursor(row=row, animate=False)
-                await pilot.pause()
-                lines = [s.text.rstrip() for s in detail.render_lines(Region(0, 0, detail.size.width, 4))]
-                assert not split_counts([ln for ln in lines if ln], detail.size.width), lines
-                seen += sum(1 for ln in lines if ln.strip())
-            assert seen > panel.table.row_count  # details that wrap onto a second line were checked
-
-    run(body())
+    app = GputopApp([path])
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = await wait_loaded(app, pilot)
+        await press(pilot, "6")
+        panel = main.query_one(FindingsPanel)
+        await wait_until(pilot, lambda: panel.table.row_count > 0)
+        detail = panel.query_one("#finding-detail")
+        seen = 0
+        for row in range(panel.table.row_count):
+            panel.table.move_cursor(row=row, animate=False)
+            await pilot.pause()
+            lines = [s.text.rstrip() for s in detail.render_lines(Region(0, 0, detail.size.width, 4))]
+            assert not split_counts([ln for ln in lines if ln], detail.size.width), lines
+            seen += sum(1 for ln in lines if ln.strip())
+        assert seen > panel.table.row_count  # details that wrap onto a second line were checked

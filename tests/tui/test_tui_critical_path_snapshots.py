@@ -35,7 +35,7 @@ def _ready(cursor: int) -> Any:
         tl.cursor_t = cursor
         tl.refresh()
         app.want_critical_path()
-        await wait_until(pilot, lambda: main.step_paths is not None)
+        await wait_until(pilot, lambda: main.critical_path.step_paths is not None)
         await pilot.pause()
 
     return run_before

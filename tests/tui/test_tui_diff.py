@@ -21,7 +21,7 @@ from gputop_trace.tui.widgets.diff_panel import DiffPanel
 from gputop_trace.tui.widgets.diff_stack import DiffStack
 from tests.conftest import CORPUS
 from tests.diff_copies import slower_copy
-from tests.tui_helpers import run, wait_until
+from tests.tui_helpers import app_test, run, wait_until
 
 pytestmark = pytest.mark.corpus
 
@@ -155,7 +155,8 @@ def test_view_of_two_runs_opens_the_diff_and_of_two_ranks_the_timeline(
     assert python == [False, False]
 
 
-def test_diff_app_given_both_runs_does_not_read_them_again(slower: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@app_test
+async def test_diff_app_given_both_runs_does_not_read_them_again(slower: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gputop_trace.load import runs as runs_mod
     from gputop_trace.load.loader import load_paths
 
@@ -166,10 +167,7 @@ def test_diff_app_given_both_runs_does_not_read_them_again(slower: Path, monkeyp
 
     monkeypatch.setattr(runs_mod, "load_run", no_second_read)
 
-    async def body() -> None:
-        app = DiffApp([str(RANK0)], [str(slower)], use_cache=False, runs=(base, test))
-        async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, DiffScreen))
-            assert app.diff is not None
-
-    run(body())
+    app = DiffApp([str(RANK0)], [str(slower)], use_cache=False, runs=(base, test))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DiffScreen))
+        assert app.diff is not None

@@ -16,11 +16,12 @@ from rich.text import Text
 from textual.content import Content
 from textual.geometry import Region
 
+from gputop_trace.report.summary import RankSteps
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.units import format_bytes
 from tests.conftest import corpus_file
-from tests.tui_helpers import press, run, screen_text, wait_loaded, wait_text, wait_until
+from tests.tui_helpers import app_test, press, screen_text, wait_loaded, wait_text, wait_until
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -52,7 +53,8 @@ def _jax_gpu_memset_bytes() -> list[int]:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_transfers_panel_shows_the_jax_memsets_bytes(size: tuple[int, int]) -> None:
+@app_test
+async def test_transfers_panel_shows_the_jax_memsets_bytes(size: tuple[int, int]) -> None:
     """Issue 20.14 in the app: 25 memsets of 4 B each (``Memset_details: "kind:unknown num_bytes:4 async:1"``)
     read ``memset 25× 100 B`` in the panel's summary and ``4 B`` in each memset row; they read 0 B."""
     sizes = _jax_gpu_memset_bytes()
@@ -60,19 +62,16 @@ def test_transfers_panel_shows_the_jax_memsets_bytes(size: tuple[int, int]) -> N
     summary = f"memset {len(sizes)}× {format_bytes(sum(sizes))}"
     assert summary == "memset 25× 100 B"
 
-    async def body() -> None:
-        app = GputopApp([JAX])
-        async with app.run_test(size=size) as pilot:
-            await wait_loaded(app, pilot)
-            await press(pilot, "3")
-            text = await wait_text(pilot, app, "copies and memsets")
-            assert summary in text, text
-            rows = [ln.split() for ln in text.splitlines() if re.match(r"\s*[\d.]+ (?:ns|µs)\s+[\d.]+ (?:ns|µs)\s", ln)]
-            memsets = [r for r in rows if r[4] == "memset"]
-            assert memsets and all(r[5:7] == ["4", "B"] for r in memsets), rows
-            assert "memset 25× 0 B" not in text
-
-    run(body())
+    app = GputopApp([JAX])
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "3")
+        text = await wait_text(pilot, app, "copies and memsets")
+        assert summary in text, text
+        rows = [ln.split() for ln in text.splitlines() if re.match(r"\s*[\d.]+ (?:ns|µs)\s+[\d.]+ (?:ns|µs)\s", ln)]
+        memsets = [r for r in rows if r[4] == "memset"]
+        assert memsets and all(r[5:7] == ["4", "B"] for r in memsets), rows
+        assert "memset 25× 0 B" not in text
 
 
 # a figure ending one line, its unit starting the next (written apart from presentation/figure_wrap.py, on purpose)
@@ -96,7 +95,8 @@ def _pane_lines(main: MainScreen) -> list[str]:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_details_pane_never_splits_a_figure_from_its_unit(size: tuple[int, int]) -> None:
+@app_test
+async def test_details_pane_never_splits_a_figure_from_its_unit(size: tuple[int, int]) -> None:
     """The DDP pair's first screen at 160x48 wrapped "… 2 ranks 29.0" / "ms–33.1 ms". On the first screen, and
     in the details of each top finding's evidence, no line ends with a figure whose unit starts the next; nor in
     the same texts wrapped at every width up to 160 columns: from 24 for the first screen's text, from 40 for an
@@ -106,46 +106,43 @@ def test_details_pane_never_splits_a_figure_from_its_unit(size: tuple[int, int])
     from gputop_trace.tui.view.overview import overview_text
     from gputop_trace.tui.widgets.details_pane import DetailsBody, FiguresKeptWhole
 
-    async def body() -> None:
-        app = GputopApp([DDP])
-        async with app.run_test(size=size) as pilot:
-            main = await wait_loaded(app, pilot)
-            await wait_text(pilot, app, "Where the time went")
-            assert isinstance(main.query_one(DetailsBody).visual, FiguresKeptWhole)  # what the sweep below wraps
-            lines = _pane_lines(main)
-            flat = " ".join(" ".join(lines).split())
-            assert "2 ranks 29.0 ms–33.1 ms" in flat  # the figure that was split, still there
-            assert not _split_figures(lines), _split_figures(lines)
-            assert main.overview is not None
-            overview = overview_text(main.overview, multi_rank=True)
-            # the evidence of the top findings: the details of an event, laid out by Rich
-            shown = []
-            for i in range(3):
-                main.action_open_finding(i)
-                await pilot.pause()
-                tl = main.timeline
-                if tl.selected < 0:
-                    continue
-                await wait_until(pilot, lambda: "Where the time went" not in screen_text(app))
-                lines = _pane_lines(main)
-                assert not _split_figures(lines), _split_figures(lines)
-                shown.append(describe_event(main.data, tl.selected, names=main.names, flows=main.flows))
-            assert shown
-        # every width: the first screen's text as the pane wraps it, an event's details as Rich lays them out
-        cut = Content.from_rich_text(overview)
-        for width in range(24, 161):
-            lines = FiguresKeptWhole(cut).wrapped(width).plain.split("\n")
-            assert all(len(ln) <= width for ln in lines)
-            assert "".join("".join(lines).split()) == "".join(overview.plain.split())  # nothing lost
-            assert not _split_figures(lines), (width, _split_figures(lines))
-            if width < 40:  # the details' value column is narrower than "5,197,610,338,195,070 ns": folded
+    app = GputopApp([DDP])
+    async with app.run_test(size=size) as pilot:
+        main = await wait_loaded(app, pilot)
+        await wait_text(pilot, app, "Where the time went")
+        assert isinstance(main.query_one(DetailsBody).visual, FiguresKeptWhole)  # what the sweep below wraps
+        lines = _pane_lines(main)
+        flat = " ".join(" ".join(lines).split())
+        assert "2 ranks 29.0 ms–33.1 ms" in flat  # the figure that was split, still there
+        assert not _split_figures(lines), _split_figures(lines)
+        assert main.overview is not None
+        overview = overview_text(main.overview, multi_rank=True)
+        # the evidence of the top findings: the details of an event, laid out by Rich
+        shown = []
+        for i in range(3):
+            main.action_open_finding(i)
+            await pilot.pause()
+            tl = main.timeline
+            if tl.selected < 0:
                 continue
-            console = Console(width=width, color_system=None, legacy_windows=False)
-            for title, rows in shown:
-                drawn = ["".join(s.text for s in ln) for ln in console.render_lines(details_text(title, rows))]
-                assert not _split_figures(drawn), (width, _split_figures(drawn))
-
-    run(body())
+            await wait_until(pilot, lambda: "Where the time went" not in screen_text(app))
+            lines = _pane_lines(main)
+            assert not _split_figures(lines), _split_figures(lines)
+            shown.append(describe_event(main.data, tl.selected, names=main.names, flows=main.flows))
+        assert shown
+    # every width: the first screen's text as the pane wraps it, an event's details as Rich lays them out
+    cut = Content.from_rich_text(overview)
+    for width in range(24, 161):
+        lines = FiguresKeptWhole(cut).wrapped(width).plain.split("\n")
+        assert all(len(ln) <= width for ln in lines)
+        assert "".join("".join(lines).split()) == "".join(overview.plain.split())  # nothing lost
+        assert not _split_figures(lines), (width, _split_figures(lines))
+        if width < 40:  # the details' value column is narrower than "5,197,610,338,195,070 ns": folded
+            continue
+        console = Console(width=width, color_system=None, legacy_windows=False)
+        for title, rows in shown:
+            drawn = ["".join(s.text for s in ln) for ln in console.render_lines(details_text(title, rows))]
+            assert not _split_figures(drawn), (width, _split_figures(drawn))
 
 
 def test_figure_text_wraps_like_text_but_keeps_figures_whole() -> None:
@@ -198,10 +195,15 @@ def test_a_range_whose_ends_read_alike_is_said_once() -> None:
     assert busy_line(both, False).plain == "2 GPUs busy 99% · idle 13.0 ms in all"
     apart = [gpu(0, 100_000_000, 70_600_000), gpu(1, 100_000_000, 13_000_000)]
     assert busy_line(apart, False).plain == "2 GPUs busy 29–87% (mean 58%) · idle 83.6 ms in all"
-    step = {"count": 5, "mean_ns": 29_010_000, "min_ns": 22_800_000, "max_ns": 35_300_000}
-    line = step_line([{"rank": 0, **step}, {"rank": 1, **step, "mean_ns": 29_040_000}])
+
+    def step(rank: int, mean_ns: int = 29_010_000) -> RankSteps:
+        return RankSteps(
+            rank, 5, [], mean_ns, 0, 22_800_000, 35_300_000, [], [], [], None, None, cut=[], left_out=[], note=None
+        )
+
+    line = step_line([step(0), step(1, 29_040_000)])
     assert line is not None and line.plain.endswith("; 2 ranks 29.0 ms"), line
-    line = step_line([{"rank": 0, **step}, {"rank": 1, **step, "mean_ns": 33_100_000}])
+    line = step_line([step(0), step(1, 33_100_000)])
     assert line is not None and line.plain.endswith("; 2 ranks 29.0 ms–33.1 ms"), line
 
     def rank(step_ns: tuple[int, ...]) -> RankRow:
@@ -212,18 +214,16 @@ def test_a_range_whose_ends_read_alike_is_said_once() -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_first_screen_says_a_busy_share_once_when_both_gpus_round_alike(size: tuple[int, int]) -> None:
+@app_test
+async def test_first_screen_says_a_busy_share_once_when_both_gpus_round_alike(size: tuple[int, int]) -> None:
     """The 2xH100 nsys export (no step ranges): GPU 0 is busy 99.32% and GPU 1 99.33% of their spans (a stdlib
     union of the KERNEL, MEMCPY and MEMSET rows per device agrees), idle 6.56 + 6.45 ms; it said "99–99% (mean
     99%)"."""
 
-    async def body() -> None:
-        app = GputopApp([NSYS_2GPU])
-        async with app.run_test(size=size) as pilot:
-            await wait_loaded(app, pilot)
-            text = await wait_text(pilot, app, "Where the time went")
-            flat = " ".join(text.split())
-            assert "Where the time went: 2 GPUs busy 99% · idle 13.0 ms in all" in flat, flat
-            assert "99–99" not in flat and "(mean 99%)" not in flat
-
-    run(body())
+    app = GputopApp([NSYS_2GPU])
+    async with app.run_test(size=size) as pilot:
+        await wait_loaded(app, pilot)
+        text = await wait_text(pilot, app, "Where the time went")
+        flat = " ".join(text.split())
+        assert "Where the time went: 2 GPUs busy 99% · idle 13.0 ms in all" in flat, flat
+        assert "99–99" not in flat and "(mean 99%)" not in flat

@@ -5,7 +5,7 @@ reports them (at 80×24 and 160×48), and the analyses wait for the first screen
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,7 +16,10 @@ from gputop_trace.model.trace import Trace
 from gputop_trace.parsers.source import Progress
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.loading import LoadingScreen
-from tests.tui_helpers import run, screen_text, synthetic_trace, wait_loaded, wait_text, wait_until
+from tests.tui_helpers import app_test, run, screen_text, synthetic_trace, wait_loaded, wait_text, wait_until
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.view.prepared import PreparedView
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -54,7 +57,8 @@ def test_loading_screen_shows_the_bytes_and_events_of_the_load(
         release.set()
 
 
-def test_view_starts_the_load_before_the_app_and_the_app_takes_it_over(monkeypatch: pytest.MonkeyPatch) -> None:
+@app_test
+async def test_view_starts_the_load_before_the_app_and_the_app_takes_it_over(monkeypatch: pytest.MonkeyPatch) -> None:
     """The trace is read once, on the load's own thread, started by ``make_app`` (before the app is built)."""
     from gputop_trace.cli.view import make_app
 
@@ -67,23 +71,21 @@ def test_view_starts_the_load_before_the_app_and_the_app_takes_it_over(monkeypat
 
     monkeypatch.setattr(loader, "load_paths", counting)
 
-    async def body() -> None:
-        app = make_app([default_sample()], use_cache=False)
-        assert isinstance(app, GputopApp)
-        background = app._background
-        assert background is not None and background.paths == [default_sample()]
-        async with app.run_test(size=(80, 24)) as pilot:
-            await wait_loaded(app, pilot, analyses=False)
-            assert calls == ["gputop-trace load"]  # once, on the load started by view
-            assert app.trace is background.result()
-            # the timeline was prepared on that thread too, while the app started: the app shows what it made
-            prepared = background.then_result()
-            assert prepared is not None and app.data is prepared.data and prepared.trace is app.trace
-
-    run(body())
+    app = make_app([default_sample()], use_cache=False)
+    assert isinstance(app, GputopApp)
+    background = app._background
+    assert background is not None and background.paths == [default_sample()]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(app, pilot, analyses=False)
+        assert calls == ["gputop-trace load"]  # once, on the load started by view
+        assert app.trace is background.result()
+        # the timeline was prepared on that thread too, while the app started: the app shows what it made
+        prepared = background.then_result()
+        assert prepared is not None and app.data is prepared.data and prepared.trace is app.trace
 
 
-def test_a_trace_loaded_before_the_app_starts_opens_straight_on_the_same_first_screen(
+@app_test
+async def test_a_trace_loaded_before_the_app_starts_opens_straight_on_the_same_first_screen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A trace that ``view`` loaded and prepared before the app was imported (a small file) opens on the main screen
@@ -110,35 +112,30 @@ def test_a_trace_loaded_before_the_app_starts_opens_straight_on_the_same_first_s
         assert app.return_code == 0
         return text
 
-    async def body() -> None:
-        early = make_app([default_sample()], use_cache=False)
-        assert isinstance(early, GputopApp) and early._background is not None
-        assert early._background.wait(60)  # loaded and prepared before the app runs
-        direct = await first_screen(early)
-        assert shown == []  # no loading screen
-        own = await first_screen(GputopApp([default_sample()], use_cache=False))
-        assert shown == [default_sample()]
-        assert direct == own and "win " in direct and " ev" in direct
-
-    run(body())
+    early = make_app([default_sample()], use_cache=False)
+    assert isinstance(early, GputopApp) and early._background is not None
+    assert early._background.wait(60)  # loaded and prepared before the app runs
+    direct = await first_screen(early)
+    assert shown == []  # no loading screen
+    own = await first_screen(GputopApp([default_sample()], use_cache=False))
+    assert shown == [default_sample()]
+    assert direct == own and "win " in direct and " ev" in direct
 
 
-def test_a_bad_inductor_dir_given_to_view_is_the_command_lines_error(tmp_path: Any) -> None:
+@app_test
+async def test_a_bad_inductor_dir_given_to_view_is_the_command_lines_error(tmp_path: Any) -> None:
     """``view --inductor-dir`` on a folder without torch.compile output: the load's thread raises the command
     line's message, and the app shows it in its error dialog (closing it exits 2)."""
     from gputop_trace.cli.view import make_app
     from gputop_trace.tui.screens.dialogs import ErrorDialog
 
-    async def body() -> None:
-        app = make_app([default_sample()], use_cache=False, inductor_dir=str(tmp_path))
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
-            await wait_text(pilot, app, "output_code.py")
-            await pilot.press("enter")
-            await wait_until(pilot, lambda: app.return_code is not None)
-        assert app.return_code == 2
-
-    run(body())
+    app = make_app([default_sample()], use_cache=False, inductor_dir=str(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
+        await wait_text(pilot, app, "output_code.py")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 2
 
 
 def test_a_load_for_other_options_is_not_taken_over(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,7 +155,7 @@ def test_a_load_for_other_options_is_not_taken_over(monkeypatch: pytest.MonkeyPa
         return real(paths, progress=progress, **options)
 
     monkeypatch.setattr(loader, "load_paths", gated)
-    stale = BackgroundLoad([default_sample()], use_cache=False, include_python=True)
+    stale: BackgroundLoad[PreparedView] = BackgroundLoad([default_sample()], use_cache=False, include_python=True)
 
     async def body() -> None:
         app = GputopApp([default_sample()], use_cache=False, include_python=False, background=stale)
@@ -176,7 +173,8 @@ def test_a_load_for_other_options_is_not_taken_over(monkeypatch: pytest.MonkeyPa
         release.set()
 
 
-def test_analyses_start_once_the_first_screen_is_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+@app_test
+async def test_analyses_start_once_the_first_screen_is_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[float | None] = []
     real = GputopApp.run_analyses
 
@@ -186,17 +184,15 @@ def test_analyses_start_once_the_first_screen_is_drawn(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(GputopApp, "run_analyses", spy)
 
-    async def body() -> None:
-        app = GputopApp([default_sample()])
-        async with app.run_test(size=(160, 48)) as pilot:
-            await wait_loaded(app, pilot)
-            assert len(started) == 1 and started[0] is not None
-            assert "Where the time went" in screen_text(app)
-
-    run(body())
+    app = GputopApp([default_sample()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_loaded(app, pilot)
+        assert len(started) == 1 and started[0] is not None
+        assert "Where the time went" in screen_text(app)
 
 
-def test_panels_are_built_after_the_first_screen_and_what_asked_for_them_waits(
+@app_test
+async def test_panels_are_built_after_the_first_screen_and_what_asked_for_them_waits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first screen is drawn before panels 1-9 exist (the details pane shows what it always shows there); a
@@ -214,30 +210,25 @@ def test_panels_are_built_after_the_first_screen_and_what_asked_for_them_waits(
 
     monkeypatch.setattr(MainScreen, "mount_panels", hold)
 
-    async def body() -> None:
-        app = GputopApp([default_sample()])
-        async with app.run_test(size=(160, 48)) as pilot:
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.first_screen_at is not None)
-            main = app.screen
-            assert isinstance(main, MainScreen) and not main.panels_ready
-            assert not main.query(KernelsPanel)  # not built yet
-            text = screen_text(app)
-            assert "win " in text and " ev" in text and "Kernels" in text  # status bar and the panel tabs
-            await wait_until(pilot, lambda: "kernels" in app.results)  # an analysis result before the panels
-            await pilot.press("1")
-            await pilot.pause()
-            assert main.panel == "details" and not app.analyses_done  # both wait for the panels
-            assert held == [main]
-            main.call_later(real, main)
-            await wait_until(pilot, lambda: main.panels_ready and main.panel == "kernels")
-            await wait_until(pilot, lambda: app.analyses_done)
-            panel = main.query_one(KernelsPanel)
-            assert (
-                panel.display and app.focused is not None and panel in app.focused.ancestors
-            )  # its table has the keys
-            table = main.query_one(KernelTable)
-            kernels = app.results["kernels"]
-            assert kernels and table.items == kernels and table.table.row_count == len(kernels)
-            assert plural(len(kernels), "kernel") in screen_text(app)
-
-    run(body())
+    app = GputopApp([default_sample()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.first_screen_at is not None)
+        main = app.screen
+        assert isinstance(main, MainScreen) and not main.panels_ready
+        assert not main.query(KernelsPanel)  # not built yet
+        text = screen_text(app)
+        assert "win " in text and " ev" in text and "Kernels" in text  # status bar and the panel tabs
+        await wait_until(pilot, lambda: app.results.kernels is not None)  # an analysis result before the panels
+        await pilot.press("1")
+        await pilot.pause()
+        assert main.panel == "details" and not app.analyses_done  # both wait for the panels
+        assert held == [main]
+        main.call_later(real, main)
+        await wait_until(pilot, lambda: main.panels_ready and main.panel == "kernels")
+        await wait_until(pilot, lambda: app.analyses_done)
+        panel = main.query_one(KernelsPanel)
+        assert panel.display and app.focused is not None and panel in app.focused.ancestors  # its table has the keys
+        table = main.query_one(KernelTable)
+        kernels = app.results.kernels
+        assert kernels and table.items == kernels and table.table.row_count == len(kernels)
+        assert plural(len(kernels), "kernel") in screen_text(app)

@@ -18,7 +18,7 @@ from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.view.memory_lane import RESERVED, MemoryRow, column_max
 from gputop_trace.tui.view.row_render import memory_row_cells
 from gputop_trace.units import format_bytes
-from tests.tui_helpers import run, screen_text, timeline, wait_loaded
+from tests.tui_helpers import app_test, screen_text, timeline, wait_loaded
 
 H200 = str(Path(__file__).resolve().parents[1] / "data" / "ops_cuda.json.gz")
 SIZES = [(80, 24), (160, 48)]
@@ -46,30 +46,28 @@ def test_allocated_and_reserved_rows_share_one_scale() -> None:
     assert row.max_between(0, 40, RESERVED) == 800 and row.max_between(0, 40) == 400
 
 
-def test_memory_lane_sits_under_the_busy_strip_and_shows_the_peak() -> None:
+@app_test
+async def test_memory_lane_sits_under_the_busy_strip_and_shows_the_peak() -> None:
     (gpu,) = [s for s in memory_series(load_paths([H200])) if s.device == 0]
 
-    async def body() -> None:
-        app = GputopApp([H200])
-        async with app.run_test(size=(160, 48)) as pilot:
-            await wait_loaded(app, pilot)
-            tl = timeline(app)
-            kinds = [ln.kind for ln in tl.lines]
-            at = kinds.index(RowKind.MEMORY)
-            assert kinds[at - 1] == RowKind.UTIL and tl.lines[at].device == 0
-            text = tl.plot_text(at)
-            assert "█" in text
-            mem = tl.data.memory[(0, 0)]
-            assert mem.peak == gpu.peak_bytes and mem.max_between(tl.t0, tl.t1) == gpu.peak_bytes
-            assert f"mem {format_bytes(gpu.peak_bytes)}" in screen_text(app)
-            # the reserved row under it, on the same scale: full height at the reserved peak
-            res = tl.lines[at + 1]
-            assert res.kind == RowKind.MEMORY and res.series == RESERVED and res.device == 0
-            assert gpu.reserved_peak_bytes > gpu.peak_bytes and mem.scale == gpu.reserved_peak_bytes
-            assert "█" in tl.plot_text(at + 1)
-            assert f"reserved {format_bytes(gpu.reserved_peak_bytes)}" in screen_text(app)
-
-    run(body())
+    app = GputopApp([H200])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_loaded(app, pilot)
+        tl = timeline(app)
+        kinds = [ln.kind for ln in tl.lines]
+        at = kinds.index(RowKind.MEMORY)
+        assert kinds[at - 1] == RowKind.UTIL and tl.lines[at].device == 0
+        text = tl.plot_text(at)
+        assert "█" in text
+        mem = tl.data.memory[(0, 0)]
+        assert mem.peak == gpu.peak_bytes and mem.max_between(tl.t0, tl.t1) == gpu.peak_bytes
+        assert f"mem {format_bytes(gpu.peak_bytes)}" in screen_text(app)
+        # the reserved row under it, on the same scale: full height at the reserved peak
+        res = tl.lines[at + 1]
+        assert res.kind == RowKind.MEMORY and res.series == RESERVED and res.device == 0
+        assert gpu.reserved_peak_bytes > gpu.peak_bytes and mem.scale == gpu.reserved_peak_bytes
+        assert "█" in tl.plot_text(at + 1)
+        assert f"reserved {format_bytes(gpu.reserved_peak_bytes)}" in screen_text(app)
 
 
 async def _loaded(pilot: Any) -> None:

@@ -18,7 +18,7 @@ from gputop_trace.tui.view.rank_compare import Align, LineKind
 from gputop_trace.tui.widgets.rank_compare import RankCompare
 from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 from tests.rank_traces import MS, US, straggler_pair
-from tests.tui_helpers import press, run, screen_text, synthetic_trace, timeline, wait_loaded, wait_until
+from tests.tui_helpers import app_test, press, run, screen_text, synthetic_trace, timeline, wait_loaded, wait_until
 
 SIZE = (100, 30)
 
@@ -49,159 +49,143 @@ def _line(cmp: RankCompare, rank: int, kind: LineKind, label: str | None = None)
 
 
 # ---- panel 7 --------------------------------------------------------------------------------------------------------
-def test_ranks_panel_names_the_straggler_and_the_waiting() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            main = await wait_loaded(app, pilot)
-            await press(pilot, "7")
-            panel = main.query_one(RanksPanel)
-            assert main.panel == "ranks" and panel.table.has_focus
-            assert [r.rank for r in panel.items] == [0, 1]
-            text = " ".join(screen_text(app).split())
-            assert "Rank 1 is the last to arrive at 6 of 6 collectives" in text
-            assert "rank 0 waits 6.30 ms in total inside collective kernels for it" in text
-            assert "ProfilerStep#<n> › aten::slow_op" in text
-            lines = screen_text(app).splitlines()
-            row0 = next(line for line in lines if line.strip().startswith("0 "))
-            assert "6.30 ms" in row0  # rank 0's waiting column
-            row1 = next(line for line in lines if line.strip().startswith("1 ⚑"))
-            assert row1.split()[-1] == "6"  # rank 1: last 6 times
-            # the highlighted rank's line: its steps' shortest and longest read alike, so said once
-            assert "rank 0: GPU 0 · 3 steps 9.50 ms · busy" in text
-
-    run(body())
+@app_test
+async def test_ranks_panel_names_the_straggler_and_the_waiting() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        panel = main.query_one(RanksPanel)
+        assert main.panel == "ranks" and panel.table.has_focus
+        assert [r.rank for r in panel.items] == [0, 1]
+        text = " ".join(screen_text(app).split())
+        assert "Rank 1 is the last to arrive at 6 of 6 collectives" in text
+        assert "rank 0 waits 6.30 ms in total inside collective kernels for it" in text
+        assert "ProfilerStep#<n> › aten::slow_op" in text
+        lines = screen_text(app).splitlines()
+        row0 = next(line for line in lines if line.strip().startswith("0 "))
+        assert "6.30 ms" in row0  # rank 0's waiting column
+        row1 = next(line for line in lines if line.strip().startswith("1 ⚑"))
+        assert row1.split()[-1] == "6"  # rank 1: last 6 times
+        # the highlighted rank's line: its steps' shortest and longest read alike, so said once
+        assert "rank 0: GPU 0 · 3 steps 9.50 ms · busy" in text
 
 
-def test_ranks_panel_sorts_and_reverses() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            main = await wait_loaded(app, pilot)
-            await press(pilot, "7")
-            panel = main.query_one(RanksPanel)
-            entries = {e.action for sec in main.help_sections() for e in sec.entries}
-            assert {"cycle_sort", "reverse_sort"} <= entries
-            await press(pilot, "o")  # by mean step, longest first
-            assert panel.sort == "step"
-            for _ in range(4):  # step → busy → collective → exposed → waiting
-                await press(pilot, "o")
-            assert panel.sort == "waiting" and [r.rank for r in panel.items] == [0, 1]
-            assert "waiting▼" in screen_text(app)
-            await press(pilot, "r")
-            current = panel.current_item()
-            assert [r.rank for r in panel.items] == [1, 0] and current is not None and current.rank == 1
+@app_test
+async def test_ranks_panel_sorts_and_reverses() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        panel = main.query_one(RanksPanel)
+        entries = {e.action for sec in main.help_sections() for e in sec.entries}
+        assert {"cycle_sort", "reverse_sort"} <= entries
+        await press(pilot, "o")  # by mean step, longest first
+        assert panel.sort == "step"
+        for _ in range(4):  # step → busy → collective → exposed → waiting
             await press(pilot, "o")
-            assert panel.sort == "last" and [r.rank for r in panel.items] == [1, 0]
-
-    run(body())
-
-
-def test_enter_on_a_rank_unfolds_and_shows_its_lanes() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            main = await wait_loaded(app, pilot)
-            tl = timeline(app)
-            tl.set_collapsed({"r1", "r1/gpu1", "r1/pid101"})
-            assert not any(ln.rank == 1 and ln.kind == RowKind.UTIL for ln in tl.lines)
-            await press(pilot, "7", "j")
-            current = main.query_one(RanksPanel).current_item()
-            assert current is not None and current.rank == 1
-            await press(pilot, "enter")
-            line = tl.current_line
-            assert line is not None and line.kind == RowKind.GROUP and line.key == "r1"
-            assert tl.top <= tl.current < tl.top + tl.visible_lines
-            assert not {"r1", "r1/gpu1", "r1/pid101"} & tl.collapsed
-            assert any(ln.rank == 1 and ln.kind == RowKind.UTIL for ln in tl.lines)
-
-    run(body())
+        assert panel.sort == "waiting" and [r.rank for r in panel.items] == [0, 1]
+        assert "waiting▼" in screen_text(app)
+        await press(pilot, "r")
+        current = panel.current_item()
+        assert [r.rank for r in panel.items] == [1, 0] and current is not None and current.rank == 1
+        await press(pilot, "o")
+        assert panel.sort == "last" and [r.rank for r in panel.items] == [1, 0]
 
 
-def test_one_rank_says_so_in_the_panel_and_on_r() -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace())
-        async with app.run_test(size=SIZE) as pilot:
-            main = await wait_loaded(app, pilot)
-            await press(pilot, "7")
-            assert "This trace has one rank: there is nothing to compare" in screen_text(app)
-            assert [r.rank for r in main.query_one(RanksPanel).items] == [0]
-            await press(pilot, "escape", "R")
-            assert isinstance(app.screen, MainScreen)
-            assert any("one rank" in n.message for n in app._notifications)
+@app_test
+async def test_enter_on_a_rank_unfolds_and_shows_its_lanes() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await wait_loaded(app, pilot)
+        tl = timeline(app)
+        tl.set_collapsed({"r1", "r1/gpu1", "r1/pid101"})
+        assert not any(ln.rank == 1 and ln.kind == RowKind.UTIL for ln in tl.lines)
+        await press(pilot, "7", "j")
+        current = main.query_one(RanksPanel).current_item()
+        assert current is not None and current.rank == 1
+        await press(pilot, "enter")
+        line = tl.current_line
+        assert line is not None and line.kind == RowKind.GROUP and line.key == "r1"
+        assert tl.top <= tl.current < tl.top + tl.visible_lines
+        assert not {"r1", "r1/gpu1", "r1/pid101"} & tl.collapsed
+        assert any(ln.rank == 1 and ln.kind == RowKind.UTIL for ln in tl.lines)
 
-    run(body())
+
+@app_test
+async def test_one_rank_says_so_in_the_panel_and_on_r() -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace())
+    async with app.run_test(size=SIZE) as pilot:
+        main = await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        assert "This trace has one rank: there is nothing to compare" in screen_text(app)
+        assert [r.rank for r in main.query_one(RanksPanel).items] == [0]
+        await press(pilot, "escape", "R")
+        assert isinstance(app.screen, MainScreen)
+        assert any("one rank" in n.message for n in app._notifications)
 
 
-def test_traces_without_collectives_say_so() -> None:
-    async def body() -> None:
-        app = GputopApp(["ranks"], trace=straggler_pair(collectives=False))
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            await press(pilot, "7")
-            assert "No collective kernels in this trace" in screen_text(app)
-
-    run(body())
+@app_test
+async def test_traces_without_collectives_say_so() -> None:
+    app = GputopApp(["ranks"], trace=straggler_pair(collectives=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        assert "No collective kernels in this trace" in screen_text(app)
 
 
 # ---- ranks side by side ---------------------------------------------------------------------------------------------
-def test_compare_opens_on_the_step_under_the_cursor_and_shows_who_is_late() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            cmp = await _open_compare(app, pilot, at=12 * MS)
-            assert cmp.slot is not None and cmp.slot.label == "ProfilerStep#2" and cmp.align == Align.STEP
-            text = screen_text(app)
-            assert "ProfilerStep#2 (2 of 3)" in text and "each rank's step start" in text
-            assert "rank 1 · ProfilerStep#2 9.50 ms · LATE 2.00 ms at all-reduce 1" in text
-            assert "rank 0 · ProfilerStep#2 9.50 ms · waited 2.10 ms in 2 all-reduces" in text
-            assert "rank 1 arrives 2.00 ms after rank 0 at all-reduce 1 of 2" in text
-            assert "host was in ProfilerStep#<n> › aten::slow_op" in text
-            # drawn: rank 1's all-reduce starts further into its step than rank 0's
-            w = cmp.window
-            c0 = cmp.plot_text(_line(cmp, 0, LineKind.EVENTS, "NCCL stream 20"))
-            c1 = cmp.plot_text(_line(cmp, 1, LineKind.EVENTS, "NCCL stream 20"))
-            assert c0.index("ncc") == w.col_of(6 * MS) and c1.index("ncc") == w.col_of(7_500 * US)
-            assert c1.index("ncc") > c0.index("ncc")
-            # the marker: on rank 1's main thread, 5.5 ms into its step (inside aten::slow_op's box)
-            thread1 = cmp.plot_text(_line(cmp, 1, LineKind.EVENTS, "┊"))
-            assert "slow_op" in thread1
-            assert cmp.comparison is not None and cmp.comparison.figures[1].marker_ns == 16 * MS
-
-    run(body())
+@app_test
+async def test_compare_opens_on_the_step_under_the_cursor_and_shows_who_is_late() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        cmp = await _open_compare(app, pilot, at=12 * MS)
+        assert cmp.slot is not None and cmp.slot.label == "ProfilerStep#2" and cmp.align == Align.STEP
+        text = screen_text(app)
+        assert "ProfilerStep#2 (2 of 3)" in text and "each rank's step start" in text
+        assert "rank 1 · ProfilerStep#2 9.50 ms · LATE 2.00 ms at all-reduce 1" in text
+        assert "rank 0 · ProfilerStep#2 9.50 ms · waited 2.10 ms in 2 all-reduces" in text
+        assert "rank 1 arrives 2.00 ms after rank 0 at all-reduce 1 of 2" in text
+        assert "host was in ProfilerStep#<n> › aten::slow_op" in text
+        # drawn: rank 1's all-reduce starts further into its step than rank 0's
+        w = cmp.window
+        c0 = cmp.plot_text(_line(cmp, 0, LineKind.EVENTS, "NCCL stream 20"))
+        c1 = cmp.plot_text(_line(cmp, 1, LineKind.EVENTS, "NCCL stream 20"))
+        assert c0.index("ncc") == w.col_of(6 * MS) and c1.index("ncc") == w.col_of(7_500 * US)
+        assert c1.index("ncc") > c0.index("ncc")
+        # the marker: on rank 1's main thread, 5.5 ms into its step (inside aten::slow_op's box)
+        thread1 = cmp.plot_text(_line(cmp, 1, LineKind.EVENTS, "┊"))
+        assert "slow_op" in thread1
+        assert cmp.comparison is not None and cmp.comparison.figures[1].marker_ns == 16 * MS
 
 
-def test_compare_from_the_palette() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            await press(pilot, "ctrl+p")
-            await press(pilot, *"Compare ranks")
-            await pilot.pause(0.3)
-            await press(pilot, "enter")
-            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
-            await wait_until(pilot, lambda: _compare(app).slot is not None)
-
-    run(body())
+@app_test
+async def test_compare_from_the_palette() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "ctrl+p")
+        await press(pilot, *"Compare ranks")
+        await pilot.pause(0.3)
+        await press(pilot, "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        await wait_until(pilot, lambda: _compare(app).slot is not None)
 
 
-def test_compare_opened_before_the_rank_analysis_fills_in_when_it_arrives() -> None:
-    async def body() -> None:
-        app = GputopApp(["ranks"], trace=straggler_pair(), analyses=False)
-        async with app.run_test(size=SIZE) as pilot:
-            main = await wait_loaded(app, pilot, analyses=False)
-            await press(pilot, "R")
-            assert isinstance(app.screen, CompareScreen)
-            cmp = _compare(app)
-            assert cmp.slot is None and "comparing ranks" in screen_text(app)
-            await press(pilot, "right_square_bracket")  # says it is not ready, does not fail
-            app.run_analyses(main.trace)
-            await wait_until(pilot, lambda: cmp.slot is not None)
-            assert "LATE 2.00 ms" in screen_text(app)
-
-    run(body())
+@app_test
+async def test_compare_opened_before_the_rank_analysis_fills_in_when_it_arrives() -> None:
+    app = GputopApp(["ranks"], trace=straggler_pair(), analyses=False)
+    async with app.run_test(size=SIZE) as pilot:
+        main = await wait_loaded(app, pilot, analyses=False)
+        await press(pilot, "R")
+        assert isinstance(app.screen, CompareScreen)
+        cmp = _compare(app)
+        assert cmp.slot is None and "comparing ranks" in screen_text(app)
+        await press(pilot, "right_square_bracket")  # says it is not ready, does not fail
+        app.run_analyses(main.trace)
+        await wait_until(pilot, lambda: cmp.slot is not None)
+        assert "LATE 2.00 ms" in screen_text(app)
 
 
 # ---- every key of the comparison's help -----------------------------------------------------------------------------
@@ -360,49 +344,43 @@ def test_every_key_in_the_comparisons_help_has_a_check() -> None:
 
 
 @pytest.mark.parametrize(("action", "key"), HELP, ids=[f"{a}-{k}" for a, k in HELP])
-def test_compare_key_does_what_the_help_says(action: str, key: str) -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            await _open_compare(app, pilot)
-            await CHECKS[action](app, pilot, key)
-
-    run(body())
+@app_test
+async def test_compare_key_does_what_the_help_says(action: str, key: str) -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        await _open_compare(app, pilot)
+        await CHECKS[action](app, pilot, key)
 
 
-def test_the_compare_footer_shows_only_keys_from_its_help() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            await _open_compare(app, pilot)
-            screen = app.screen
-            shown = {b.binding.action for b in screen.active_bindings.values() if b.binding.show}
-            assert shown <= {action for action, _ in HELP}
-            footer = screen_text(app).splitlines()[-1]
-            for label in ("Prev step", "Next step", "Align", "Back", "Help"):
-                assert label in footer
-
-    run(body())
+@app_test
+async def test_the_compare_footer_shows_only_keys_from_its_help() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        await _open_compare(app, pilot)
+        screen = app.screen
+        shown = {b.binding.action for b in screen.active_bindings.values() if b.binding.show}
+        assert shown <= {action for action, _ in HELP}
+        footer = screen_text(app).splitlines()[-1]
+        for label in ("Prev step", "Next step", "Align", "Back", "Help"):
+            assert label in footer
 
 
-def test_escape_from_the_comparison_then_timeline_keys_and_q_work() -> None:
-    async def body() -> None:
-        app = _app()
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot)
-            await _open_compare(app, pilot)
-            await press(pilot, "question_mark", "escape", "escape")
-            assert isinstance(app.screen, MainScreen)
-            tl = timeline(app)
-            span = tl.t1 - tl.t0
-            await press(pilot, "w")
-            assert tl.t1 - tl.t0 == span // 2
-            await press(pilot, "7")
-            assert app.screen.query_one(RanksPanel).query_one(DataTable).has_focus
-            await press(pilot, "q")
-            await wait_until(pilot, lambda: app.return_code is not None)
-            assert app.return_code == 0
-
-    run(body())
+@app_test
+async def test_escape_from_the_comparison_then_timeline_keys_and_q_work() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        await _open_compare(app, pilot)
+        await press(pilot, "question_mark", "escape", "escape")
+        assert isinstance(app.screen, MainScreen)
+        tl = timeline(app)
+        span = tl.t1 - tl.t0
+        await press(pilot, "w")
+        assert tl.t1 - tl.t0 == span // 2
+        await press(pilot, "7")
+        assert app.screen.query_one(RanksPanel).query_one(DataTable).has_focus
+        await press(pilot, "q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 0

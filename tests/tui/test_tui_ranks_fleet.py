@@ -15,8 +15,9 @@ from gputop_trace.errors import TraceError
 from gputop_trace.fleet.parquet import FleetFile
 from gputop_trace.load.loader import load_paths
 from gputop_trace.load.samples import default_sample
+from gputop_trace.tui.analysis_results import AnalysisResults
 from gputop_trace.tui.app import GputopApp
-from gputop_trace.tui.messages import AnalysisReady, TraceLoaded
+from gputop_trace.tui.messages import KernelsReady, TraceLoaded
 from gputop_trace.tui.screens.dialogs import ErrorDialog
 from gputop_trace.tui.screens.fleet import FleetScreen
 from gputop_trace.tui.screens.loading import LoadingScreen
@@ -24,7 +25,7 @@ from gputop_trace.tui.screens.main import MainScreen
 from gputop_trace.tui.view.navigation import FlowIndex
 from gputop_trace.tui.view.timeline_data import prepare_timeline
 from tests.conftest import corpus_file
-from tests.tui_helpers import press, run, screen_text, timeline, wait_text, wait_until
+from tests.tui_helpers import app_test, press, screen_text, timeline, wait_text, wait_until
 
 SIZE = (100, 30)
 
@@ -71,114 +72,104 @@ async def _open(app: GputopApp, pilot: Any, rank: int) -> None:
     await press(pilot, "enter")
 
 
-def test_enter_opens_the_ranks_trace_and_esc_comes_back(tmp_path: Path) -> None:
-    async def body() -> None:
-        app = GputopApp([], fleet=_fleet(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            assert len(app.screen_stack) == 1 and "fleet.parquet: 3 ranks" in screen_text(app)
-            await _open(app, pilot, 0)
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.analyses_done)
-            assert app.paths == [default_sample()] and app.trace is not None
-            assert "Rank 0 of the fleet" in " ".join(n.message for n in app._notifications)
-            main = _main_screen(app)
-            await press(pilot, "1")  # Esc backs out of the panel first …
-            await press(pilot, "escape")
-            assert app.screen is main and main.panel == "details"
-            timeline(app).select(0)
-            await press(pilot, "escape")  # … then the selection …
-            assert app.screen is main and timeline(app).selected == -1
-            await press(pilot, "escape")  # … then back to the fleet
-            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == {}
-            assert [int(r["rank"]) for r in _fleet_screen(app).order] == [2, 1, 0]
-            # again: the rank opens afresh, with its own analyses
-            await _open(app, pilot, 0)
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.analyses_done)
-            assert app.screen is not main and app.trace is not None
-            assert all(len(r.events) and int(r.events.max()) < len(app.trace) for r in app.results["kernels"])
-            await press(pilot, "q")
-            await wait_until(pilot, lambda: app.return_code is not None)
-            assert app.return_code == 0
-
-    run(body())
-
-
-def test_the_palette_goes_back_to_the_fleet(tmp_path: Path) -> None:
-    async def body() -> None:
-        app = GputopApp([], fleet=_fleet(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await _open(app, pilot, 0)
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
-            await press(pilot, "ctrl+p", *"Back to the fleet")
-            await pilot.pause(0.3)
-            await press(pilot, "enter")
-            await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
-
-    run(body())
+@app_test
+async def test_enter_opens_the_ranks_trace_and_esc_comes_back(tmp_path: Path) -> None:
+    app = GputopApp([], fleet=_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert len(app.screen_stack) == 1 and "fleet.parquet: 3 ranks" in screen_text(app)
+        await _open(app, pilot, 0)
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.analyses_done)
+        assert app.paths == [default_sample()] and app.trace is not None
+        assert "Rank 0 of the fleet" in " ".join(n.message for n in app._notifications)
+        main = _main_screen(app)
+        await press(pilot, "1")  # Esc backs out of the panel first …
+        await press(pilot, "escape")
+        assert app.screen is main and main.panel == "details"
+        timeline(app).select(0)
+        await press(pilot, "escape")  # … then the selection …
+        assert app.screen is main and timeline(app).selected == -1
+        await press(pilot, "escape")  # … then back to the fleet
+        assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == AnalysisResults()
+        assert [int(r["rank"]) for r in _fleet_screen(app).order] == [2, 1, 0]
+        # again: the rank opens afresh, with its own analyses
+        await _open(app, pilot, 0)
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.analyses_done)
+        assert app.screen is not main and app.trace is not None
+        kernels = app.results.kernels
+        assert kernels is not None
+        assert all(len(r.events) and int(r.events.max()) < len(app.trace) for r in kernels)
+        await press(pilot, "q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 0
 
 
-def test_a_missing_trace_is_said_and_the_fleet_stays(tmp_path: Path) -> None:
-    async def body() -> None:
-        app = GputopApp([], fleet=_fleet(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await _open(app, pilot, 2)
-            assert isinstance(app.screen, FleetScreen)
-            assert any("Rank 2's trace is not at" in n.message for n in app._notifications)
-
-    run(body())
-
-
-def test_an_unreadable_trace_shows_the_error_then_the_fleet(tmp_path: Path) -> None:
-    async def body() -> None:
-        app = GputopApp([], fleet=_fleet(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await _open(app, pilot, 1)
-            await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
-            await wait_text(pilot, app, "gputop-trace: error:", "rank1.json")
-            await press(pilot, "escape")
-            await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
-            assert app.return_code is None and len(app.screen_stack) == 1
-
-    run(body())
+@app_test
+async def test_the_palette_goes_back_to_the_fleet(tmp_path: Path) -> None:
+    app = GputopApp([], fleet=_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await _open(app, pilot, 0)
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await press(pilot, "ctrl+p", *"Back to the fleet")
+        await pilot.pause(0.3)
+        await press(pilot, "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
 
 
-def test_esc_while_loading_goes_back_and_the_late_result_is_dropped(tmp_path: Path) -> None:
-    async def body() -> None:
-        app = GputopApp([], fleet=_fleet(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            # open rank 0 and cancel in the same moment: the load worker may still finish and report its trace
-            app.on_fleet_screen_open_rank(FleetScreen.OpenRank(default_sample(), 0))
-            assert isinstance(app.screen, LoadingScreen)
-            app.screen.action_cancel()  # what Esc does there
-            assert isinstance(app.screen, FleetScreen)
-            await wait_until(pilot, lambda: not any(w.group == "load" and not w.is_finished for w in app.workers))
-            await pilot.pause(0.2)
-            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.return_code is None
-            # what a load left behind might still deliver is dropped
-            trace = load_paths([default_sample()])
-            stale = app.load_token - 1
-            app.post_message(TraceLoaded(trace, prepare_timeline(trace), FlowIndex(trace), 0.1, stale))
-            app.post_message(AnalysisReady("kernels", [], stale))
-            await pilot.pause(0.3)
-            assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == {}
-
-    run(body())
+@app_test
+async def test_a_missing_trace_is_said_and_the_fleet_stays(tmp_path: Path) -> None:
+    app = GputopApp([], fleet=_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await _open(app, pilot, 2)
+        assert isinstance(app.screen, FleetScreen)
+        assert any("Rank 2's trace is not at" in n.message for n in app._notifications)
 
 
-def test_q_on_the_fleet_quits_with_0(tmp_path: Path) -> None:
-    async def body() -> None:
-        app = GputopApp([], fleet=_fleet(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await press(pilot, "q")
-            await wait_until(pilot, lambda: app.return_code is not None)
-            assert app.return_code == 0
+@app_test
+async def test_an_unreadable_trace_shows_the_error_then_the_fleet(tmp_path: Path) -> None:
+    app = GputopApp([], fleet=_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await _open(app, pilot, 1)
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorDialog))
+        await wait_text(pilot, app, "gputop-trace: error:", "rank1.json")
+        await press(pilot, "escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        assert app.return_code is None and len(app.screen_stack) == 1
 
-    run(body())
+
+@app_test
+async def test_esc_while_loading_goes_back_and_the_late_result_is_dropped(tmp_path: Path) -> None:
+    app = GputopApp([], fleet=_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        # open rank 0 and cancel in the same moment: the load worker may still finish and report its trace
+        app.on_fleet_screen_open_rank(FleetScreen.OpenRank(default_sample(), 0))
+        assert isinstance(app.screen, LoadingScreen)
+        app.screen.action_cancel()  # what Esc does there
+        assert isinstance(app.screen, FleetScreen)
+        await wait_until(pilot, lambda: not any(w.group == "load" and not w.is_finished for w in app.workers))
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, FleetScreen) and app.trace is None and app.return_code is None
+        # what a load left behind might still deliver is dropped
+        trace = load_paths([default_sample()])
+        stale = app.load_token - 1
+        app.post_message(TraceLoaded(trace, prepare_timeline(trace), FlowIndex(trace), 0.1, stale))
+        app.post_message(KernelsReady([], stale))
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, FleetScreen) and app.trace is None and app.results == AnalysisResults()
+
+
+@app_test
+async def test_q_on_the_fleet_quits_with_0(tmp_path: Path) -> None:
+    app = GputopApp([], fleet=_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await press(pilot, "q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+        assert app.return_code == 0
 
 
 def test_view_routes_fleet_files_and_refuses_other_parquet(tmp_path: Path) -> None:
@@ -196,24 +187,22 @@ def test_view_routes_fleet_files_and_refuses_other_parquet(tmp_path: Path) -> No
 
 
 @pytest.mark.corpus
-def test_a_real_fleet_file_opens_the_straggler(tmp_path: Path) -> None:
+@app_test
+async def test_a_real_fleet_file_opens_the_straggler(tmp_path: Path) -> None:
     from gputop_trace.cli.main import main
 
     out = tmp_path / "ddp.parquet"
     assert main(["fleet", corpus_file("kineto/h200_ddp_2gpu"), "--executor", "local", "--out", str(out)]) == 0
 
-    async def body() -> None:
-        app = make_app([str(out)])
-        assert isinstance(app, GputopApp) and app.fleet is not None
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            screen = _fleet_screen(app)
-            assert int(screen.order[0]["rank"]) == 1  # the latest first
-            await press(pilot, "enter")
-            await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
-            assert app.paths[0].endswith("rank1.pt.trace.json.gz") and app.fleet_rank == 1
-            assert "rank1.pt.trace.json.gz" in screen_text(app).splitlines()[-2]
-            await press(pilot, "escape")
-            await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
-
-    run(body())
+    app = make_app([str(out)])
+    assert isinstance(app, GputopApp) and app.fleet is not None
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = _fleet_screen(app)
+        assert int(screen.order[0]["rank"]) == 1  # the latest first
+        await press(pilot, "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert app.paths[0].endswith("rank1.pt.trace.json.gz") and app.fleet_rank == 1
+        assert "rank1.pt.trace.json.gz" in screen_text(app).splitlines()[-2]
+        await press(pilot, "escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))

@@ -13,7 +13,7 @@ import pytest
 from gputop_trace.tui.app import GputopApp
 from gputop_trace.tui.screens.compare import CompareScreen
 from tests.conftest import corpus_file
-from tests.tui_helpers import timeline, wait_loaded, wait_until
+from tests.tui_helpers import app_test, timeline, wait_loaded, wait_until
 
 SIZES = [(80, 24), (160, 48)]
 DDP = "kineto/h200_ddp_2gpu"
@@ -57,19 +57,17 @@ def test_snapshot_monochrome(snap_compare: Any, monkeypatch: pytest.MonkeyPatch)
     assert snap_compare(app, press=VIEWS["compare"], terminal_size=(80, 24), run_before=_loaded)
 
 
-def test_the_snapshot_keys_open_the_comparison_on_step_2() -> None:
+@app_test
+async def test_the_snapshot_keys_open_the_comparison_on_step_2() -> None:
     """The snapshots above show what they claim: R from that cursor opens step_2 (not a blank screen)."""
-    from tests.tui_helpers import press, run
+    from tests.tui_helpers import press
 
-    async def body() -> None:
-        app = GputopApp([corpus_file(DDP)])
-        async with app.run_test(size=(80, 24)) as pilot:
-            await _loaded(pilot)
-            await press(pilot, "R")
-            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
-            screen = app.screen
-            assert isinstance(screen, CompareScreen)
-            await wait_until(pilot, lambda: screen.compare.slot is not None)
-            assert screen.compare.slot is not None and screen.compare.slot.label == "step_2"
-
-    run(body())
+    app = GputopApp([corpus_file(DDP)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _loaded(pilot)
+        await press(pilot, "R")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_until(pilot, lambda: screen.compare.slot is not None)
+        assert screen.compare.slot is not None and screen.compare.slot.label == "step_2"

@@ -13,6 +13,7 @@ from gputop_trace.tui.view.row_render import event_row_cells
 from gputop_trace.tui.view.timeline_data import prepare_timeline
 from gputop_trace.tui.view.timeline_math import RowData, Window, column_bounds
 from tests.tui_helpers import (
+    app_test,
     lane_named,
     line_of_lane,
     plot_of,
@@ -86,61 +87,53 @@ def test_dense_cells_show_busy_fraction_and_mark_several_events() -> None:
     assert stream[30:35] == "▄▄▄▄▄"
 
 
-def test_boxes_are_coloured_by_kernel_family() -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot, analyses=False)
-            tl = timeline(app)
-            assert app.trace is not None
-            idx = line_of_lane(tl, lane_named(app.trace, "stream 7"))
-            strip = tl.render_line(idx - tl.top + 1)
-            segs = {seg.text.strip(): seg.style for seg in strip if seg.text.strip()}
-            gemm = segs["sgemm_big 300ns"]
-            assert gemm is not None and gemm.bgcolor == Color.parse(COLOURS[Sid.K_GEMM])
-            copy = next(st for text, st in segs.items() if text.startswith("HtoD"))
-            assert copy is not None and copy.bgcolor == Color.parse(COLOURS[Sid.COPY_HTOD])
-            dense = segs["▄▄▄▄▄"]
-            assert (
-                dense is not None and dense.color == Color.parse(COLOURS[Sid.K_OTHER]) and dense.bgcolor != gemm.bgcolor
-            )
-
-    run(body())
+@app_test
+async def test_boxes_are_coloured_by_kernel_family() -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot, analyses=False)
+        tl = timeline(app)
+        assert app.trace is not None
+        idx = line_of_lane(tl, lane_named(app.trace, "stream 7"))
+        strip = tl.render_line(idx - tl.top + 1)
+        segs = {seg.text.strip(): seg.style for seg in strip if seg.text.strip()}
+        gemm = segs["sgemm_big 300ns"]
+        assert gemm is not None and gemm.bgcolor == Color.parse(COLOURS[Sid.K_GEMM])
+        copy = next(st for text, st in segs.items() if text.startswith("HtoD"))
+        assert copy is not None and copy.bgcolor == Color.parse(COLOURS[Sid.COPY_HTOD])
+        dense = segs["▄▄▄▄▄"]
+        assert dense is not None and dense.color == Color.parse(COLOURS[Sid.K_OTHER]) and dense.bgcolor != gemm.bgcolor
 
 
-def test_ruler_gutter_and_every_line_fill_the_width(mono: None) -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot, analyses=False)
-            tl = timeline(app)
-            ruler = tl.render_line(0).text
-            assert ruler.startswith("⟷ 1.00 µs")
-            assert "▼0.500 µs" in ruler and "│0.0 µs" in ruler
-            texts = [tl.render_line(y).text for y in range(tl.size.height)]
-            assert all(len(t) == SIZE[0] for t in texts)
-            assert texts[1].startswith("▾ GPU 0 · …")  # group header, label cut, never wrapped
-            assert texts[3].startswith("  stream 7  ")
-            assert any(t.startswith(" ▾thread 1 ") for t in texts)  # "(python)" is in the process header
-
-    run(body())
+@app_test
+async def test_ruler_gutter_and_every_line_fill_the_width(mono: None) -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot, analyses=False)
+        tl = timeline(app)
+        ruler = tl.render_line(0).text
+        assert ruler.startswith("⟷ 1.00 µs")
+        assert "▼0.500 µs" in ruler and "│0.0 µs" in ruler
+        texts = [tl.render_line(y).text for y in range(tl.size.height)]
+        assert all(len(t) == SIZE[0] for t in texts)
+        assert texts[1].startswith("▾ GPU 0 · …")  # group header, label cut, never wrapped
+        assert texts[3].startswith("  stream 7  ")
+        assert any(t.startswith(" ▾thread 1 ") for t in texts)  # "(python)" is in the process header
 
 
-def test_zoom_changes_the_ruler_precision(mono: None) -> None:
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot, analyses=False)
-            tl = timeline(app)
-            tl.set_window(600, 700)
-            await pilot.pause()
-            ruler = tl.render_line(0).text
-            assert ruler.startswith("⟷ 100 ns")
-            assert "│0.62 µs" in ruler or "│620 ns" in ruler
-            ticks = [w for w in ruler[12:].split("│") if w.strip()]
-            assert len(ticks) == len(set(ticks))
-
-    run(body())
+@app_test
+async def test_zoom_changes_the_ruler_precision(mono: None) -> None:
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot, analyses=False)
+        tl = timeline(app)
+        tl.set_window(600, 700)
+        await pilot.pause()
+        ruler = tl.render_line(0).text
+        assert ruler.startswith("⟷ 100 ns")
+        assert "│0.62 µs" in ruler or "│620 ns" in ruler
+        ticks = [w for w in ruler[12:].split("│") if w.strip()]
+        assert len(ticks) == len(set(ticks))
 
 
 def test_labels_never_overwrite_a_neighbour() -> None:
@@ -202,19 +195,17 @@ def test_idle_gaps_are_marked_on_the_busy_strip(mono: None) -> None:
     assert coarse.text == "▄"  # 500 of 1000 ns busy
 
 
-def test_gap_marks_reach_the_screen() -> None:
+@app_test
+async def test_gap_marks_reach_the_screen() -> None:
     from gputop_trace.tui.view.timeline_data import GapMarks
 
-    async def body() -> None:
-        app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_loaded(app, pilot, analyses=False)
-            tl = timeline(app)
-            row = RowData.from_intervals(np.array([-1]), np.array([400]), np.array([600]))
-            tl.data.set_gaps({(0, 0): GapMarks(row, ("idle 200ns",))})
-            tl.invalidate()
-            await pilot.pause()
-            util = next(i for i, ln in enumerate(tl.lines) if ln.kind == 1)
-            assert plot_of(tl, util)[20:30] == "╌idle 200…"
-
-    run(body())
+    app = GputopApp(["synthetic.json"], trace=synthetic_trace(), analyses=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot, analyses=False)
+        tl = timeline(app)
+        row = RowData.from_intervals(np.array([-1]), np.array([400]), np.array([600]))
+        tl.data.set_gaps({(0, 0): GapMarks(row, ("idle 200ns",))})
+        tl.invalidate()
+        await pilot.pause()
+        util = next(i for i, ln in enumerate(tl.lines) if ln.kind == 1)
+        assert plot_of(tl, util)[20:30] == "╌idle 200…"

@@ -41,7 +41,7 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
 def test_the_interval_is_short_while_a_load_runs_and_restored_after(gate: threading.Event) -> None:
     before = sys.getswitchinterval()
     assert before > LOAD_SWITCH_INTERVAL  # Python's default, 5 ms
-    load = BackgroundLoad([default_sample()], use_cache=False)
+    load: BackgroundLoad[None] = BackgroundLoad([default_sample()], use_cache=False)
     assert sys.getswitchinterval() == pytest.approx(LOAD_SWITCH_INTERVAL)
     gate.set()
     assert load.wait(30)
@@ -51,8 +51,8 @@ def test_the_interval_is_short_while_a_load_runs_and_restored_after(gate: thread
 
 def test_overlapping_loads_restore_the_interval_once_the_last_one_ends(gate: threading.Event) -> None:
     before = sys.getswitchinterval()
-    first = BackgroundLoad([default_sample()], use_cache=False)
-    second = BackgroundLoad([default_sample()], use_cache=False, include_python=False)
+    first: BackgroundLoad[None] = BackgroundLoad([default_sample()], use_cache=False)
+    second: BackgroundLoad[None] = BackgroundLoad([default_sample()], use_cache=False, include_python=False)
     first.cancel()
     gate.set()
     assert first.wait(30)
@@ -67,7 +67,7 @@ def test_a_failed_load_restores_the_interval(tmp_path: Any) -> None:
     before = sys.getswitchinterval()
     bad = tmp_path / "empty.json"
     bad.write_bytes(b"")
-    load = BackgroundLoad([str(bad)], use_cache=False)
+    load: BackgroundLoad[None] = BackgroundLoad([str(bad)], use_cache=False)
     assert load.wait(30)
     with pytest.raises(TraceError):
         load.result()

@@ -5,7 +5,7 @@ one)."""
 from __future__ import annotations
 
 import os
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,6 +16,9 @@ from textual.widgets import ProgressBar, Static
 
 from gputop_trace.safe_text import clean
 from gputop_trace.units import format_bytes, plural
+
+if TYPE_CHECKING:
+    from gputop_trace.tui.hosts import CancelsLoad
 
 
 class LoadingScreen(Screen[None]):
@@ -69,9 +72,4 @@ class LoadingScreen(Screen[None]):
 
     def action_cancel(self) -> None:
         """Stop loading and quit (back to the fleet screen when the trace was opened from one)."""
-        cancel = getattr(self.app, "cancel_load", None)
-        if callable(cancel):
-            cancel()
-            return
-        self.app.workers.cancel_group(self.app, "load")
-        self.app.exit(130, return_code=130)
+        cast("CancelsLoad", self.app).cancel_load()

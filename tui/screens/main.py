@@ -1,15 +1,17 @@
 """The main screen: the timeline on top; below it the details of the selection or one of the panels (1–9 / Tab);
 the status bar and the key footer at the bottom. The timeline's keys are the screen's (``main_keys``) so that they
 also work while a panel has the keyboard (a panel's own keys, such as Enter, j/k and / in a table, take precedence);
-the panel keys are in ``main_panels``. This module holds the layout, the analyses' results and jumps as they arrive,
-Esc, the rank comparison and the help."""
+the panel keys are in ``main_panels``, the critical path's in ``main_path`` (a helper the screen owns). This module
+holds the layout, the analyses' results (one handler per result message) and jumps as they arrive, Esc, the rank
+comparison and the help."""
 
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
@@ -19,14 +21,24 @@ from textual.widgets import ContentSwitcher
 from gputop_trace.tui.keymap import MAIN_BINDINGS, help_sections
 from gputop_trace.tui.messages import (
     AnalysisFailed,
-    AnalysisReady,
+    AnalysisResult,
+    CriticalPathReady,
+    FindingsReady,
+    GapsReady,
     JumpToEvent,
     JumpToInterval,
     JumpToRank,
+    KernelsReady,
+    NamesReady,
+    OpsReady,
+    OverviewReady,
+    RangeNamesReady,
+    RangesReady,
+    RanksReady,
+    TransfersReady,
 )
 from gputop_trace.tui.screens.main_keys import TimelineKeys
 from gputop_trace.tui.screens.main_panels import PanelKeys
-from gputop_trace.tui.screens.main_path import PathKeys
 from gputop_trace.tui.widgets.details_pane import DetailsPane
 from gputop_trace.tui.widgets.footer import FittingFooter
 from gputop_trace.tui.widgets.panel_tabs import PanelTabs
@@ -37,6 +49,7 @@ from gputop_trace.tui.widgets.timeline_canvas import Interval
 if TYPE_CHECKING:
     from gputop_trace.tui.screens.compare import CompareScreen
     from gputop_trace.tui.screens.help import HelpSection
+    from gputop_trace.tui.widgets.critical_path_panel import PathSegmentChosen, PathStepChosen
 
 
 def panel_widgets() -> list[Widget]:
@@ -64,7 +77,7 @@ def panel_widgets() -> list[Widget]:
     ]
 
 
-class MainScreen(TimelineKeys, PathKeys, PanelKeys):
+class MainScreen(TimelineKeys, PanelKeys):
     """Timeline, details/panels, status bar, footer."""
 
     DEFAULT_CSS = """
@@ -92,12 +105,6 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         self.query_one(PanelTabs).show(self.panel)
         self.refresh_status()
         self.refresh_details()
-        # results that arrived before this screen was mounted (they wait for the panels, see when_panels)
-        app: Any = self.app
-        for name, result in dict(getattr(app, "results", {})).items():
-            self.on_analysis_ready(AnalysisReady(name, result))
-        for name, text in dict(getattr(app, "failures", {})).items():
-            self.on_analysis_failed(AnalysisFailed(name, text))
         self.call_after_refresh(self.mount_panels)
 
     async def mount_panels(self) -> None:
@@ -142,29 +149,38 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         if message.selection or self.timeline.selected < 0:
             self.refresh_details()
 
-    # ---- worker results --------------------------------------------------------------------------------------
-    def on_analysis_ready(self, message: AnalysisReady) -> None:
-        if not self.panels_ready:
-            self.when_panels(partial(self.on_analysis_ready, message))
-            return
-        from gputop_trace.tui.view.analysis_views import gap_details
-        from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
-        from gputop_trace.tui.widgets.findings_panel import FindingsPanel
-        from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
-        from gputop_trace.tui.widgets.ops_panel import OpsPanel
-        from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+    # ---- worker results: each waits for the panels (see when_panels) -----------------------------------------
+    @on(NamesReady)
+    def _names_ready(self, message: NamesReady) -> None:
+        def show() -> None:
+            self.names = message.names
 
-        self.results[message.name] = message.result
-        if message.name == "names":
-            self.names = message.result
-            self.refresh_details()
-        elif message.name == "range_names":
-            self.range_names = message.result
-        elif message.name == "kernels":
-            self.kernel_rows = message.result
-            self.query_one(KernelsPanel).set_rows(self.trace, message.result)
-        elif message.name == "gaps":
-            view = message.result
+        self.when_panels(show)
+
+    @on(RangeNamesReady)
+    def _range_names_ready(self, message: RangeNamesReady) -> None:
+        def show() -> None:
+            self.range_names = message.range_names
+
+        self.when_panels(show)
+
+    @on(KernelsReady)
+    def _kernels_ready(self, message: KernelsReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
+
+            self.kernel_rows = message.rows
+            self.query_one(KernelsPanel).set_rows(self.trace, message.rows)
+
+        self.when_panels(show)
+
+    @on(GapsReady)
+    def _gaps_ready(self, message: GapsReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.view.analysis_views import gap_details
+            from gputop_trace.tui.widgets.analysis_panels import GapsPanel
+
+            view = message.view
             self.data.set_gaps(view.marks)
             self.timeline.invalidate()
             compare = self.compare_screen
@@ -173,57 +189,115 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
             panel = self.query_one(GapsPanel)
             panel.details = partial(gap_details, self.data)
             panel.show(view.items, view.total, view.summary)
-        elif message.name == "transfers":
-            view = message.result
+
+        self.when_panels(show)
+
+    @on(TransfersReady)
+    def _transfers_ready(self, message: TransfersReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.widgets.analysis_panels import TransfersPanel
+
+            view = message.view
             self.query_one(TransfersPanel).show(view.items, view.total, view.summary)
-        elif message.name == "ranges":
-            self.query_one(RangesPanel).show(message.result)
-        elif message.name == "overview":
-            self.overview = message.result
-            self.refresh_details()
-        elif message.name == "findings":
-            self.query_one(FindingsPanel).show(message.result, self.trace.meta.warnings, "", self._job_note())
-        elif message.name == "ops":
-            self.query_one(OpsPanel).set_view(message.result)
-        elif message.name == "critical_path":
-            self.path_ready(message.result)
-        elif message.name == "ranks":
-            self.query_one(RanksPanel).show(message.result)
+
+        self.when_panels(show)
+
+    @on(RangesReady)
+    def _ranges_ready(self, message: RangesReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.widgets.analysis_panels import RangesPanel
+
+            self.query_one(RangesPanel).show(message.rows)
+
+        self.when_panels(show)
+
+    @on(OverviewReady)
+    def _overview_ready(self, message: OverviewReady) -> None:
+        def show() -> None:
+            self.overview = message.overview
+
+        self.when_panels(show)
+
+    @on(FindingsReady)
+    def _findings_ready(self, message: FindingsReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.widgets.findings_panel import FindingsPanel
+
+            self.query_one(FindingsPanel).show(message.items, self.trace.meta.warnings, "", self._job_note())
+
+        self.when_panels(show)
+
+    @on(OpsReady)
+    def _ops_ready(self, message: OpsReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.widgets.ops_panel import OpsPanel
+
+            self.query_one(OpsPanel).set_view(message.view)
+
+        self.when_panels(show)
+
+    @on(CriticalPathReady)
+    def _critical_path_ready(self, message: CriticalPathReady) -> None:
+        self.when_panels(partial(self.critical_path.ready, message.paths))
+
+    @on(RanksReady)
+    def _ranks_ready(self, message: RanksReady) -> None:
+        def show() -> None:
+            from gputop_trace.tui.widgets.ranks_panel import RanksPanel
+
+            self.query_one(RanksPanel).show(message.view)
             compare = self.compare_screen
             if compare is not None and compare.is_mounted and compare.view is None:
-                compare.set_view(message.result)
+                compare.set_view(message.view)
 
-    def on_analysis_failed(self, message: AnalysisFailed) -> None:
-        if not self.panels_ready:
-            self.when_panels(partial(self.on_analysis_failed, message))
-            return
+        self.when_panels(show)
+
+    @on(AnalysisFailed)
+    def _analysis_failed(self, message: AnalysisFailed) -> None:
+        self.when_panels(partial(self._show_failure, message.analysis, message.text))
+
+    def _show_failure(self, analysis: type[AnalysisResult], text: str) -> None:
+        """The panel that needed ``analysis``'s result shows ``text`` instead, and a notice says it failed (the
+        critical path's failure is in panel 9 and a dialog)."""
         from gputop_trace.tui.widgets.analysis_panels import GapsPanel, RangesPanel, TransfersPanel
         from gputop_trace.tui.widgets.findings_panel import FindingsPanel
         from gputop_trace.tui.widgets.kernels_panel import KernelsPanel
         from gputop_trace.tui.widgets.ops_panel import OpsPanel
         from gputop_trace.tui.widgets.ranks_panel import RanksPanel
 
-        panels: dict[str, Any] = {
-            "gaps": GapsPanel,
-            "transfers": TransfersPanel,
-            "ranges": RangesPanel,
-            "findings": FindingsPanel,
-        }
-        if message.name == "critical_path":
-            self.path_failed(message.text)
+        if analysis is CriticalPathReady:
+            self.critical_path.failed(text)
             return
-        if message.name == "kernels":
-            self.query_one(KernelsPanel).set_error(message.text)
-        elif message.name == "ops":
-            self.query_one(OpsPanel).set_error(message.text)
-        elif message.name == "ranks":
-            self.query_one(RanksPanel).set_error(message.text)
+        if analysis is KernelsReady:
+            self.query_one(KernelsPanel).set_error(text)
+        elif analysis is OpsReady:
+            self.query_one(OpsPanel).set_error(text)
+        elif analysis is RanksReady:
+            self.query_one(RanksPanel).set_error(text)
             compare = self.compare_screen
             if compare is not None and compare.is_mounted:
-                compare.set_error(message.text)
-        elif message.name in panels:
-            self.query_one(panels[message.name]).set_message(Text(message.text, style="red"))
-        self.notify(message.text, title=f"{message.name} analysis failed", severity="error", timeout=10)
+                compare.set_error(text)
+        else:
+            messages = {GapsReady: GapsPanel, TransfersReady: TransfersPanel, RangesReady: RangesPanel}
+            panel = messages.get(analysis) or (FindingsPanel if analysis is FindingsReady else None)
+            if panel is not None:
+                self.query_one(panel).set_message(Text(text, style="red"))
+        self.notify(text, title=f"{analysis.name} analysis failed", severity="error", timeout=10)
+
+    # ---- the critical path (main_path) -----------------------------------------------------------------------
+    def action_toggle_path(self) -> None:
+        """p: draw the critical path of the step under the cursor on the timeline, or hide it."""
+        self.critical_path.toggle()
+
+    def on_path_segment_chosen(self, message: PathSegmentChosen) -> None:
+        """Enter on an item of panel 9: the path drawn, its segment selected."""
+        message.stop()
+        self.critical_path.segment_chosen(message)
+
+    def on_path_step_chosen(self, message: PathStepChosen) -> None:
+        """[ / ] in panel 9: that step's path on the timeline too, when it is shown."""
+        message.stop()
+        self.critical_path.step_chosen(message)
 
     def on_jump_to_event(self, message: JumpToEvent) -> None:
         message.stop()
@@ -266,7 +340,7 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         line = tl.current_line
         rank = line.rank if line is not None and line.rank in ranks else ranks[0]
         anchor = CompareAnchor(rank, tl.cursor_t, (tl.t0, tl.t1))
-        view = self.results.get("ranks")
+        view = self.gputop_app.results.ranks
 
         def shown(result: ShowRank | None) -> None:
             if result is not None:
@@ -291,9 +365,7 @@ class MainScreen(TimelineKeys, PathKeys, PanelKeys):
         if self.timeline.selected >= 0 or self.timeline.interval is not None:
             self.timeline.select(-1, reveal=False)
             return
-        back = getattr(self.app, "back_to_fleet", None)
-        if callable(back):
-            back()
+        self.gputop_app.back_to_fleet()
 
     # ---- help ------------------------------------------------------------------------------------------------
     def help_sections(self) -> list[HelpSection]:

@@ -87,7 +87,7 @@ class TimelineKeys(MainState):
     def action_instance(self, direction: int) -> None:
         """n / N: walk the critical path while it is shown (p), else the search matches, else the instances of the
         selected event's name."""
-        if self.walk_path(direction):
+        if self.critical_path.walk(direction):
             return
         tl = self.timeline
         if self.search_pattern and self.matches is not None:

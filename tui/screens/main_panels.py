@@ -6,44 +6,19 @@ from __future__ import annotations
 import os
 
 from textual import work
-from textual.widgets import ContentSwitcher
 
 from gputop_trace.errors import TraceError
 from gputop_trace.model.kinds import Kind
 from gputop_trace.tui.messages import DrilldownRequested
 from gputop_trace.tui.screens.main_state import MainState
 from gputop_trace.tui.widgets.details_pane import DetailsPane
-from gputop_trace.tui.widgets.panel_tabs import CYCLE, PanelTabs
+from gputop_trace.tui.widgets.panel_tabs import CYCLE
 
 
 class PanelKeys(MainState):
     """Panel switching, and the drill-down and export the keys start."""
 
     # ---- panels ----------------------------------------------------------------------------------------------
-    def show_panel(self, name: str) -> None:
-        """Show a panel (or the details) below the timeline and give it the keyboard (a panel asked for before
-        the panels are mounted is shown once they are)."""
-        if name != "details" and not self.panels_ready:
-            self.when_panels(lambda: self.show_panel(name))
-            return
-        self.panel = name
-        self.query_one("#bottom").set_class(name != "details", "-panel")
-        self.query_one("#switcher", ContentSwitcher).current = name
-        self.query_one(PanelTabs).show(name)
-        if name == "details":
-            self.timeline.focus()
-            self.refresh_details()
-            return
-        widget = self.query_one(f"#{name}")
-        focus = getattr(widget, "focus_table", None)
-        if callable(focus):
-            focus()
-        else:
-            # a focusable part of the panel takes the keyboard, so that the panel's own keys apply while it is
-            # shown (the drill-down's x cancels ncu there); the timeline otherwise
-            inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
-            (inner or self.timeline).focus()
-
     def action_open_finding(self, index: int) -> None:
         """A click on the overview's finding ``index`` (0-based, findings only): its evidence on the timeline."""
         from gputop_trace.tui.widgets.findings_panel import FindingsPanel
@@ -123,7 +98,7 @@ class PanelKeys(MainState):
 
         path, fmt = export_path(text)
         try:
-            doc = findings_document(self.trace, self.paths, getattr(self.app, "summary_analyses", None))
+            doc = findings_document(self.trace, self.paths, self.gputop_app.results.summary)
             size = write_export(path, fmt, doc)
         except OSError as e:
             self.app.call_from_thread(

@@ -1,31 +1,41 @@
-"""The main screen's state (the trace, the analyses that arrived, the search) and what keeps the status bar and
-the details pane up to date; the key actions and the screen itself build on it (``main_keys``, ``main_panels``,
-``main``)."""
+"""The main screen's state (the trace, the analyses that arrived, the search, the panel shown, the critical path's
+helper) and what keeps the status bar and the details pane up to date; the key actions and the screen itself
+build on it (``main_keys``, ``main_panels``, ``main``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widgets import ContentSwitcher
 
 from gputop_trace.model.arrays import I64
 from gputop_trace.model.trace import Trace
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.screens.main_path import PathOnScreen
 from gputop_trace.tui.view.lanes import RowKind
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex, position_in
 from gputop_trace.tui.view.timeline_data import TimelineData
 from gputop_trace.tui.widgets.details_pane import DetailsPane
+from gputop_trace.tui.widgets.panel_tabs import PanelTabs
 from gputop_trace.tui.widgets.status_bar import StatusBar, status_text
 from gputop_trace.tui.widgets.timeline import Timeline
 from gputop_trace.units import format_ns
 
 if TYPE_CHECKING:
+    from gputop_trace.tui.hosts import TraceApp
     from gputop_trace.tui.view.overview import Overview
 
 
 class MainState(Screen[None]):
     """The main screen's state, its timeline, the status bar and the details of the selection."""
+
+    #: the index of event names, once built (``n`` / ``N``, the details' instance counts)
+    names: reactive[NameIndex | None] = reactive(None, init=False, repaint=False)
+    #: where the time went, shown in the details while nothing is selected, once the analyses have worked it out
+    overview: reactive[Overview | None] = reactive(None, init=False, repaint=False)
 
     def __init__(self, trace: Trace, data: TimelineData, flows: FlowIndex, paths: list[str]) -> None:
         super().__init__()
@@ -33,26 +43,58 @@ class MainState(Screen[None]):
         self.data = data
         self.flows = flows
         self.paths = paths
-        self.names: NameIndex | None = None
         self.kernel_rows: list[Any] | None = None
         self.range_names: list[Any] = []
         self.panel = "details"
         self.search_pattern = ""
         self.matches: I64 | None = None
         self.match_starts: I64 | None = None
-        self.results: dict[str, Any] = {}
-        self.overview: Overview | None = None
         #: whether panels 1–9 are mounted (they are created after the first screen is drawn)
         self.panels_ready = False
         self._after_panels: list[Callable[[], None]] = []
+        #: the critical path on this screen: ``p``, ``n`` / ``N`` on it, panel 9
+        self.critical_path = PathOnScreen(self, self)
+
+    @property
+    def gputop_app(self) -> TraceApp:
+        """The app, typed (this screen is only ever the trace browser's)."""
+        return cast("TraceApp", self.app)
 
     @property
     def timeline(self) -> Timeline:
         return self.query_one(Timeline)
 
+    def watch_names(self) -> None:
+        self.refresh_details()
+
+    def watch_overview(self) -> None:
+        self.refresh_details()
+
     def show_panel(self, name: str) -> None:
-        """Show a panel or the details below the timeline (``main_panels.PanelKeys``)."""
-        raise NotImplementedError
+        """Show a panel (or the details) below the timeline and give it the keyboard (a panel asked for before
+        the panels are mounted is shown once they are). Panel 9 asks for the critical path first."""
+        if name == "path":
+            self.critical_path.start()
+        if name != "details" and not self.panels_ready:
+            self.when_panels(lambda: self.show_panel(name))
+            return
+        self.panel = name
+        self.query_one("#bottom").set_class(name != "details", "-panel")
+        self.query_one("#switcher", ContentSwitcher).current = name
+        self.query_one(PanelTabs).show(name)
+        if name == "details":
+            self.timeline.focus()
+            self.refresh_details()
+            return
+        widget = self.query_one(f"#{name}")
+        focus = getattr(widget, "focus_table", None)
+        if callable(focus):
+            focus()
+        else:
+            # a focusable part of the panel takes the keyboard, so that the panel's own keys apply while it is
+            # shown (the drill-down's x cancels ncu there); the timeline otherwise
+            inner = next((w for w in widget.query("*") if w.focusable and w.display), None)
+            (inner or self.timeline).focus()
 
     def when_panels(self, call: Callable[[], None]) -> None:
         """Run ``call`` (something that uses panels 1–9) now when the panels are mounted, else once they are, in
@@ -76,16 +118,12 @@ class MainState(Screen[None]):
             self.show_panel("details")
         self.timeline.select(event, rezoom=rezoom)
 
-    def walk_path(self, direction: int) -> bool:
-        """n / N on the critical path while it is shown (``main_path.PathKeys``); False when it is not."""
-        return False
-
-    def path_lead(self, event: int) -> list[tuple[str, str]]:
-        """Rows about the critical-path segment ``event`` is, above its details (``main_path.PathKeys``)."""
-        return []
-
     # ---- status and details ----------------------------------------------------------------------------------
     def search_status(self) -> str:
+        """The status bar's search part (``/pattern/ 2/15 matches``), with the critical path's while it is shown."""
+        return self.critical_path.status(self._matches_status())
+
+    def _matches_status(self) -> str:
         if not self.search_pattern or self.matches is None:
             return ""
         n = len(self.matches)
@@ -117,7 +155,7 @@ class MainState(Screen[None]):
         pane = self.query_one(DetailsPane)
         if tl.selected >= 0:
             pane.show_event(
-                self.data, tl.selected, names=self.names, flows=self.flows, lead=self.path_lead(tl.selected)
+                self.data, tl.selected, names=self.names, flows=self.flows, lead=self.critical_path.lead(tl.selected)
             )
         elif tl.interval is not None:
             iv = tl.interval

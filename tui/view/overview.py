@@ -4,13 +4,13 @@ findings (time at stake first), shown in the details pane until something is sel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rich.style import Style
 from rich.text import Text
 
 from gputop_trace.analysis.busy import DeviceBusy
 from gputop_trace.analysis.profiler_ranges import RANGE_PROFILER_TITLE
+from gputop_trace.report.summary import RankSteps
 from gputop_trace.safe_text import clean
 from gputop_trace.tui.view.analysis_views import FindingItem
 from gputop_trace.units import format_ns, format_range, plural
@@ -20,11 +20,11 @@ TOP_FINDINGS = 5
 
 @dataclass(frozen=True)
 class Overview:
-    """What the overview needs: per-GPU busy summaries, per-rank step statistics (``report.summary.steps_json``
-    rows, times in ns) and the findings in the analysis's order."""
+    """What the overview needs: per-GPU busy summaries, per-rank step statistics (``report.summary.rank_steps``,
+    times in ns) and the findings in the analysis's order."""
 
     busy: list[DeviceBusy]
-    steps: list[dict[str, Any]]
+    steps: list[RankSteps]
     findings: list[FindingItem]
 
 
@@ -53,22 +53,22 @@ def busy_line(busy: list[DeviceBusy], multi_rank: bool) -> Text:
     return line
 
 
-def step_line(steps: list[dict[str, Any]]) -> Text | None:
+def step_line(steps: list[RankSteps]) -> Text | None:
     """``step time 12.3 ms mean over 5 steps (min …, max …)``; ranks beyond the first are summarised."""
     if not steps:
         return None
     s = steps[0]
-    who = f"rank {s['rank']} " if len(steps) > 1 else ""
+    who = f"rank {s.rank} " if len(steps) > 1 else ""
     line = Text(f"{who}step time ")
-    line.append(format_ns(s["mean_ns"]), style="bold")
-    line.append(f" mean over {plural(s['count'], 'step')}")
-    if s["count"] > 1:
-        line.append(f" (min {format_ns(s['min_ns'])}, max {format_ns(s['max_ns'])})")
-    cut = sum(len(x.get("cut") or ()) for x in steps)
+    line.append(format_ns(s.mean_ns), style="bold")
+    line.append(f" mean over {plural(s.count, 'step')}")
+    if s.count > 1:
+        line.append(f" (min {format_ns(s.min_ns)}, max {format_ns(s.max_ns)})")
+    cut = sum(len(x.cut) for x in steps)
     if cut:
         line.append(f" ({plural(cut, 'step')} cut to the recording)", style="yellow")
     if len(steps) > 1:
-        means = [x["mean_ns"] for x in steps]
+        means = [x.mean_ns for x in steps]
         line.append(f"; {len(steps)} ranks {format_range(format_ns(min(means)), format_ns(max(means)))}")
     return line
 

@@ -16,6 +16,7 @@ from gputop_trace.analysis.gaps.detect import CAUSE_FIX
 from gputop_trace.analysis.ranges import RangeRow
 from gputop_trace.analysis.transfers import FLAG_FIX, FLAG_TITLES
 from gputop_trace.safe_text import clean
+from gputop_trace.tui.hosts import shown_trace
 from gputop_trace.tui.messages import JumpToEvent, JumpToInterval
 from gputop_trace.tui.view.analysis_views import MAX_ROWS, CopyItem, GapItem, cause_short, flag_short
 from gputop_trace.tui.widgets.figure_static import FigureStatic
@@ -248,7 +249,7 @@ class RangesPanel(SummaryTablePanel):
     def show(self, rows: list[RangeRow]) -> None:
         from gputop_trace.analysis.autograd import autograd_note, autograd_threads
 
-        trace = getattr(self.app, "trace", None)
+        trace = shown_trace(self)
         threads = autograd_threads(trace) if trace is not None else {}
         vias = sorted({th.via for th in threads.values()})
         self.autograd_via = " and ".join(vias)

@@ -16,6 +16,7 @@ from textual.visual import RenderOptions, Visual
 from textual.widgets import Static
 
 from gputop_trace.presentation.figure_wrap import break_offsets
+from gputop_trace.tui.hosts import shown_trace
 from gputop_trace.tui.view.details import describe_event, details_text
 from gputop_trace.tui.view.navigation import FlowIndex, NameIndex
 from gputop_trace.tui.view.timeline_data import TimelineData
@@ -133,7 +134,7 @@ class DetailsPane(VerticalScroll, can_focus=False):
         if util is not None:
             frac, t0, t1 = util
             line = Text(f"cursor cell {format_ns(t0, precision=6)} – {format_ns(t1, precision=6)}: ")
-            trace = getattr(self.app, "trace", None)
+            trace = shown_trace(self)
             busy = f"GPU busy {100 * frac:.0f}% of the cell" if frac > 0 else "GPU idle"
             line.append(trace.device_words().say(busy) if trace is not None else busy)
             text = line + Text("\n") + text

@@ -15,6 +15,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Input, Static
 
 from gputop_trace.presentation.name_fitting import fit_names
+from gputop_trace.tui.hosts import shown_trace
 from gputop_trace.tui.view.navigation import compile_search
 from gputop_trace.tui.widgets.figure_static import FigureStatic
 
@@ -103,7 +104,7 @@ class TablePanel(Vertical):
 
     def say(self, text: str) -> str:
         """``text`` (which calls the device ``GPU``) in the loaded trace's own words: ``MTIA``, ``device`` ..."""
-        trace = getattr(self.app, "trace", None) if self.is_attached else None
+        trace = shown_trace(self)
         return trace.device_words().say(text) if trace is not None else text
 
     # filling -----------------------------------------------------------------------------------------------
