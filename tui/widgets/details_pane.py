@@ -1,6 +1,6 @@
 """The details pane: the selected event (or interval) in full, or, with nothing selected, where the time went
 (the overview), what the cursor's cell holds and how to select something. Its text never breaks a line between a
-figure and its unit (``view/unit_wrap.py``)."""
+figure and its unit (``presentation/figure_wrap.py``)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ HINT = (
 
 class FiguresKeptWhole(Visual):
     """Text that wraps as Textual wraps a ``Static``'s text, except between a figure and its unit or a count and
-    its noun (``view/unit_wrap.py``): the text is broken into lines for the width it is drawn at, and those lines
+    its noun (``presentation/figure_wrap.py``): the text is broken into lines for the width it is drawn at, and those lines
     drawn; where the style says ``text-wrap: nowrap`` it is drawn as any text is."""
 
     def __init__(self, content: Content) -> None:

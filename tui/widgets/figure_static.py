@@ -1,5 +1,5 @@
 """A ``Static`` whose text never breaks a line between a figure and its unit or a count and its noun (``29.0 ms``,
-``12 kernels``; ``view/unit_wrap.py``), for the panels' notes, summaries and the findings' details."""
+``12 kernels``; ``presentation/figure_wrap.py``), for the panels' notes, summaries and the findings' details."""
 
 from __future__ import annotations
 
