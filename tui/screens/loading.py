@@ -24,22 +24,6 @@ if TYPE_CHECKING:
 class LoadingScreen(Screen[None]):
     """Progress of loading ``paths``."""
 
-    DEFAULT_CSS = """
-    LoadingScreen {
-        align: center middle;
-    }
-    LoadingScreen > Vertical {
-        width: 90%;
-        max-width: 100;
-        height: auto;
-        border: round $primary;
-        padding: 1 2;
-    }
-    LoadingScreen #loading-title { text-style: bold; }
-    LoadingScreen ProgressBar { width: 100%; margin: 1 0; }
-    LoadingScreen #loading-counts { color: $text-muted; }
-    """
-
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
         Binding("q", "cancel", "Cancel", show=False),

@@ -80,14 +80,6 @@ def panel_widgets() -> list[Widget]:
 class MainScreen(TimelineKeys, PanelKeys):
     """Timeline, details/panels, status bar, footer."""
 
-    DEFAULT_CSS = """
-    MainScreen { layout: vertical; }
-    MainScreen > #bottom { height: 38%; min-height: 6; border-top: solid $panel-lighten-2; }
-    MainScreen > #bottom.-panel { height: 55%; min-height: 9; }
-    MainScreen #switcher { height: 1fr; }
-    MainScreen #switcher > * { height: 1fr; }
-    """
-
     BINDINGS: ClassVar[list[BindingType]] = MAIN_BINDINGS
 
     # ---- layout ----------------------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ HINT = (
 
 class FiguresKeptWhole(Visual):
     """Text that wraps as Textual wraps a ``Static``'s text, except between a figure and its unit or a count and
-    its noun (``presentation/figure_wrap.py``): the text is broken into lines for the width it is drawn at, and those lines
-    drawn; where the style says ``text-wrap: nowrap`` it is drawn as any text is."""
+    its noun (``presentation/figure_wrap.py``): the text is broken into lines for the width it is drawn at, and
+    those lines drawn; where the style says ``text-wrap: nowrap`` it is drawn as any text is."""
 
     def __init__(self, content: Content) -> None:
         self.content = content
